@@ -1,0 +1,61 @@
+"""Shared entry point of the example scripts and ``make demo``."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from hybrid import report
+from hybrid.targets import TARGETS
+from scheduler import BuildJob, build_all
+
+EXAMPLES = ["examples.softmax", "examples.tile_matmul"]
+#: Error bounds for the GPU checks (fp32 softmax; fp16 inputs with fp32 accumulation).
+TOLERANCE = {"examples.softmax": 1e-5, "examples.tile_matmul": 1e-2}
+
+
+def current_gpu_target() -> str | None:
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+        major, minor = torch.cuda.get_device_capability()
+    except Exception:
+        return None
+    if torch.version.hip:
+        arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
+        return arch if arch in TARGETS else None
+    return {(8, 0): "sm80", (9, 0): "sm90a", (10, 0): "sm100a"}.get((major, minor))
+
+
+def main(*modules: str) -> int:
+    modules = [m if m != "__main__" else _script_module() for m in modules] or EXAMPLES
+    results = build_all([BuildJob(m, t) for m in modules for t in TARGETS])
+    summaries = [r.summary if r.ok else {"kernel": r.job.module, "target": r.job.target, "error": r.error}
+                 for r in results]
+    report.print_table(summaries)
+    out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summaries, indent=1))
+    print(f"wrote {out}")
+    failed = [r for r in results if not r.ok]
+    gpu = current_gpu_target()
+    if gpu is None:
+        print("no supported GPU here: built every target, nothing run")
+    else:
+        import importlib
+        for module in modules:
+            error = importlib.import_module(module).check(gpu)
+            ok = error <= TOLERANCE[module]
+            print(f"{module} on {gpu}: max error {error:.2e} ({'ok' if ok else 'FAILED'})")
+            failed += [] if ok else [module]
+    return 1 if failed else 0
+
+
+def _script_module() -> str:
+    return "examples." + Path(sys.argv[0]).stem
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

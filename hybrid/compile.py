@@ -1,0 +1,88 @@
+"""``hybrid.compile``: ahead-of-time build of a mixed kernel for one target, no GPU needed."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+import triton
+from triton.backends.compiler import GPUTarget
+
+from interop.boundary import Boundary
+from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource
+
+from . import targets
+
+
+@dataclass
+class FusedBinary:
+    """One fused kernel for one target: every region's code behind a single kernel entry."""
+    name: str
+    target: str
+    asm: dict
+    metadata: dict
+    regions: list[dict]
+    boundaries: list[Boundary]
+    kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
+
+    @property
+    def binary(self) -> bytes:
+        return self.asm["cubin"] if "cubin" in self.asm else self.asm["hsaco"]
+
+    def __getitem__(self, grid):
+        return self.kernel[grid]
+
+    @property
+    def assembly(self) -> str:
+        """The final textual assembly: PTX on NVIDIA, AMDGCN on AMD."""
+        return self.asm.get("ptx") or self.asm["amdgcn"]
+
+    @property
+    def kernel_entries(self) -> int:
+        """Kernel entry points in the binary's assembly (a fused kernel has exactly one)."""
+        return self.assembly.count(".entry ") if "ptx" in self.asm else self.assembly.count(".amdhsa_kernel ")
+
+    def summary(self) -> dict:
+        """A JSON-able record of this binary, for reports and bundles."""
+        return {"kernel": self.name, "target": self.target, "kernel_entries": self.kernel_entries,
+                "binary_bytes": len(self.binary), "shared_bytes": self.metadata.get("shared", 0),
+                "num_warps": self.metadata.get("num_warps"), "regions": self.regions,
+                "boundaries": [b.to_json() for b in self.boundaries]}
+
+
+def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
+            num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, **options) -> FusedBinary:
+    """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
+
+    ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
+    ``constexprs`` may be left out or given as ``"constexpr"``. With ``aligned_pointers`` every
+    pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors.
+    """
+    fn = kernel
+    constexprs = dict(constexprs or {})
+    full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in fn.arg_names
+                      if name in constexprs or name in signature}
+    missing = [name for name in fn.arg_names if name not in full_signature]
+    if missing:
+        raise TypeError(f"{fn.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
+    attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+             if aligned_pointers and full_signature[name].startswith("*")}
+    gpu_target = targets.resolve(target)
+    source = HybridGluonSource(fn, full_signature, constexprs, attrs)
+    compiled = triton.compile(source, target=gpu_target,
+                              options={"num_warps": num_warps, "num_stages": num_stages, **options})
+    ttgir = compiled.asm["ttgir"]
+    return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
+                       metadata=compiled.metadata._asdict(), regions=module_json_attr(ttgir, REGIONS_ATTR),
+                       boundaries=[Boundary(**{**b, "shape": tuple(b["shape"])})
+                                   for b in module_json_attr(ttgir, BOUNDARIES_ATTR)],
+                       kernel=compiled)
+
+
+def module_json_attr(ttgir: str, name: str) -> list:
+    """Decode a JSON string attribute of the printed module (MLIR escapes bytes as ``\\XX``)."""
+    match = re.search(re.escape(name) + r' = "((?:[^"\\]|\\.)*)"', ttgir)
+    if match is None:
+        return []
+    text = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), match.group(1)).replace("\\\\", "\\")
+    return json.loads(text)

@@ -1,0 +1,33 @@
+"""``hybrid.jit``: mark a kernel as mixed, so calls into the other language become regions."""
+from __future__ import annotations
+
+from triton.experimental.gluon._runtime import GluonJITFunction
+from triton.runtime.jit import JITFunction
+
+from interop.source import HybridGluonSource
+
+
+class HybridGluonJITFunction(GluonJITFunction):
+    """A Gluon kernel whose calls to ``@triton.jit`` functions are Triton regions.
+
+    Launching (``kernel[grid](...)``), specialization and caching are upstream's JIT; only the
+    AST source differs, so every compile goes through region lowering and stitching.
+    """
+
+    def create_binder(self):
+        result = super().create_binder()
+        self.ASTSource = HybridGluonSource
+        return result
+
+
+def jit(fn):
+    """Stack on ``@gluon.jit``: ``@hybrid.jit`` above ``@gluon.jit def kernel(...)``."""
+    if isinstance(fn, GluonJITFunction):
+        # The decorator receives the object ``gluon.jit`` just made; re-classing it keeps every
+        # piece of upstream state (specialization settings, caches) without re-deriving it.
+        fn.__class__ = HybridGluonJITFunction
+        return fn
+    if isinstance(fn, JITFunction):
+        raise TypeError(f"hybrid.jit: '{fn.__name__}' is a @triton.jit kernel; Gluon regions inside Triton kernels "
+                        "are not available yet. Stack @hybrid.jit on a @gluon.jit kernel.")
+    raise TypeError("hybrid.jit must be stacked on a @gluon.jit kernel: @hybrid.jit above @gluon.jit")

@@ -1,0 +1,44 @@
+"""Per-region report of built mixed kernels, as a ``rich`` table (data: ``FusedBinary.summary``)."""
+from __future__ import annotations
+
+import re
+
+from rich.console import Console
+from rich.table import Table
+
+
+def short_layout(layout: str) -> str:
+    """``#ttg.blocked<{sizePerThread = [1, 4], ...}>`` -> ``blocked[1,4|...]`` for tables."""
+    match = re.match(r"#\w+\.(\w+)<", layout)
+    if match is None:
+        return layout
+    lists = re.findall(r"\[([^\[\]]*)\]", layout)
+    return f"{match.group(1)}[{'|'.join(x.replace(' ', '') for x in lists)}]"
+
+
+def boundary_line(b: dict) -> str:
+    arrow = "->" if b["direction"] == "in" else "<-"
+    shape = "x".join(str(d) for d in b["shape"])
+    cost = f"{b['conversions']} cvt" if b["conversions"] else "free"
+    return (f"r{b['region']} {b['direction']}{b['index']} {shape}x{b['dtype']} {arrow} "
+            f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost} ({b['reason']})")
+
+
+def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") -> Table:
+    out = Table(title=title, show_lines=True)
+    for column in ("kernel", "target", "regions", "boundaries (layout conversions)", "entries", "shared B",
+                   "binary B"):
+        out.add_column(column, overflow="fold")
+    for s in summaries:
+        if "error" in s:
+            out.add_row(s["kernel"], s["target"], "", f"[red]FAILED: {s['error']}[/red]", "", "", "")
+            continue
+        regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']}) @{r['call_site'].rsplit('/', 1)[-1]}"
+                            for r in s["regions"])
+        out.add_row(s["kernel"], s["target"], regions, "\n".join(boundary_line(b) for b in s["boundaries"]),
+                    str(s["kernel_entries"]), str(s["shared_bytes"]), str(s["binary_bytes"]))
+    return out
+
+
+def print_table(summaries: list[dict], console: Console | None = None) -> None:
+    (console or Console(width=200)).print(table(summaries))

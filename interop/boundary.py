@@ -1,0 +1,54 @@
+"""Boundary records: what crosses between a host and a region, and what it costs.
+
+A boundary is one tensor value crossing a region's signature. At the call site an incoming
+tensor is converted to the layout the region's lowering expects (nothing when they agree);
+the region's results come back in the layout its lowering returns. After inlining, chains of
+conversions across a boundary are folded (``stitch.fold_boundary_conversions``) so each
+boundary costs at most one ``ttg.convert_layout``; ``conversions`` counts what is left in
+the stitched module.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+#: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
+TAG = "hybrid.boundary"
+
+
+def tag(region_index: int, direction: str, index: int) -> str:
+    return f"{region_index}:{direction}:{index}"
+
+
+@dataclass(frozen=True)
+class Boundary:
+    region: int          # Region.index
+    function: str        # the region's function
+    direction: str       # "in" (host -> region) or "out" (region -> host)
+    index: int           # argument or result position among the tensors crossing
+    shape: tuple
+    dtype: str
+    from_layout: str
+    to_layout: str
+    conversions: int     # ttg.convert_layout ops this boundary costs in the stitched module
+    reason: str          # why: "layouts agree", "converted", "folded into ...", ...
+
+    @property
+    def tag(self) -> str:
+        return tag(self.region, self.direction, self.index)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["shape"] = list(self.shape)
+        return data
+
+
+def layout_of(type_text: str) -> str:
+    """The encoding attribute of a printed ranked tensor type (``tensor<4x8xf32, #enc>`` -> ``#enc``)."""
+    inner = type_text[len("tensor<"):-1]
+    _, _, encoding = inner.partition(", ")
+    return encoding or "-"
+
+
+def shape_and_dtype(type_text: str) -> tuple[tuple, str]:
+    dims = type_text[len("tensor<"):-1].partition(", ")[0].split("x")
+    return tuple(int(d) for d in dims[:-1]), dims[-1]

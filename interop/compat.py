@@ -1,0 +1,93 @@
+"""Everything that differs between the supported Triton releases (3.6 through 3.9).
+
+This is the only module that reads ``triton.__version__``; the rest of the project asks
+it for capabilities instead of comparing versions (``tests/test_compat.py`` enforces that).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from typing import Iterator
+
+import triton
+from triton.compiler import code_generator as _codegen_module
+
+SUPPORTED = ((3, 6), (3, 7), (3, 8), (3, 9))
+
+
+def _parse(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+TRITON_VERSION: str = triton.__version__
+TRITON_MAJOR_MINOR = _parse(TRITON_VERSION)
+
+if TRITON_MAJOR_MINOR not in SUPPORTED:
+    raise ImportError(f"triton-hybrid supports Triton 3.6 through 3.9; this environment has Triton {TRITON_VERSION}. "
+                      f"Install a supported release, e.g. `pip install 'triton>=3.6,<3.10'`.")
+
+# 3.9 added `begin_col` to CodeGenerator.__init__ (column of the `def`, for locations).
+_CODEGEN_PARAMS = frozenset(inspect.signature(_codegen_module.CodeGenerator.__init__).parameters)
+
+
+def codegen_location_kwargs(fn) -> dict:
+    """Location keyword arguments for ``CodeGenerator`` that this Triton accepts.
+
+    3.7+ keep the file and ``def`` line on the JITFunction (and 3.9 the column); 3.6 computes
+    them with ``get_jit_fn_file_line``.
+    """
+    if not hasattr(fn, "file_name"):
+        from triton.runtime.jit import get_jit_fn_file_line
+        file_name, begin_line = get_jit_fn_file_line(fn)
+        return {"file_name": file_name, "begin_line": begin_line}
+    kwargs = {"file_name": fn.file_name, "begin_line": fn.def_file_line_number}
+    if "begin_col" in _CODEGEN_PARAMS:
+        kwargs["begin_col"] = fn.def_file_col_number
+    return kwargs
+
+
+_swap_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def code_generator_class(cls) -> Iterator[None]:
+    """Make upstream's ``ast_to_ttir`` and nested ``call_JitFunction`` build ``cls``.
+
+    Both look the class up as the module global ``CodeGenerator`` at call time, so a scoped
+    rebinding makes every function of the kernel, however deeply nested, pass through ``cls``.
+    """
+    with _swap_lock:
+        original = _codegen_module.CodeGenerator
+        _codegen_module.CodeGenerator = cls
+        try:
+            yield
+        finally:
+            _codegen_module.CodeGenerator = original
+
+
+# 3.6's ASTFunction takes constexpr values in a separate `constants` dict keyed by argument
+# path and expects the bare `constexpr` class as their type; 3.7+ carries them in the types.
+_AST_FUNCTION_TAKES_CONSTANTS = "constants" in inspect.signature(_codegen_module.ASTFunction.__init__).parameters
+
+
+def function_prototype(args: list, arg_types: list):
+    """A callee prototype for ``CodeGenerator``: ``args`` are the normalized call arguments
+    (``tl.constexpr`` for compile-time ones), ``arg_types`` the types the callee should see."""
+    from triton._utils import find_paths_if, get_iterable_path
+    from triton.language.core import constexpr
+
+    if not _AST_FUNCTION_TAKES_CONSTANTS:
+        return _codegen_module.ASTFunction([], arg_types, {})
+    constants = {path: get_iterable_path(args, path) for path in find_paths_if(args, lambda _, x: isinstance(x, constexpr))}
+    types = [constexpr if isinstance(arg, constexpr) else ty for arg, ty in zip(args, arg_types)]
+    return _codegen_module.ASTFunction([], types, constants, {})
+
+
+def in_loop_carry_discovery(generator) -> bool:
+    """Whether ``generator`` is in the dry visit of a loop body whose IR will be discarded.
+
+    3.9 marks it; 3.6 does not, and there the session filters uncalled regions afterwards.
+    """
+    return getattr(generator, "_loop_carry_discovery_depth", 0) > 0

@@ -1,0 +1,32 @@
+"""The one exception type a kernel author sees for a region that cannot be built."""
+from __future__ import annotations
+
+from triton.compiler.errors import CompilationError
+
+
+class RegionError(CompilationError):
+    """A region could not be lowered, planned or stitched.
+
+    Always names the called function, the call site (file:line) and what to do, so that a
+    kernel author never has to read MLIR or a C++ backtrace to find the mistake. It derives
+    from Triton's ``CompilationError`` so the host's code generator passes it through intact.
+    """
+
+    def __init__(self, function: str, call_site: str, reason: str, hint: str = ""):
+        self.function = function
+        self.call_site = call_site
+        self.reason = reason
+        self.hint = hint
+        self.src = None
+        self.node = None
+        self.error_message = reason
+        self.message = f"region '{function}' called at {call_site}: {reason}"
+        if hint:
+            self.message += f"\n  hint: {hint}"
+        Exception.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):
+        return type(self), (self.function, self.call_site, self.reason, self.hint)

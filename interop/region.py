@@ -1,0 +1,37 @@
+"""Records of the regions of a mixed kernel: who calls what, where, in which language."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CallSite:
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Region:
+    """One call from a host kernel into a function of the other language.
+
+    ``symbol`` is the private function that holds the region's lowered body in the host
+    module until it is inlined; ``specialization`` identifies the argument types and
+    constexprs it was lowered for (one lowering serves all call sites with the same one).
+    """
+    index: int
+    function: str
+    language: str
+    call_site: CallSite
+    symbol: str
+    specialization: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.function}@{self.call_site.line}"
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "function": self.function, "language": self.language,
+                "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization}

@@ -1,0 +1,232 @@
+"""One compile of a mixed kernel: intercept cross-language calls, lower, stitch, record.
+
+``HybridSession.code_generator()`` returns a ``CodeGenerator`` subclass bound to the session;
+``compat.code_generator_class`` installs it for the duration of the host's code generation so
+that calls from any Gluon function of the kernel (however nested) to a ``@triton.jit``
+function become Triton regions. Calls within one language are left to upstream unchanged.
+"""
+from __future__ import annotations
+
+import inspect
+
+from triton.compiler import code_generator as _cg
+from triton.experimental.gluon import language as gl
+from triton.language import core as tl
+
+from . import boundary as bd
+from . import compat
+from . import stitch
+from .errors import RegionError
+from .lower_triton import lower_triton_function
+from .region import CallSite, Region
+
+_REGION_HINT = ("the Triton function is lowered on its own for the call site's argument types; "
+                "fix it or the arguments passed at the call site")
+
+
+class HybridCodeGenerator(_cg.CodeGenerator):
+    session: "HybridSession"
+
+    def call_JitFunction(self, fn, args, kwargs, caller_context=None):
+        if self.is_gluon and not fn.is_gluon():
+            return self.session.call_triton_region(self, fn, args, kwargs)
+        return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
+
+
+class HybridSession:
+    """Regions, their lowered bodies and boundary records of one compile."""
+
+    def __init__(self, context, options, target):
+        self.context = context
+        self.options = options
+        self.target = target
+        self.regions: list[Region] = []
+        self.boundaries: list[bd.Boundary] = []
+        self._pending: list[tuple[Region, object, object]] = []   # (region, lowered, placeholder)
+        self._spare: dict[str, object] = {}   # lowered during a loop's dry visit, for the real visit
+        self._planned: list[dict] = []                            # boundary fields known at the call site
+
+    def code_generator(self) -> type:
+        return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
+
+    # -- during code generation -------------------------------------------------------------
+    def call_triton_region(self, gen, fn, args, kwargs):
+        call_site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
+        name = fn.__name__
+        args = _bind(fn, args, kwargs)
+        arg_types = [_region_type(arg.type, name, call_site) for arg in args]
+        specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
+        dry = compat.in_loop_carry_discovery(gen)
+        lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
+        if lowered is None:
+            lowered = self._lower(fn, args, arg_types, name, call_site)
+            if dry:
+                self._spare[specialization] = lowered
+        returned = stitch.returned_values(lowered.module, lowered.function)
+        if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
+            results = [gen.builder.create_poison(value.get_type()) for value, _ in returned]
+        else:
+            results = self._emit_call(gen, name, specialization, call_site, lowered, args, returned)
+        if lowered.ret_type is None or lowered.ret_type == tl.void:
+            return None
+        host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
+        return next(_cg.unflatten_ir_values(results, [host_type]))
+
+    def _emit_call(self, gen, name: str, specialization: str, call_site: CallSite, lowered, args, returned) -> list:
+        """Convert the inputs, declare the placeholder, call it; returns the call's results."""
+        index = len(self.regions)
+        region = Region(index=index, function=name, language="triton", call_site=call_site,
+                        symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
+        self.regions.append(region)
+        handles = self._convert_inputs(gen, region, lowered.function, _leaves(args))
+        self._tag_outputs(region, returned)
+        builder = _cg.ir.builder(self.context)  # a fresh builder creates the function detached
+        signature = builder.get_function_ty([h.get_type() for h in handles], [v.get_type() for v, _ in returned])
+        placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
+        gen.module.push_back(placeholder)
+        self._pending.append((region, lowered, placeholder))
+        call = gen.builder.call(placeholder, handles)
+        return [call.get_result(i) for i in range(call.get_num_results())]
+
+    def _lower(self, fn, args, arg_types, name: str, call_site: CallSite):
+        try:
+            return lower_triton_function(fn, args, arg_types, context=self.context, options=self.options,
+                                         target=self.target)
+        except RegionError:
+            raise
+        except Exception as exc:  # Triton's own CompilationError, pass-manager failures, ...
+            raise RegionError(name, str(call_site), _describe(exc), _REGION_HINT) from exc
+
+    def _convert_inputs(self, gen, region: Region, function, leaves: list) -> list:
+        """Convert each tensor argument to the layout the region's lowering expects."""
+        handles = []
+        for position, leaf in enumerate(leaves):
+            handle = leaf.handle
+            if isinstance(leaf.type, tl.block_type):
+                expected = function.args(position).get_type()
+                given = str(handle.get_type())
+                self._plan(region, "in", position, given, str(expected))
+                if given != str(expected):
+                    handle = gen.builder.create_convert_layout(expected, handle)
+                    handle.set_attr(bd.TAG, gen.builder.get_string_attr(bd.tag(region.index, "in", position)))
+            handles.append(handle)
+        return handles
+
+    def _tag_outputs(self, region: Region, returned: list) -> None:
+        """Tag the lowering's conversions in front of ``tt.return`` and plan the out-boundaries."""
+        builder = _cg.ir.builder(self.context)
+        for i, (value, convert) in enumerate(returned):
+            result_type = str(value.get_type())
+            if not result_type.startswith("tensor<"):
+                continue
+            source = result_type
+            if convert is not None:
+                value.set_attr(bd.TAG, builder.get_string_attr(bd.tag(region.index, "out", i)))
+                source = str(convert.get_operand(0).get_type())
+            self._plan(region, "out", i, source, result_type)
+
+    def _plan(self, region: Region, direction: str, index: int, given: str, expected: str) -> None:
+        shape, dtype = bd.shape_and_dtype(expected)
+        self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
+                                  shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
+                                  to_layout=bd.layout_of(expected), agree=given == expected))
+
+    # -- after code generation -----------------------------------------------------------------
+    def finish(self, module) -> None:
+        """Splice every region into ``module``, inline, fold boundaries, verify, record."""
+        # Every placeholder gets its body, even one whose call was discarded (a loop's dry visit
+        # on Triton 3.6): a body-less function must never reach the backend. Only called
+        # regions are recorded.
+        called = stitch.called_symbols(module)
+        self.regions = [r for r in self.regions if r.symbol in called]
+        kept = {r.index for r in self.regions}
+        self._planned = [p for p in self._planned if p["region"] in kept]
+        if not self._pending:
+            return
+        for region, lowered, placeholder in self._pending:
+            try:
+                stitch.splice(module, placeholder, lowered.module, lowered.function)
+            except stitch.StitchError as exc:
+                raise RegionError(region.function, str(region.call_site), str(exc)) from exc
+        try:
+            stitch.inline(module, self.context)
+            stitch.fold_boundary_conversions(module, self.context)
+        except (stitch.StitchError, RuntimeError) as exc:
+            first = self.regions[0]
+            raise RegionError(", ".join(r.function for r in self.regions), str(first.call_site),
+                              f"stitching failed: {exc}") from exc
+        live = stitch.live_boundary_conversions(module)
+        self.boundaries = [_record(planned, live) for planned in self._planned]
+
+    def close(self) -> None:
+        """Drop the region modules (empty shells after splicing, or abandoned after an error)."""
+        self._pending.clear()
+        self._spare.clear()
+
+
+def _record(planned: dict, live: dict) -> bd.Boundary:
+    fields = {k: v for k, v in planned.items() if k != "agree"}
+    remaining = live.get(bd.tag(planned["region"], planned["direction"], planned["index"]), [])
+    if planned["agree"]:
+        reason = "layouts agree"
+    elif not remaining:
+        reason = "folded away (the neighbouring conversion already yields the needed layout)" \
+            if planned["direction"] == "in" else "folded into the host's own conversion"
+    else:
+        reason = "converted"
+        src, dst = remaining[0]
+        fields["from_layout"], fields["to_layout"] = bd.layout_of(src), bd.layout_of(dst)
+    return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
+
+
+def _bind(fn, args, kwargs) -> list:
+    bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return [_normalize(bound.arguments[name]) for name in fn.arg_names]
+
+
+def _normalize(value):
+    if isinstance(value, (tuple, tl.tuple)):
+        return tl.tuple([_normalize(v) for v in value])
+    if isinstance(value, tl.base_value):
+        return value
+    return tl.constexpr(value)
+
+
+def _leaves(args) -> list:
+    """The runtime (non-constexpr) values among ``args``, in the order they are flattened to IR."""
+    out = []
+    for arg in args:
+        if isinstance(arg, tl.tuple):
+            out.extend(_leaves(arg.values))
+        elif not isinstance(arg, tl.constexpr):
+            out.append(arg)
+    return out
+
+
+def _region_type(ty, function: str, call_site: CallSite):
+    """The Triton type a host value has inside a Triton region (layouts are the region's choice)."""
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([_region_type(t, function, call_site) for t in ty.types], ty.fields)
+    if isinstance(ty, tl.block_type):
+        return tl.block_type(ty.element_ty, ty.shape)
+    if isinstance(ty, (tl.dtype, tl.constexpr_type)):
+        return ty
+    raise RegionError(function, str(call_site), f"a value of type {ty} cannot be passed into a Triton region",
+                      "Triton regions take tensors in registers, scalars, pointers and constexprs; "
+                      "load shared or tensor memory into registers before the call")
+
+
+def _host_type(ty, results, builder):
+    """The Gluon type of a region result: the Triton type plus the layout the lowering returned."""
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([_host_type(t, results, builder) for t in ty.types], ty.fields)
+    handle = next(results)
+    if isinstance(ty, tl.block_type):
+        return gl.distributed_type(ty.element_ty, ty.shape, builder.get_gluon_layout_from_tensor(handle))
+    return ty
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text if text else type(exc).__name__

@@ -1,0 +1,47 @@
+"""The ``ASTSource`` of a mixed kernel with a Gluon host, for ``triton.compile`` and the JIT.
+
+``make_ir`` builds the host's ``glir`` exactly as Gluon does, with Triton calls turned into
+regions, then stitches the regions in before any Gluon pass runs (Gluon's SCCP must not see a
+placeholder). From there on the module follows Gluon's own pipeline to a binary. Regions and
+boundary records are stored as module attributes so they survive Triton's on-disk cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from . import compat
+from .session import HybridSession
+
+#: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
+STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()[:16]
+REGIONS_ATTR = "hybrid.regions"
+BOUNDARIES_ATTR = "hybrid.boundaries"
+
+
+class HybridGluonSource(GluonASTSource):
+
+    def hash(self) -> str:
+        return f"{super().hash()}-hybrid{STITCH_VERSION}"
+
+    def make_ir(self, target, options, codegen_fns, module_map, context):
+        session = HybridSession(context, options, target)
+        generator = session.code_generator()
+        try:
+            with compat.code_generator_class(generator):
+                module = super().make_ir(target, options, codegen_fns, module_map, context)
+            session.finish(module)
+        finally:
+            session.close()
+            del generator.session
+
+        if session.regions:
+            from triton._C.libtriton import ir
+            builder = ir.builder(context)
+            module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
+            module.set_attr(BOUNDARIES_ATTR,
+                            builder.get_string_attr(json.dumps([b.to_json() for b in session.boundaries])))
+        return module
