@@ -1,4 +1,6 @@
-"""Per-target choices the Gluon parts of the examples make explicitly (warp size differs)."""
+"""Per-target choices the examples make explicitly, and the pure-Triton baseline build."""
+import triton
+from triton.compiler import ASTSource
 from triton.experimental.gluon import language as gl
 
 from hybrid.targets import TARGETS
@@ -8,3 +10,11 @@ def tile_layout(target: str, num_warps: int) -> gl.BlockedLayout:
     """A row-major 2D layout, 4 contiguous elements per thread, for 32- or 64-wide warps."""
     warp = TARGETS[target].warp_size
     return gl.BlockedLayout([1, 4], [warp // 8, 8], [num_warps, 1], [1, 0])
+
+
+def compile_triton(kernel, signature: dict, constexprs: dict, target: str, num_warps: int):
+    """Plain ``triton.compile`` of an all-Triton kernel, specialized like ``hybrid.compile``."""
+    full = {**signature, **{name: "constexpr" for name in constexprs}}
+    attrs = {(kernel.arg_names.index(n), ): [["tt.divisibility", 16]] for n, t in signature.items() if t[0] == "*"}
+    return triton.compile(ASTSource(kernel, full, constexprs, attrs), target=TARGETS[target],
+                          options={"num_warps": num_warps})

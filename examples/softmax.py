@@ -10,7 +10,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import tile_layout
+from examples.layouts import compile_triton, tile_layout
 
 NUM_WARPS = 4
 BM, BN = 16, 128
@@ -40,6 +40,18 @@ def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride, BM: gl.constexpr, BN: g
     gl.store(y_ptr + offsets, y, mask=mask)
 
 
+@triton.jit
+def softmax_triton(x_ptr, y_ptr, n_rows, n_cols, stride, BM: tl.constexpr, BN: tl.constexpr):
+    """The same kernel before the port: all Triton (for benchmarks)."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offsets = rows[:, None] * stride + cols[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    m, s = row_stats(x, n_cols, BN)
+    tl.store(y_ptr + offsets, tl.exp(x - m[:, None]) / s[:, None], mask=mask)
+
+
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32", "stride": "i32"}
 
 
@@ -49,6 +61,10 @@ def constexprs(target: str) -> dict:
 
 def build(target: str) -> hybrid.FusedBinary:
     return hybrid.compile(softmax_kernel, SIGNATURE, constexprs(target), target=target, num_warps=NUM_WARPS)
+
+
+def build_triton(target: str):
+    return compile_triton(softmax_triton, SIGNATURE, {"BM": BM, "BN": BN}, target, NUM_WARPS)
 
 
 def check(target: str, n_rows: int = 1000, n_cols: int = 97) -> float:

@@ -10,7 +10,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import tile_layout
+from examples.layouts import compile_triton, tile_layout
 
 NUM_WARPS = 4
 BM, BN, BK = 64, 64, 32
@@ -47,6 +47,19 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(gl.float16), mask=mask)
 
 
+@triton.jit
+def matmul_triton(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The same kernel before the port: all Triton (for benchmarks)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16), mask=mask)
+
+
 SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
              "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
 
@@ -57,6 +70,10 @@ def constexprs(target: str) -> dict:
 
 def build(target: str) -> hybrid.FusedBinary:
     return hybrid.compile(matmul_kernel, SIGNATURE, constexprs(target), target=target, num_warps=NUM_WARPS)
+
+
+def build_triton(target: str):
+    return compile_triton(matmul_triton, SIGNATURE, {"BM": BM, "BN": BN, "BK": BK}, target, NUM_WARPS)
 
 
 def check(target: str, M: int = 300, N: int = 200, K: int = 250) -> float:

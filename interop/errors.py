@@ -30,3 +30,7 @@ class RegionError(CompilationError):
 
     def __reduce__(self):
         return type(self), (self.function, self.call_site, self.reason, self.hint)
+
+
+class LayoutError(ValueError):
+    """A layout the kernel author chose cannot run on the compile's target or warp count."""

@@ -95,6 +95,12 @@ class HybridSession:
         except RegionError:
             raise
         except Exception as exc:  # Triton's own CompilationError, pass-manager failures, ...
+            passes_tensors = any(isinstance(t, tl.block_type) for t in arg_types)
+            if not compat.REGION_TENSOR_SIGNATURES and isinstance(exc, RuntimeError):
+                raise RegionError(name, str(call_site), f"Triton {compat.TRITON_VERSION} cannot lower a function "
+                                  "whose arguments or results are tensors (its tt->ttg conversion leaves function "
+                                  "signatures untyped)" + (" and this region takes tensors" if passes_tensors else ""),
+                                  "use Triton 3.9 for regions that pass tensors across the boundary") from exc
             raise RegionError(name, str(call_site), _describe(exc), _REGION_HINT) from exc
 
     def _convert_inputs(self, gen, region: Region, function, leaves: list) -> list:

@@ -14,7 +14,9 @@ from pathlib import Path
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import compat
+from .errors import LayoutError
 from .session import HybridSession
+from .validate import check_constexpr_layouts
 
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
 STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()[:16]
@@ -28,11 +30,23 @@ class HybridGluonSource(GluonASTSource):
         return f"{super().hash()}-hybrid{STITCH_VERSION}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
+        check_constexpr_layouts(self.fn, self.constants, options.warp_size, options.num_warps,
+                                f"{target.backend}:{target.arch}")
         session = HybridSession(context, options, target)
         generator = session.code_generator()
         try:
             with compat.code_generator_class(generator):
-                module = super().make_ir(target, options, codegen_fns, module_map, context)
+                try:
+                    module = super().make_ir(target, options, codegen_fns, module_map, context)
+                except RuntimeError as exc:
+                    if "error encountered during parsing" not in str(exc):
+                        raise
+                    raise LayoutError(
+                        f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
+                        f"({options.warp_size}-thread warps, num_warps={options.num_warps}); the MLIR diagnostics "
+                        "above name the file:line.\n  hint: a layout written in the kernel body must match the "
+                        "target's warp size and the kernel's num_warps; pass target-specific layouts as "
+                        "constexprs.") from exc
             session.finish(module)
         finally:
             session.close()

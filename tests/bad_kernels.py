@@ -1,0 +1,62 @@
+"""Kernels with mistakes, each compiled in its own subprocess by test_errors.py."""
+import sys
+
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from tests.kernels import vec_1d
+
+
+@triton.jit
+def t_shape_bug(x):
+    return x + tl.arange(0, 16)          # 16 elements against the caller's 512
+
+
+@triton.jit
+def t_identity(x):
+    return x
+
+
+@hybrid.jit
+@gluon.jit
+def k_shape_mismatch(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=L1)
+    y = t_shape_bug(gl.load(x_ptr + offs))
+    gl.store(y_ptr + offs, gl.convert_layout(y, L1))
+
+
+@hybrid.jit
+@gluon.jit
+def k_shared_into_region(x_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float32, [BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    t_identity(smem)
+
+
+@hybrid.jit
+@gluon.jit
+def k_inline_layout(x_ptr, BLOCK: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=gl.BlockedLayout([1], [32], [4], [0]))   # 32-wide warps only
+    gl.store(x_ptr + offs, offs.to(gl.float32))
+
+
+def main(case: str, target: str) -> None:
+    L1 = vec_1d("sm90a")   # a 32-thread layout: wrong on AMD targets
+    builds = {
+        "shape_mismatch": lambda: hybrid.compile(k_shape_mismatch, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
+                                                 {"BLOCK": 512, "L1": L1}, target=target),
+        "shared_into_region": lambda: hybrid.compile(k_shared_into_region, {"x_ptr": "*fp32"},
+                                                     {"BLOCK": 512, "L1": L1}, target=target),
+        "constexpr_layout": lambda: hybrid.compile(k_shape_mismatch, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
+                                                   {"BLOCK": 512, "L1": L1}, target=target),
+        "warps": lambda: hybrid.compile(k_shape_mismatch, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
+                                        {"BLOCK": 512, "L1": L1}, target=target, num_warps=8),
+        "inline_layout": lambda: hybrid.compile(k_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+    }
+    builds[case]()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

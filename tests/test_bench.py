@@ -1,0 +1,19 @@
+"""The benchmark scripts run (in a small configuration) so they cannot rot."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_compile_time_benchmark_runs(tmp_path):
+    out = tmp_path / "ct.json"
+    proc = subprocess.run([sys.executable, "bench/compile_time.py", "--repeats", "1", "--targets", "sm90a",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert {r["example"] for r in rows} == {"softmax", "tile_matmul"}
+    assert all(r["hybrid_s"] > 0 and r["triton_s"] > 0 and r["ratio"] > 0 for r in rows)

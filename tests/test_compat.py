@@ -1,0 +1,27 @@
+"""Version handling lives in one module."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_only_compat_reads_the_triton_version():
+    readers = [p.relative_to(ROOT).as_posix() for pkg in ("hybrid", "interop", "scheduler", "examples", "bench")
+               for p in (ROOT / pkg).rglob("*.py") if "__version__" in p.read_text()]
+    assert readers == ["interop/compat.py"]
+
+
+def test_unsupported_triton_version_fails_at_import_with_the_supported_range():
+    code = "import triton; triton.__version__ = '3.5.1'; import hybrid"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 1
+    assert "ImportError" in proc.stderr and "3.6 through 3.9" in proc.stderr and "3.5.1" in proc.stderr
+
+
+def test_supported_versions_parse():
+    from interop import compat
+    assert compat._parse("3.9.0") == (3, 9) and compat._parse("3.6.0+git1234") == (3, 6)
+    assert compat.TRITON_MAJOR_MINOR in compat.SUPPORTED

@@ -1,0 +1,112 @@
+"""Gluon hosts calling Triton regions, compiled for every target on the CPU."""
+import re
+
+import pytest
+
+import hybrid
+from hybrid.targets import TARGETS
+from tests import kernels
+
+MATRIX_INSTRUCTION = {"sm80": "mma.sync", "sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma",
+                      "gfx942": "v_mfma", "gfx950": "v_mfma"}
+CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain"]
+
+
+def build(case: str, target: str) -> hybrid.FusedBinary:
+    kernel, signature, constexprs = kernels.cases(target)[case]
+    return hybrid.compile(kernel, signature, constexprs, target=target, num_warps=kernels.NUM_WARPS)
+
+
+@pytest.fixture(scope="module")
+def built():
+    cache: dict = {}
+
+    def get(case: str, target: str) -> hybrid.FusedBinary:
+        if (case, target) not in cache:
+            cache[case, target] = build(case, target)
+        return cache[case, target]
+
+    return get
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("case", CASES)
+def test_one_fused_kernel(built, case, target):
+    fb = built(case, target)
+    assert fb.kernel_entries == 1
+    assert "tt.call" not in fb.asm["ttgir"]
+    assert "@__hybrid_r" not in fb.asm["ttgir"]       # every placeholder inlined and gone
+    assert "tt.func private" not in fb.asm["ttgir"]
+    assert len(fb.binary) > 0
+    assert fb.regions and all(r["language"] == "triton" for r in fb.regions)
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_dot_region_uses_matrix_instructions(built, target):
+    assert MATRIX_INSTRUCTION[target] in built("dot", target).assembly
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_dot_result_costs_one_conversion(built, target):
+    """mma -> (region's return layout) -> host layout folds into a single conversion."""
+    fb = built("dot", target)
+    (out, ) = fb.boundaries
+    assert (out.direction, out.conversions) == ("out", 1)
+    assert out.to_layout.startswith("#ttg.blocked")
+    assert not out.from_layout.startswith("#ttg.blocked")   # straight from the dot's layout
+    tagged = re.findall(r"ttg\.convert_layout .*hybrid\.boundary = \"0:out:0\"", fb.asm["ttgir"])
+    assert len(tagged) == 1
+    assert fb.asm["ttgir"].count("ttg.convert_layout") == 1
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_agreeing_layouts_cost_nothing(built, target):
+    fb = built("agree", target)
+    assert [(b.direction, b.conversions, b.reason) for b in fb.boundaries] == [
+        ("in", 0, "layouts agree"), ("out", 0, "layouts agree")]
+    assert "ttg.convert_layout" not in fb.asm["ttgir"]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_conversion_chain_folds(built, target):
+    """Host converts L1 -> L2, region wants L1: both conversions disappear."""
+    fb = built("chain", target)
+    inbound = fb.boundaries[0]
+    assert (inbound.direction, inbound.conversions) == ("in", 0)
+    assert inbound.reason.startswith("folded")
+    assert "ttg.convert_layout" not in fb.asm["ttgir"]
+
+
+def test_regions_in_loops_branches_and_per_call_specialization(built):
+    fb = built("control_flow", "sm90a")
+    assert [(r["function"], r["specialization"].split("(")[1].split(",")[0]) for r in fb.regions] == [
+        ("t_scale", "<['512']"), ("t_outer", "<['512']"), ("t_scale", "<['512']")]
+    assert "fp32" in fb.regions[0]["specialization"] and "int32" in fb.regions[2]["specialization"]
+    lines = [int(r["call_site"].rsplit(":", 1)[1]) for r in fb.regions]
+    assert lines == sorted(lines) and len(set(lines)) == 3
+    ttgir = fb.asm["ttgir"]
+    assert "scf.for" in ttgir and "scf.if" in ttgir
+    assert "tt.func private" not in ttgir and ttgir.count("tt.func public") == 1
+
+
+def test_boundary_records_are_complete(built):
+    fb = built("reduce", "sm80")
+    inbound, outbound = fb.boundaries
+    assert inbound.function == "t_row_max_sum" and inbound.shape == (32, 64) and inbound.dtype == "f32"
+    assert outbound.shape == (32, ) and outbound.direction == "out"
+    assert set(inbound.to_json()) == {"region", "function", "direction", "index", "shape", "dtype", "from_layout",
+                                      "to_layout", "conversions", "reason"}
+
+
+def test_gluon_layouts_survive_unchanged(built):
+    """The host's explicit layout is still in the final ttgir, exactly as written."""
+    fb = built("dot", "sm90a")
+    assert "#ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>" \
+        in fb.asm["ttgir"]
+
+
+def test_region_is_lowered_by_triton_passes(built):
+    """Triton's own pipeline ran on the region: the sm90 dot became an async wgmma."""
+    ttgir = built("dot", "sm90a").asm["ttgir"]
+    assert "ttng.warp_group_dot" in ttgir
+    assert "ttg.local_alloc" in ttgir or "ttg.async_copy_global_to_local" in ttgir

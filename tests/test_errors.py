@@ -1,0 +1,60 @@
+"""Bad input ends in a Python exception that says what and where, never in a signal."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD = "tests/bad_kernels.py"
+
+
+def run_case(case: str, target: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "tests.bad_kernels", case, target], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate((ROOT / BAD).read_text().splitlines(), 1) if text in line)
+
+
+def assert_python_error(proc: subprocess.CompletedProcess, exception: str, *needles: str) -> None:
+    assert proc.returncode == 1, f"expected a Python exception, got exit {proc.returncode}:\n{proc.stderr[-3000:]}"
+    last = proc.stderr.strip().splitlines()[-1]
+    assert exception in proc.stderr, proc.stderr[-3000:]
+    for needle in needles:
+        assert needle in proc.stderr, f"{needle!r} missing from:\n{proc.stderr[-3000:]}"
+    assert "Traceback" in proc.stderr and last
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm80"])
+def test_bug_inside_region_names_region_and_call_site(target):
+    proc = run_case("shape_mismatch", target)
+    call = f"{BAD}:{line_of('y = t_shape_bug(')}"
+    assert_python_error(proc, "RegionError", "region 't_shape_bug'", call, "hint:")
+
+
+def test_shared_memory_into_triton_region_is_rejected():
+    proc = run_case("shared_into_region", "sm90a")
+    assert_python_error(proc, "RegionError", "region 't_identity'", f"{BAD}:{line_of('t_identity(smem)')}",
+                        "cannot be passed into a Triton region")
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_constexpr_layout_for_wrong_warp_size(target):
+    proc = run_case("constexpr_layout", target)
+    assert_python_error(proc, "LayoutError", "k_shape_mismatch", "constexpr argument 'L1'", "32 threads per warp",
+                        "64-thread warps", "hint:")
+
+
+def test_constexpr_layout_for_wrong_num_warps():
+    proc = run_case("warps", "sm90a")
+    assert_python_error(proc, "LayoutError", "constexpr argument 'L1'", "num_warps=8", "hint:")
+
+
+def test_inline_layout_for_wrong_warp_size():
+    proc = run_case("inline_layout", "gfx942")
+    assert_python_error(proc, "LayoutError", "k_inline_layout", "does not verify for hip:gfx942",
+                        f"{BAD}:{line_of('32-wide warps only')}")

@@ -1,0 +1,17 @@
+"""The examples on a real GPU against torch (skipped without one)."""
+import pytest
+
+from examples import softmax, tile_matmul
+from examples.run import TOLERANCE, current_gpu_target
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("example", [softmax, tile_matmul])
+def test_example_matches_torch(example):
+    target = current_gpu_target()
+    if target is None:
+        pytest.skip("GPU architecture not among the built targets")
+    for _ in range(2):   # fresh random inputs each time
+        error = example.check(target)
+        assert error == error, "NaN in the output: an element was not written"
+        assert error <= TOLERANCE[example.__name__]
