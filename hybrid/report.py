@@ -20,7 +20,7 @@ def boundary_line(b: dict) -> str:
     arrow = "->" if b["direction"] == "in" else "<-"
     shape = "x".join(str(d) for d in b["shape"])
     cost = f"{b['conversions']} cvt" if b["conversions"] else "free"
-    return (f"r{b['region']} {b['direction']}{b['index']} {shape}x{b['dtype']} {arrow} "
+    return (f"r{b['region']} {b['direction']} {b['value']} {shape}x{b['dtype']} {arrow} "
             f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost} ({b['reason']})")
 
 

@@ -24,7 +24,8 @@ class Boundary:
     region: int          # Region.index
     function: str        # the region's function
     direction: str       # "in" (host -> region) or "out" (region -> host)
-    index: int           # argument or result position among the tensors crossing
+    index: int           # position among the flattened arguments or results
+    value: str           # the region's parameter name, or "return[i]"
     shape: tuple
     dtype: str
     from_layout: str

@@ -66,19 +66,19 @@ class HybridSession:
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
             results = [gen.builder.create_poison(value.get_type()) for value, _ in returned]
         else:
-            results = self._emit_call(gen, name, specialization, call_site, lowered, args, returned)
+            results = self._emit_call(gen, fn, specialization, call_site, lowered, args, returned)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
             return None
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
         return next(_cg.unflatten_ir_values(results, [host_type]))
 
-    def _emit_call(self, gen, name: str, specialization: str, call_site: CallSite, lowered, args, returned) -> list:
+    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered, args, returned) -> list:
         """Convert the inputs, declare the placeholder, call it; returns the call's results."""
-        index = len(self.regions)
+        index, name = len(self.regions), fn.__name__
         region = Region(index=index, function=name, language="triton", call_site=call_site,
                         symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
         self.regions.append(region)
-        handles = self._convert_inputs(gen, region, lowered.function, _leaves(args))
+        handles = self._convert_inputs(gen, region, lowered.function, _leaves(args, fn.arg_names))
         self._tag_outputs(region, returned)
         builder = _cg.ir.builder(self.context)  # a fresh builder creates the function detached
         signature = builder.get_function_ty([h.get_type() for h in handles], [v.get_type() for v, _ in returned])
@@ -106,12 +106,12 @@ class HybridSession:
     def _convert_inputs(self, gen, region: Region, function, leaves: list) -> list:
         """Convert each tensor argument to the layout the region's lowering expects."""
         handles = []
-        for position, leaf in enumerate(leaves):
+        for position, (value_name, leaf) in enumerate(leaves):
             handle = leaf.handle
             if isinstance(leaf.type, tl.block_type):
                 expected = function.args(position).get_type()
                 given = str(handle.get_type())
-                self._plan(region, "in", position, given, str(expected))
+                self._plan(region, "in", position, value_name, given, str(expected))
                 if given != str(expected):
                     handle = gen.builder.create_convert_layout(expected, handle)
                     handle.set_attr(bd.TAG, gen.builder.get_string_attr(bd.tag(region.index, "in", position)))
@@ -129,11 +129,12 @@ class HybridSession:
             if convert is not None:
                 value.set_attr(bd.TAG, builder.get_string_attr(bd.tag(region.index, "out", i)))
                 source = str(convert.get_operand(0).get_type())
-            self._plan(region, "out", i, source, result_type)
+            self._plan(region, "out", i, f"return[{i}]", source, result_type)
 
-    def _plan(self, region: Region, direction: str, index: int, given: str, expected: str) -> None:
+    def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str) -> None:
         shape, dtype = bd.shape_and_dtype(expected)
         self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
+                                  value=value,
                                   shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
                                   to_layout=bd.layout_of(expected), agree=given == expected))
 
@@ -199,14 +200,14 @@ def _normalize(value):
     return tl.constexpr(value)
 
 
-def _leaves(args) -> list:
-    """The runtime (non-constexpr) values among ``args``, in the order they are flattened to IR."""
+def _leaves(args, names) -> list[tuple[str, object]]:
+    """(name, value) of the runtime (non-constexpr) values among ``args``, in IR flattening order."""
     out = []
-    for arg in args:
+    for name, arg in zip(names, args):
         if isinstance(arg, tl.tuple):
-            out.extend(_leaves(arg.values))
+            out.extend(_leaves(arg.values, [f"{name}[{i}]" for i in range(len(arg.values))]))
         elif not isinstance(arg, tl.constexpr):
-            out.append(arg)
+            out.append((name, arg))
     return out
 
 

@@ -94,8 +94,9 @@ def test_boundary_records_are_complete(built):
     inbound, outbound = fb.boundaries
     assert inbound.function == "t_row_max_sum" and inbound.shape == (32, 64) and inbound.dtype == "f32"
     assert outbound.shape == (32, ) and outbound.direction == "out"
-    assert set(inbound.to_json()) == {"region", "function", "direction", "index", "shape", "dtype", "from_layout",
-                                      "to_layout", "conversions", "reason"}
+    assert (inbound.value, outbound.value) == ("x", "return[0]")
+    assert set(inbound.to_json()) == {"region", "function", "direction", "index", "value", "shape", "dtype",
+                                      "from_layout", "to_layout", "conversions", "reason"}
 
 
 def test_gluon_layouts_survive_unchanged(built):
