@@ -34,12 +34,13 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
 
     Exceptions propagate unchanged; the caller wraps them with the region and call site.
     """
+    backend = make_backend(target)
     builder = ir.builder(context)
     module = builder.create_module()
     generator = _cg.CodeGenerator(context, compat.function_prototype(args, arg_types), fn.get_capture_scope(),
                                   module=module, jit_fn=fn, function_name=REGION_FUNCTION, noinline=True,
-                                  options=options, codegen_fns=_codegen_fns(target, options),
-                                  module_map=make_backend(target).get_module_map(), is_gluon=False,
+                                  options=options, codegen_fns=backend.get_codegen_implementation(options),
+                                  module_map=backend.get_module_map(), is_gluon=False,
                                   **compat.codegen_location_kwargs(fn))
     generator.visit(fn.parse())
     region = module.get_function(REGION_FUNCTION)
@@ -48,16 +49,11 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     if not module.verify():
         raise RuntimeError("the region's tt IR does not verify (see the diagnostics above)")
 
-    backend = make_backend(target)
     stages: dict = {}
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttgir"](stages["ttir"](module, metadata), metadata)
     return LoweredRegion(module, module.get_function(REGION_FUNCTION), generator.ret_type)
-
-
-def _codegen_fns(target, options) -> dict:
-    return make_backend(target).get_codegen_implementation(options)
 
 
 def _add_stub_kernel(builder, module, region) -> None:
