@@ -134,8 +134,7 @@ class HybridSession:
     def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str) -> None:
         shape, dtype = bd.shape_and_dtype(expected)
         self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
-                                  value=value,
-                                  shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
+                                  value=value, shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
                                   to_layout=bd.layout_of(expected), agree=given == expected))
 
     # -- after code generation -----------------------------------------------------------------
@@ -159,8 +158,8 @@ class HybridSession:
             stitch.inline(module, self.context)
             stitch.fold_boundary_conversions(module, self.context)
         except (stitch.StitchError, RuntimeError) as exc:
-            first = self.regions[0]
-            raise RegionError(", ".join(r.function for r in self.regions), str(first.call_site),
+            stitched = [region for region, _, _ in self._pending]
+            raise RegionError(", ".join(r.function for r in stitched), str(stitched[0].call_site),
                               f"stitching failed: {exc}") from exc
         live = stitch.live_boundary_conversions(module)
         self.boundaries = [_record(planned, live) for planned in self._planned]
