@@ -58,17 +58,16 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     ``constexprs`` may be left out or given as ``"constexpr"``. With ``aligned_pointers`` every
     pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors.
     """
-    fn = kernel
     constexprs = dict(constexprs or {})
-    full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in fn.arg_names
+    full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in kernel.arg_names
                       if name in constexprs or name in signature}
-    missing = [name for name in fn.arg_names if name not in full_signature]
+    missing = [name for name in kernel.arg_names if name not in full_signature]
     if missing:
-        raise TypeError(f"{fn.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
-    attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+        raise TypeError(f"{kernel.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
+    attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if aligned_pointers and full_signature[name].startswith("*")}
     gpu_target = targets.resolve(target)
-    source = HybridGluonSource(fn, full_signature, constexprs, attrs)
+    source = HybridGluonSource(kernel, full_signature, constexprs, attrs)
     compiled = triton.compile(source, target=gpu_target,
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]

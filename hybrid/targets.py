@@ -27,7 +27,3 @@ def name_of(target: GPUTarget) -> str:
             return name
     return f"{target.backend}:{target.arch}"
 
-
-def binary_kind(target: GPUTarget) -> str:
-    """The ``asm`` key holding the loadable binary for ``target``."""
-    return "cubin" if target.backend == "cuda" else "hsaco"

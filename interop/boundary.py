@@ -33,10 +33,6 @@ class Boundary:
     conversions: int     # ttg.convert_layout ops this boundary costs in the stitched module
     reason: str          # why: "layouts agree", "converted", "folded into ...", ...
 
-    @property
-    def tag(self) -> str:
-        return tag(self.region, self.direction, self.index)
-
     def to_json(self) -> dict:
         data = asdict(self)
         data["shape"] = list(self.shape)

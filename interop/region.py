@@ -28,10 +28,6 @@ class Region:
     symbol: str
     specialization: str
 
-    @property
-    def label(self) -> str:
-        return f"{self.function}@{self.call_site.line}"
-
     def to_json(self) -> dict:
         return {"index": self.index, "function": self.function, "language": self.language,
                 "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization}
