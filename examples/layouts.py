@@ -3,6 +3,7 @@ import triton
 from triton.compiler import ASTSource
 from triton.experimental.gluon import language as gl
 
+from hybrid.compile import specialization
 from hybrid.targets import TARGETS
 
 
@@ -14,7 +15,6 @@ def tile_layout(target: str, num_warps: int) -> gl.BlockedLayout:
 
 def compile_triton(kernel, signature: dict, constexprs: dict, target: str, num_warps: int):
     """Plain ``triton.compile`` of an all-Triton kernel, specialized like ``hybrid.compile``."""
-    full = {**signature, **{name: "constexpr" for name in constexprs}}
-    attrs = {(kernel.arg_names.index(n), ): [["tt.divisibility", 16]] for n, t in signature.items() if t[0] == "*"}
-    return triton.compile(ASTSource(kernel, full, constexprs, attrs), target=TARGETS[target],
+    full_signature, attrs = specialization(kernel, signature, constexprs)
+    return triton.compile(ASTSource(kernel, full_signature, constexprs, attrs), target=TARGETS[target],
                           options={"num_warps": num_warps})

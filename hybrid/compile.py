@@ -59,13 +59,7 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors.
     """
     constexprs = dict(constexprs or {})
-    full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in kernel.arg_names
-                      if name in constexprs or name in signature}
-    missing = [name for name in kernel.arg_names if name not in full_signature]
-    if missing:
-        raise TypeError(f"{kernel.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
-    attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
-             if aligned_pointers and full_signature[name].startswith("*")}
+    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
     gpu_target = targets.resolve(target)
     source = HybridGluonSource(kernel, full_signature, constexprs, attrs)
     compiled = triton.compile(source, target=gpu_target,
@@ -76,6 +70,19 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
                        boundaries=[Boundary(**{**b, "shape": tuple(b["shape"])})
                                    for b in module_json_attr(ttgir, BOUNDARIES_ATTR)],
                        kernel=compiled)
+
+
+def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True) -> tuple[dict, dict]:
+    """The full ``ASTSource`` signature (constexprs as ``"constexpr"``) and specialization attrs
+    (16-byte divisibility of pointer arguments, as Triton's JIT gives aligned tensors)."""
+    full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in kernel.arg_names
+                      if name in constexprs or name in signature}
+    missing = [name for name in kernel.arg_names if name not in full_signature]
+    if missing:
+        raise TypeError(f"{kernel.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
+    attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
+             if aligned_pointers and full_signature[name].startswith("*")}
+    return full_signature, attrs
 
 
 def module_json_attr(ttgir: str, name: str) -> list:

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from triton._C.libtriton import ir
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import compat
@@ -53,7 +54,6 @@ class HybridGluonSource(GluonASTSource):
             del generator.session
 
         if session.regions:
-            from triton._C.libtriton import ir
             builder = ir.builder(context)
             module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
             module.set_attr(BOUNDARIES_ATTR,
