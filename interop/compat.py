@@ -92,8 +92,3 @@ def in_loop_carry_discovery(generator) -> bool:
     """
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 
-
-#: Whether tt->ttg conversion types tensors on function signatures. Triton 3.6 leaves them
-#: unconverted (upstream itself fails on a noinline helper returning a tensor); 3.9 converts
-#: them. 3.7 and 3.8 are assumed to behave like 3.9 (not yet checked here).
-REGION_TENSOR_SIGNATURES = TRITON_MAJOR_MINOR >= (3, 7)

@@ -1,10 +1,12 @@
 """Lower one ``@triton.jit`` function on its own through the backend's tt -> ttg pipeline.
 
-The function is generated as a private ``noinline`` function for the call site's argument
-types, next to a public stub kernel that calls it. The stub matters: ``make_ttgir`` ends with
+The function is generated for the call site's argument types and wrapped in a private
+``noinline`` region function whose signature holds only scalars (see ``opaque.py`` for why):
+tensor inputs come from opaque producers and every result goes to an opaque sink. A public
+stub kernel calls the region; it matters because ``make_ttgir`` ends with
 ``get_tensordesc_metadata`` (which aborts on a module without a public kernel) and
 ``symbol-dce`` deletes a private function nothing calls. Everything else is Triton's own
-pipeline for the target (coalescing, accelerate-matmul, pipelining, layout cleanup).
+pipeline for the target (inlining, coalescing, accelerate-matmul, pipelining, layout cleanup).
 """
 from __future__ import annotations
 
@@ -14,19 +16,30 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import Language
 from triton.compiler import code_generator as _cg
 from triton.compiler.compiler import make_backend
+from triton.language import core as tl
 
-from . import compat
+from . import compat, opaque
 
 REGION_FUNCTION = "hybrid_region"
+BODY_FUNCTION = "hybrid_region_body"
 STUB_KERNEL = "hybrid_region_stub"
 
 
 @dataclass
 class LoweredRegion:
-    """A region function in ttg form, in the host's MLIR context, ready to be spliced."""
+    """A region function in ttg form, in the host's MLIR context, ready to be spliced.
+
+    Its arguments are the call's scalar leaves, in order; ``inputs[k]`` is the ttg type the region wants for runtime leaf ``k`` when that leaf
+    is a tensor (``None`` for a scalar, or a tensor the region never reads); ``outputs`` are the
+    ttg types of the flattened results, in the layouts the region computed them in.
+    """
     module: object
     function: object
-    ret_type: object  # the Triton-level return type (tl.block_type, tuple_type, dtype or void)
+    ret_type: object         # the Triton-level return type (tl.block_type, tuple_type, dtype or void)
+    leaf_is_tensor: list[bool]
+    inputs: list[str | None]
+    outputs: list[object]
+    output_sources: list[str | None]   # where the region's pipeline converted a result before its sink: the source type
 
 
 def lower_triton_function(fn, args: list, arg_types: list, *, context, options, target) -> LoweredRegion:
@@ -38,13 +51,14 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     builder = ir.builder(context)
     module = builder.create_module()
     generator = _cg.CodeGenerator(context, compat.function_prototype(args, arg_types), fn.get_capture_scope(),
-                                  module=module, jit_fn=fn, function_name=REGION_FUNCTION, noinline=True,
+                                  module=module, jit_fn=fn, function_name=BODY_FUNCTION, noinline=False,
                                   options=options, codegen_fns=backend.get_codegen_implementation(options),
                                   module_map=backend.get_module_map(), is_gluon=False,
                                   **compat.codegen_location_kwargs(fn))
     generator.visit(fn.parse())
-    region = module.get_function(REGION_FUNCTION)
-    _add_stub_kernel(builder, module, region)
+    leaves = _runtime_leaf_types(arg_types)
+    region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
+    _add_stub_kernel(context, module, region)
     module.context = context
     if not module.verify():
         raise RuntimeError("the region's tt IR does not verify (see the diagnostics above)")
@@ -53,11 +67,53 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttgir"](stages["ttir"](module, metadata), metadata)
-    return LoweredRegion(module, module.get_function(REGION_FUNCTION), generator.ret_type)
+    ports = opaque.find(module)
+    inputs = [str(ports.producers[k][0].get_result(0).get_type()) if k in ports.producers else None
+              for k in range(len(leaves))]
+    outputs = [ports.sinks[j].get_operand(0).get_type() for j in range(len(ports.sinks))]
+    sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
+               for j in range(len(ports.sinks))]
+    return LoweredRegion(module, module.get_function(REGION_FUNCTION), generator.ret_type,
+                         [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
 
 
-def _add_stub_kernel(builder, module, region) -> None:
+def _runtime_leaf_types(types: list) -> list:
+    """The Triton types of the runtime (non-constexpr) leaves, in IR flattening order."""
+    leaves: list = []
+    for ty in types:
+        if isinstance(ty, tl.tuple_type):
+            leaves.extend(_runtime_leaf_types(ty.types))
+        elif not isinstance(ty, tl.constexpr_type) and ty is not tl.constexpr:
+            leaves.append(ty)
+    return leaves
+
+
+def _add_region_function(context, module, body, leaves: list):
+    """``hybrid_region(scalars...)``: producers, the call of ``body``, sinks."""
+    builder = ir.builder(context)
+    scalar_types = [body.args(k).get_type() for k, ty in enumerate(leaves) if not isinstance(ty, tl.block_type)]
+    signature = builder.get_function_ty(scalar_types, [])
+    region = builder.get_or_insert_function(module, REGION_FUNCTION, signature, "private", True)
+    module.push_back(region)
+    entry = region.add_entry_block()
+    builder.set_insertion_point_to_start(entry)
+    values, next_scalar = [], 0
+    for k, ty in enumerate(leaves):
+        if isinstance(ty, tl.block_type):
+            values.append(opaque.produce(builder, body.args(k).get_type(), list(ty.shape), k))
+        else:
+            values.append(region.args(next_scalar))
+            next_scalar += 1
+    call = builder.call(body, values)
+    opaque.sink_all(builder, [call.get_result(i) for i in range(call.get_num_results())])
+    builder.set_insertion_point_to_end(entry)
+    builder.ret([])
+    return region
+
+
+def _add_stub_kernel(context, module, region) -> None:
     """A public kernel whose only job is to call the region, forwarding its arguments."""
+    builder = ir.builder(context)
     num_args = region.get_num_args()
     arg_types = [region.args(i).get_type() for i in range(num_args)]
     stub = builder.get_or_insert_function(module, STUB_KERNEL, builder.get_function_ty(arg_types, []), "public", False)

@@ -42,7 +42,7 @@ class HybridSession:
         self.target = target
         self.regions: list[Region] = []
         self.boundaries: list[bd.Boundary] = []
-        self._pending: list[tuple[Region, object, object]] = []   # (region, lowered, placeholder)
+        self._pending: list[tuple] = []   # (region, lowered, placeholder, host tensor types)
         self._spare: dict[str, object] = {}   # lowered during a loop's dry visit, for the real visit
         self._planned: list[dict] = []                            # boundary fields known at the call site
 
@@ -62,31 +62,42 @@ class HybridSession:
             lowered = self._lower(fn, args, arg_types, name, call_site)
             if dry:
                 self._spare[specialization] = lowered
-        returned = stitch.returned_values(lowered.module, lowered.function)
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
-            results = [gen.builder.create_poison(value.get_type()) for value, _ in returned]
+            results = [gen.builder.create_poison(ty) for ty in lowered.outputs]
         else:
-            results = self._emit_call(gen, fn, specialization, call_site, lowered, args, returned)
+            results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
             return None
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
         return next(_cg.unflatten_ir_values(results, [host_type]))
 
-    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered, args, returned) -> list:
-        """Convert the inputs, declare the placeholder, call it; returns the call's results."""
+    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered, args) -> list:
+        """Declare the placeholder and call it with the scalars, then the tensors.
+
+        The results are tagged ``ub.poison`` values for now: ``stitch.connect_results`` replaces
+        them with the region's values once it is inlined.
+        """
         index, name = len(self.regions), fn.__name__
         region = Region(index=index, function=name, language="triton", call_site=call_site,
                         symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
         self.regions.append(region)
-        handles = self._convert_inputs(gen, region, lowered.function, _leaves(args, fn.arg_names))
-        self._tag_outputs(region, returned)
+        leaves = _leaves(args, fn.arg_names)
+        scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
+        tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
+        handles = scalars + tensors
         builder = _cg.ir.builder(self.context)  # a fresh builder creates the function detached
-        signature = builder.get_function_ty([h.get_type() for h in handles], [v.get_type() for v, _ in returned])
+        signature = builder.get_function_ty([h.get_type() for h in handles], [])
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
-        self._pending.append((region, lowered, placeholder))
-        call = gen.builder.call(placeholder, handles)
-        return [call.get_result(i) for i in range(call.get_num_results())]
+        self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
+        gen.builder.call(placeholder, handles)
+        results = []
+        for j, ty in enumerate(lowered.outputs):
+            result = gen.builder.create_poison(ty)
+            result.set_attr(stitch.RESULT, gen.builder.get_string_attr(stitch.result_key(index, j)))
+            results.append(result)
+        self._plan_boundaries(region, lowered, leaves)
+        return results
 
     def _lower(self, fn, args, arg_types, name: str, call_site: CallSite):
         try:
@@ -95,41 +106,18 @@ class HybridSession:
         except RegionError:
             raise
         except Exception as exc:  # Triton's own CompilationError, pass-manager failures, ...
-            passes_tensors = any(isinstance(t, tl.block_type) for t in arg_types)
-            if not compat.REGION_TENSOR_SIGNATURES and isinstance(exc, RuntimeError):
-                raise RegionError(name, str(call_site), f"Triton {compat.TRITON_VERSION} cannot lower a function "
-                                  "whose arguments or results are tensors (its tt->ttg conversion leaves function "
-                                  "signatures untyped)" + (" and this region takes tensors" if passes_tensors else ""),
-                                  "use Triton 3.9 for regions that pass tensors across the boundary") from exc
             raise RegionError(name, str(call_site), _describe(exc), _REGION_HINT) from exc
 
-    def _convert_inputs(self, gen, region: Region, function, leaves: list) -> list:
-        """Convert each tensor argument to the layout the region's lowering expects."""
-        handles = []
-        for position, (value_name, leaf) in enumerate(leaves):
-            handle = leaf.handle
-            if isinstance(leaf.type, tl.block_type):
-                expected = function.args(position).get_type()
-                given = str(handle.get_type())
-                self._plan(region, "in", position, value_name, given, str(expected))
-                if given != str(expected):
-                    handle = gen.builder.create_convert_layout(expected, handle)
-                    handle.set_attr(bd.TAG, gen.builder.get_string_attr(bd.tag(region.index, "in", position)))
-            handles.append(handle)
-        return handles
-
-    def _tag_outputs(self, region: Region, returned: list) -> None:
-        """Tag the lowering's conversions in front of ``tt.return`` and plan the out-boundaries."""
-        builder = _cg.ir.builder(self.context)
-        for i, (value, convert) in enumerate(returned):
-            result_type = str(value.get_type())
-            if not result_type.startswith("tensor<"):
-                continue
-            source = result_type
-            if convert is not None:
-                value.set_attr(bd.TAG, builder.get_string_attr(bd.tag(region.index, "out", i)))
-                source = str(convert.get_operand(0).get_type())
-            self._plan(region, "out", i, f"return[{i}]", source, result_type)
+    def _plan_boundaries(self, region: Region, lowered, leaves: list) -> None:
+        """Inputs go from the host's layout to the one the region wants; results keep the
+        region's own layout (the host converts explicitly where it needs another)."""
+        for position, ((value_name, leaf), wanted) in enumerate(zip(leaves, lowered.inputs)):
+            if lowered.leaf_is_tensor[position]:
+                given = str(leaf.handle.get_type())
+                self._plan(region, "in", position, value_name, given, wanted or given)
+        for j, (ty, source) in enumerate(zip(lowered.outputs, lowered.output_sources)):
+            if str(ty).startswith("tensor<"):
+                self._plan(region, "out", j, f"return[{j}]", source or str(ty), str(ty))
 
     def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str) -> None:
         shape, dtype = bd.shape_and_dtype(expected)
@@ -149,16 +137,19 @@ class HybridSession:
         self._planned = [p for p in self._planned if p["region"] in kept]
         if not self._pending:
             return
-        for region, lowered, placeholder in self._pending:
+        for region, lowered, placeholder, tensor_types in self._pending:
             try:
+                stitch.bind_ports(lowered, tensor_types, region.index, self.context)
                 stitch.splice(module, placeholder, lowered.module, lowered.function)
             except stitch.StitchError as exc:
                 raise RegionError(region.function, str(region.call_site), str(exc)) from exc
         try:
             stitch.inline(module, self.context)
+            stitch.connect_results(module, self.context)
             stitch.fold_boundary_conversions(module, self.context)
+            stitch.check_no_markers(module)
         except (stitch.StitchError, RuntimeError) as exc:
-            stitched = [region for region, _, _ in self._pending]
+            stitched = [pending[0] for pending in self._pending]
             raise RegionError(", ".join(r.function for r in stitched), str(stitched[0].call_site),
                               f"stitching failed: {exc}") from exc
         live = stitch.live_boundary_conversions(module)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from triton._C.libtriton import gluon_ir, ir, passes
 
-from .boundary import TAG
+from . import opaque
+from .boundary import TAG, tag
+
+#: Discardable attributes that pair a region's sinks with the host's result placeholders.
+SINK = "hybrid.sink"
+RESULT = "hybrid.result"
 
 
 class StitchError(RuntimeError):
@@ -44,24 +49,82 @@ def splice(host_module, placeholder, region_module, region_function) -> None:
     anchor.erase()
 
 
-def returned_values(region_module, region_function) -> list[tuple[object, object]]:
-    """The values ``region_function``'s top-level ``tt.return`` returns, each with the
-    ``ttg.convert_layout`` op that produced it (the lowering's conversion to the signature's
-    layout) or ``None``."""
-    region_id = region_function.get_region(0).id()
-    conversions: dict[int, object] = {}
-    returned: list[tuple[object, object]] = []
+def bind_ports(lowered, host_tensor_types: list, region_index: int, context) -> None:
+    """Turn a lowered region's opaque ports (``opaque.py``) into the placeholder's interface.
+
+    Each tensor input becomes a new argument of the region's body block, in the host's type,
+    converted (tagged as the boundary's) to the type each of its producers had; each sink is
+    tagged with ``result_key`` so ``connect_results`` finds it after inlining. The block then
+    matches the placeholder's signature: scalars, then tensors.
+    """
+    blocks = function_blocks(lowered.module, lowered.function)
+    if len(blocks) != 1:
+        raise StitchError(f"the lowered region has {len(blocks)} top-level blocks; expected one")
+    block, ports = blocks[0], opaque.find(lowered.module)
+    builder = gluon_ir.GluonOpBuilder(context)
+    positions = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
+    for position, host_type in zip(positions, host_tensor_types):
+        block.add_argument(host_type)
+        argument = block.arg(block.get_num_arguments() - 1)
+        for producer in ports.producers.get(position, []):
+            result = producer.get_result(0)
+            if str(result.get_type()) == str(host_type):
+                result.replace_all_uses_with(argument)
+                continue
+            builder.set_insertion_point_after(producer)
+            converted = builder.create_convert_layout(result.get_type(), argument)
+            converted.set_attr(TAG, builder.get_string_attr(tag(region_index, "in", position)))
+            result.replace_all_uses_with(converted)
+    for j, sink in ports.sinks.items():
+        sink.get_result(0).set_attr(SINK, builder.get_string_attr(result_key(region_index, j)))
+    for j, conversion in ports.sink_conversions.items():
+        conversion.get_result(0).set_attr(TAG, builder.get_string_attr(tag(region_index, "out", j)))
+
+
+def connect_results(module, context) -> None:
+    """Replace each region result placeholder (a tagged ``ub.poison``) with the inlined value
+    its sink consumes, then delete the sinks.
+
+    The sinks' block (the body of ``scf.if %enable``) is swapped for an empty one: Triton 3.6's
+    Gluon canonicalizer does not fold ``scf.if false``, so the sinks cannot be left to it.
+    ``%enable`` becomes ``false`` so that the emptied ``scf.if`` folds away where it can.
+    """
+    sunk: dict[str, object] = {}
+    sink_blocks: dict[int, object] = {}
+    waiting: list[tuple[str, object]] = []
 
     def visit(op):
-        if op.get_name() == "ttg.convert_layout":
-            conversions[op.get_result(0).id()] = op
-        elif op.get_name() == "tt.return" and op.get_block().get_parent().id() == region_id:
-            for i in range(op.get_num_operands()):
-                value = op.get_operand(i)
-                returned.append((value, conversions.get(value.id())))
+        key = op.get_str_attr(SINK) if op.get_name() == "tt.elementwise_inline_asm" else None
+        if key:
+            sunk[key] = op.get_operand(0)
+            sink_blocks[op.get_block().id()] = op.get_block()
+        elif op.get_name() == "ub.poison" and op.get_str_attr(RESULT):
+            waiting.append((op.get_str_attr(RESULT), op.get_result(0)))
 
-    region_module.walk(visit)
-    return returned
+    module.walk(visit)
+    for key, placeholder in waiting:
+        if key not in sunk:
+            raise StitchError(f"no region value for result {key} after inlining")
+        placeholder.replace_all_uses_with(sunk[key])
+    builder = gluon_ir.GluonOpBuilder(context)
+    for block in sink_blocks.values():
+        empty = builder.create_block_with_parent(block.get_parent(), [])
+        builder.set_insertion_point_to_start(empty)
+        builder.create_yield_op([])
+        block.erase()
+    for enable in opaque.markers(module, (opaque.ENABLE,)):
+        builder.set_insertion_point_after(enable)
+        enable.get_result(0).replace_all_uses_with(builder.get_int1(False))
+
+
+def result_key(region_index: int, result_index: int) -> str:
+    return f"{region_index}:{result_index}"
+
+
+def check_no_markers(module) -> None:
+    left = sorted({opaque.marker_of(op) for op in opaque.markers(module)})
+    if left:
+        raise StitchError(f"boundary marker ops survived stitching: {left}")
 
 
 def called_symbols(module) -> set[str]:

@@ -1,0 +1,94 @@
+"""Opaque boundary values: how a region's tensors cross Triton's tt -> ttg passes untouched.
+
+Triton 3.6's tt -> ttg conversion cannot type tensors on function signatures, and a tensor
+argument Triton could see through would be folded by SCCP or canonicalization. So a lowered
+region's signature carries no tensors at all:
+
+- each tensor input comes from a **producer**, a pure ``tt.elementwise_inline_asm`` marked
+  ``hybrid.in.<k>`` whose operand is a full-rank ``make_range`` (a splat or broadcast operand
+  would let ``triton-reorder-broadcast`` hoist it and make the input look uniform). Layout
+  passes treat it like any elementwise op, so it ends up in the layout the region's consumers
+  want; at the splice each producer is replaced by a conversion of the host's value.
+- each result (tensor or scalar) goes to a **sink**, a side-effecting inline asm marked
+  ``hybrid.out.<j>`` inside ``scf.if %enable``, ``%enable`` being one more opaque producer
+  (``hybrid.enable``). The sink keeps the value alive and leaves its layout alone (elementwise
+  ops follow their operand). Once the region is inlined and its results are connected,
+  ``%enable`` becomes ``false`` and the canonicalizer deletes the sinks.
+
+None of these ops reach LLVM: ``stitch.check_no_markers`` verifies that after stitching.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+IN = "hybrid.in."
+OUT = "hybrid.out."
+ENABLE = "hybrid.enable"
+_ASM = "asm_string"
+_INLINE_ASM = "tt.elementwise_inline_asm"
+
+
+def produce(builder, ir_type, shape: list[int], index: int):
+    """An opaque tensor of ``ir_type`` (shape ``shape``) standing for input ``index``."""
+    numel = math.prod(shape)
+    seed = builder.create_make_range(builder.get_block_ty(builder.get_int32_ty(), [numel]), 0, numel)
+    if len(shape) > 1:
+        seed = builder.create_reshape(seed, shape, False)
+    return builder.create_inline_asm(f"{IN}{index}", "=r,r", [seed], [ir_type], True, 1).get_result(0)
+
+
+def sink_all(builder, values: list) -> None:
+    """Consume ``values`` (results ``0..n-1``) under ``scf.if %enable`` so no pass drops them."""
+    enable = builder.create_inline_asm(ENABLE, "=r", [], [builder.get_int1_ty()], True, 1).get_result(0)
+    if_op = builder.create_if_op([], enable, False)
+    builder.set_insertion_point_to_start(if_op.get_then_block())
+    for index, value in enumerate(values):
+        builder.create_inline_asm(f"{OUT}{index}", "=r,r", [value], [value.get_type()], False, 1)
+
+
+@dataclass
+class Ports:
+    """Where a lowered region's boundary values are, found by walking its module."""
+    producers: dict[int, list]   # input index -> producer ops (a pass may have duplicated one per layout)
+    sinks: dict[int, object]     # result index -> sink op
+    sink_conversions: dict[int, object]  # result index -> the ttg.convert_layout feeding its sink, if any
+
+
+def find(module) -> Ports:
+    """The markers in a lowered region's module (only its region function has any)."""
+    ports = Ports({}, {}, {})
+    conversions: dict[int, object] = {}
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout":
+            conversions[op.get_result(0).id()] = op
+        if op.get_name() != _INLINE_ASM:
+            return
+        marker = op.get_str_attr(_ASM) or ""
+        if marker.startswith(IN):
+            ports.producers.setdefault(int(marker[len(IN):]), []).append(op)
+        elif marker.startswith(OUT):
+            index = int(marker[len(OUT):])
+            ports.sinks[index] = op
+            if op.get_operand(0).id() in conversions:
+                ports.sink_conversions[index] = conversions[op.get_operand(0).id()]
+
+    module.walk(visit)
+    return ports
+
+
+def markers(module, prefixes: tuple[str, ...] = (IN, OUT, ENABLE)) -> list:
+    """The marker ops in ``module`` whose marker starts with one of ``prefixes``."""
+    found: list = []
+
+    def visit(op):
+        if op.get_name() == _INLINE_ASM and (op.get_str_attr(_ASM) or "").startswith(prefixes):
+            found.append(op)
+
+    module.walk(visit)
+    return found
+
+
+def marker_of(op) -> str:
+    return op.get_str_attr(_ASM)
