@@ -2,10 +2,13 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# The oldest supported Triton, in its own environment (no torch: the CPU suite does not need it).
+VENV36 ?= .venv36
+BIN36  := $(VENV36)/bin
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-latest test-oldest bench gpu-check clean
 
 $(BIN)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,14 +16,28 @@ $(BIN)/.ready: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
+$(BIN36)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV36)
+	$(BIN36)/python -m pip install -q 'triton==3.6.0' cffi rich numpy pytest pytest-xdist
+	touch $@
+
 demo: $(BIN)/.ready   ## build the example mixed kernels for every target and print the per-region report
 	$(BIN)/python -m examples.run
 
-test: $(BIN)/.ready   ## the CPU test suite (GPU tests run too where a GPU is present)
+test: test-latest test-oldest   ## the CPU test suite on the newest and the oldest supported Triton
+
+test-latest: $(BIN)/.ready   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
 	$(BIN)/python -m pytest -q -n 2 tests
 
-bench: $(BIN)/.ready  ## compile-time benchmark: hybrid vs pure Triton, table + bench/compile_time.json
+test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU machine has
+	$(BIN36)/python -m pytest -q -n 2 tests
+
+bench: $(BIN)/.ready  ## compile time and per-kernel static figures (and GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
+	$(BIN)/python bench/kernels.py
+
+gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table
+	$(PYTHON) bench/gpu_check.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV36) build *.egg-info

@@ -67,14 +67,42 @@ def build_triton(target: str):
     return compile_triton(softmax_triton, SIGNATURE, {"BM": BM, "BN": BN}, target, NUM_WARPS)
 
 
-def check(target: str, n_rows: int = 1000, n_cols: int = 97) -> float:
-    """Run on the current GPU; returns max |y - torch.softmax(x)| (NaN-poisoned output first)."""
+#: (n_rows, n_cols) of the GPU correctness check and of the benchmark.
+CHECK_SIZE, BENCH_SIZE = (1000, 97), (65536, 128)
+
+
+def problem(n_rows: int, n_cols: int) -> dict:
+    """Fresh random inputs on the GPU and a NaN-poisoned output."""
     import torch
     x = torch.randn(n_rows, n_cols, device="cuda")
-    y = torch.full_like(x, float("nan"))
-    softmax_kernel[(triton.cdiv(n_rows, BM), )](x, y, n_rows, n_cols, x.stride(0), num_warps=NUM_WARPS,
-                                                **constexprs(target))
-    return (y - torch.softmax(x.double(), dim=1).float()).abs().max().item()
+    return {"x": x, "y": torch.full_like(x, float("nan"))}
+
+
+def run(variant: str, p: dict, target: str):
+    """One launch of ``variant`` (``hybrid``, ``triton`` or ``torch``); returns the output."""
+    import torch
+    x, y = p["x"], p["y"]
+    if variant == "torch":
+        return torch.softmax(x, dim=1)
+    n_rows, n_cols = x.shape
+    grid = (triton.cdiv(n_rows, BM), )
+    if variant == "hybrid":
+        softmax_kernel[grid](x, y, n_rows, n_cols, x.stride(0), num_warps=NUM_WARPS, **constexprs(target))
+    else:
+        softmax_triton[grid](x, y, n_rows, n_cols, x.stride(0), BM=BM, BN=BN, num_warps=NUM_WARPS)
+    return y
+
+
+def error(out, p: dict) -> float:
+    """max |out - softmax(x)| against a float64 reference."""
+    import torch
+    return (out - torch.softmax(p["x"].double(), dim=1).float()).abs().max().item()
+
+
+def check(target: str) -> float:
+    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
+    p = problem(*CHECK_SIZE)
+    return error(run("hybrid", p, target), p)
 
 
 if __name__ == "__main__":

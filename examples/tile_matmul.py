@@ -76,17 +76,43 @@ def build_triton(target: str):
     return compile_triton(matmul_triton, SIGNATURE, {"BM": BM, "BN": BN, "BK": BK}, target, NUM_WARPS)
 
 
-def check(target: str, M: int = 300, N: int = 200, K: int = 250) -> float:
-    """Run on the current GPU; returns max |c - a @ b| relative to max |a @ b|."""
+#: (M, N, K) of the GPU correctness check and of the benchmark.
+CHECK_SIZE, BENCH_SIZE = (300, 200, 250), (4096, 4096, 4096)
+
+
+def problem(M: int, N: int, K: int) -> dict:
+    """Fresh random fp16 inputs on the GPU and a NaN-poisoned output."""
     import torch
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    return {"a": torch.randn(M, K, device="cuda", dtype=torch.float16),
+            "b": torch.randn(K, N, device="cuda", dtype=torch.float16),
+            "c": torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)}
+
+
+def run(variant: str, p: dict, target: str):
+    """One launch of ``variant`` (``hybrid``, ``triton`` or ``torch``); returns the output."""
+    a, b, c = p["a"], p["b"], p["c"]
+    if variant == "torch":
+        return a @ b
+    (M, K), N = a.shape, b.shape[1]
     grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), num_warps=NUM_WARPS,
-                        **constexprs(target))
-    ref = a.double() @ b.double()
-    return ((c.double() - ref).abs().max() / ref.abs().max()).item()
+    args = (a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+    if variant == "hybrid":
+        matmul_kernel[grid](*args, num_warps=NUM_WARPS, **constexprs(target))
+    else:
+        matmul_triton[grid](*args, BM=BM, BN=BN, BK=BK, num_warps=NUM_WARPS)
+    return c
+
+
+def error(out, p: dict) -> float:
+    """max |out - a @ b| relative to max |a @ b|, against a float64 reference."""
+    ref = p["a"].double() @ p["b"].double()
+    return ((out.double() - ref).abs().max() / ref.abs().max()).item()
+
+
+def check(target: str) -> float:
+    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
+    p = problem(*CHECK_SIZE)
+    return error(run("hybrid", p, target), p)
 
 
 if __name__ == "__main__":

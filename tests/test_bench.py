@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import has_gpu
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -17,3 +21,28 @@ def test_compile_time_benchmark_runs(tmp_path):
     rows = json.loads(out.read_text())
     assert {r["example"] for r in rows} == {"softmax", "tile_matmul"}
     assert all(r["hybrid_s"] > 0 and r["triton_s"] > 0 and r["ratio"] > 0 for r in rows)
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_kernel_benchmark_static_figures(tmp_path):
+    """Without a GPU the kernel benchmark reports what the binaries need, for both versions."""
+    out = tmp_path / "kernels.json"
+    proc = _run("bench/kernels.py", "--targets", "sm80,gfx950", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["static"]
+    assert {(r["example"], r["target"], r["variant"]) for r in rows} == {
+        (e, t, v) for e in ("softmax", "tile_matmul") for t in ("sm80", "gfx950") for v in ("hybrid", "triton")}
+    for r in rows:
+        assert r["registers"] > 0 and r["spills"] >= 0 and r["binary_bytes"] > 0 and r["conversions"] >= 0
+    assert all("boundary_conversions" in r for r in rows if r["variant"] == "hybrid")
+
+
+@pytest.mark.skipif(has_gpu(), reason="a GPU is here: `make gpu-check` runs for real")
+def test_gpu_check_says_why_it_cannot_run_here():
+    proc = _run("bench/gpu_check.py")
+    assert proc.returncode == 2
+    assert "no supported GPU" in proc.stdout or "missing Python packages" in proc.stdout

@@ -1,0 +1,98 @@
+"""One call on a GPU machine: the GPU tests, then the kernel benchmark, then one results table.
+
+    python3 bench/gpu_check.py [--out build/gpu-check]      (or: make gpu-check)
+
+Runs with whatever Python, torch and Triton (3.6 to 3.9) the machine has and installs nothing:
+GPU machines may have no package registry. What is missing is named and its step skipped.
+Writes ``<out>.md`` (the table for ``bench/RESULTS.md``) and ``<out>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NEEDED = ("triton", "torch", "pytest", "rich")
+
+
+def run_gpu_tests(out: Path) -> dict:
+    junit = out.with_suffix(".junit.xml")
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests", f"--junitxml={junit}"],
+                          cwd=ROOT, env=_env(), timeout=420)
+    suite = ElementTree.parse(junit).getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
+    return {**counts, "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
+            "exit_code": proc.returncode, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def run_benchmark(out: Path, targets: str) -> dict:
+    path = out.with_name(out.name + "-kernels.json")
+    proc = subprocess.run([sys.executable, "bench/kernels.py", "--targets", targets, "--json", str(path)],
+                          cwd=ROOT, env=_env(), timeout=420)
+    return {"exit_code": proc.returncode, **(json.loads(path.read_text()) if path.exists() else {})}
+
+
+def markdown(result: dict) -> str:
+    env, tests = result["environment"], result["tests"]
+    lines = [f"### GPU check, {result['date']}: {env.get('gpu', 'no GPU')} ({result['target']}), "
+             f"Triton {env.get('triton')}, torch {env.get('torch')}, CUDA/HIP {env.get('cuda')}", "",
+             f"GPU tests: {tests['passed']} passed, {tests['failures'] + tests['errors']} failed, "
+             f"{tests['skipped']} skipped ({tests['seconds']} s)", "",
+             "| example | size | variant | max error | median ms | speedup of hybrid |", "|---|---|---|---|---|---|"]
+    for r in result["benchmark"].get("gpu", []):
+        speed = f"{r['hybrid_speedup']:.3f}" if r["hybrid_speedup"] else "-"
+        time_ms = f"{r['median_ms']:.4f}" if r["median_ms"] else "-"
+        lines.append(f"| {r['example']} | {'x'.join(map(str, r['size']))} | {r['variant']} | {r['error']:.1e}"
+                     f"{'' if r['correct'] else ' WRONG'} | {time_ms} | {speed} |")
+    lines += ["", "Speedup of hybrid = that version's time / the hybrid kernel's time (> 1: hybrid faster).", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="build/gpu-check")
+    args = parser.parse_args(argv)
+    missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"gpu-check: missing Python packages {missing} for {sys.executable}; install them "
+              f"(or run with PYTHON=<an interpreter that has them>)")
+        return 2
+    sys.path.insert(0, str(ROOT))
+    from examples.run import current_gpu_target
+    target = current_gpu_target()
+    if target is None:
+        print("gpu-check: no supported GPU visible to torch here (sm80, sm90a, sm100a, gfx942, gfx950); "
+              "`make test` covers everything a CPU can check")
+        return 2
+    out = ROOT / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tests = run_gpu_tests(out)
+    benchmark = run_benchmark(out, target)
+    result = {"date": datetime.date.today().isoformat(), "target": target,
+              "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark}
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    text = markdown(result)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
+    ok = tests["exit_code"] == 0 and tests["failures"] + tests["errors"] == 0 and benchmark["exit_code"] == 0
+    return 0 if ok else 1
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            "TRITON_DEFAULT_FP_FUSION": os.environ.get("TRITON_DEFAULT_FP_FUSION", "1")}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
