@@ -1,6 +1,8 @@
 """``hybrid.jit``: mark a kernel as mixed, so calls into the other language become regions."""
 from __future__ import annotations
 
+from collections import defaultdict
+
 from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import JITFunction
 
@@ -26,6 +28,9 @@ def jit(fn):
         # The decorator receives the object ``gluon.jit`` just made; re-classing it keeps every
         # piece of upstream state (specialization settings, caches) without re-deriving it.
         fn.__class__ = HybridGluonJITFunction
+        # Upstream's __init__ made ``device_caches`` a defaultdict of the *bound* create_binder
+        # of the old class; without a fresh one, launches would compile with plain Gluon.
+        fn.device_caches = defaultdict(fn.create_binder)
         return fn
     if isinstance(fn, JITFunction):
         raise TypeError(f"hybrid.jit: '{fn.__name__}' is a @triton.jit kernel; Gluon regions inside Triton kernels "
