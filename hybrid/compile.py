@@ -9,7 +9,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 
 from interop.boundary import Boundary
-from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource
+from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
 
 from . import targets
 
@@ -61,7 +61,8 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     constexprs = dict(constexprs or {})
     full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
     gpu_target = targets.resolve(target)
-    source = HybridGluonSource(kernel, full_signature, constexprs, attrs)
+    source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
+    source = source_class(kernel, full_signature, constexprs, attrs)
     compiled = triton.compile(source, target=gpu_target,
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]

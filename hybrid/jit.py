@@ -6,7 +6,7 @@ from collections import defaultdict
 from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import JITFunction
 
-from interop.source import HybridGluonSource
+from interop.source import HybridGluonSource, HybridTritonSource
 
 
 class HybridGluonJITFunction(GluonJITFunction):
@@ -22,17 +22,24 @@ class HybridGluonJITFunction(GluonJITFunction):
         return result
 
 
+class HybridTritonJITFunction(JITFunction):
+    """A Triton kernel whose calls to ``@gluon.jit`` functions are Gluon regions."""
+
+    def create_binder(self):
+        result = super().create_binder()
+        self.ASTSource = HybridTritonSource
+        return result
+
+
 def jit(fn):
-    """Stack on ``@gluon.jit``: ``@hybrid.jit`` above ``@gluon.jit def kernel(...)``."""
-    if isinstance(fn, GluonJITFunction):
-        # The decorator receives the object ``gluon.jit`` just made; re-classing it keeps every
-        # piece of upstream state (specialization settings, caches) without re-deriving it.
-        fn.__class__ = HybridGluonJITFunction
-        # Upstream's __init__ made ``device_caches`` a defaultdict of the *bound* create_binder
-        # of the old class; without a fresh one, launches would compile with plain Gluon.
-        fn.device_caches = defaultdict(fn.create_binder)
-        return fn
-    if isinstance(fn, JITFunction):
-        raise TypeError(f"hybrid.jit: '{fn.__name__}' is a @triton.jit kernel; Gluon regions inside Triton kernels "
-                        "are not available yet. Stack @hybrid.jit on a @gluon.jit kernel.")
-    raise TypeError("hybrid.jit must be stacked on a @gluon.jit kernel: @hybrid.jit above @gluon.jit")
+    """Stack on ``@gluon.jit`` or ``@triton.jit``: ``@hybrid.jit`` above the upstream decorator."""
+    if not isinstance(fn, JITFunction):
+        raise TypeError("hybrid.jit must be stacked on a @gluon.jit or @triton.jit kernel: "
+                        "@hybrid.jit above @gluon.jit / @triton.jit")
+    # The decorator receives the object upstream just made; re-classing it keeps every piece of
+    # upstream state (specialization settings, caches) without re-deriving it.
+    fn.__class__ = HybridGluonJITFunction if isinstance(fn, GluonJITFunction) else HybridTritonJITFunction
+    # Upstream's __init__ made ``device_caches`` a defaultdict of the *bound* create_binder of
+    # the old class; without a fresh one, launches would compile without stitching.
+    fn.device_caches = defaultdict(fn.create_binder)
+    return fn

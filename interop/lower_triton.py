@@ -18,7 +18,7 @@ from triton.compiler import code_generator as _cg
 from triton.compiler.compiler import make_backend
 from triton.language import core as tl
 
-from . import compat, opaque
+from . import arguments, compat, opaque
 
 REGION_FUNCTION = "hybrid_region"
 BODY_FUNCTION = "hybrid_region_body"
@@ -56,7 +56,7 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
                                   module_map=backend.get_module_map(), is_gluon=False,
                                   **compat.codegen_location_kwargs(fn))
     generator.visit(fn.parse())
-    leaves = _runtime_leaf_types(arg_types)
+    leaves = arguments.leaf_types(arg_types)
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
     _add_stub_kernel(context, module, region)
     module.context = context
@@ -75,17 +75,6 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
                for j in range(len(ports.sinks))]
     return LoweredRegion(module, module.get_function(REGION_FUNCTION), generator.ret_type,
                          [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
-
-
-def _runtime_leaf_types(types: list) -> list:
-    """The Triton types of the runtime (non-constexpr) leaves, in IR flattening order."""
-    leaves: list = []
-    for ty in types:
-        if isinstance(ty, tl.tuple_type):
-            leaves.extend(_runtime_leaf_types(ty.types))
-        elif not isinstance(ty, tl.constexpr_type) and ty is not tl.constexpr:
-            leaves.append(ty)
-    return leaves
 
 
 def _add_region_function(context, module, body, leaves: list):

@@ -24,23 +24,32 @@ from dataclasses import dataclass
 
 IN = "hybrid.in."
 OUT = "hybrid.out."
-ENABLE = "hybrid.enable"
+ENABLE = "hybrid.enable"              # guards a Triton region's sinks: becomes false
+GLUON_ENABLE = "hybrid.gluon.enable"  # guards a Gluon call in a Triton host: becomes true
 _ASM = "asm_string"
 _INLINE_ASM = "tt.elementwise_inline_asm"
 
 
+def seed(builder, shape: list[int]):
+    """A full-rank i32 tensor no pass can fold, hoist or see as uniform: an inline asm's operand."""
+    numel = math.prod(shape)
+    value = builder.create_make_range(builder.get_block_ty(builder.get_int32_ty(), [numel]), 0, numel)
+    return builder.create_reshape(value, shape, False) if len(shape) > 1 else value
+
+
 def produce(builder, ir_type, shape: list[int], index: int):
     """An opaque tensor of ``ir_type`` (shape ``shape``) standing for input ``index``."""
-    numel = math.prod(shape)
-    seed = builder.create_make_range(builder.get_block_ty(builder.get_int32_ty(), [numel]), 0, numel)
-    if len(shape) > 1:
-        seed = builder.create_reshape(seed, shape, False)
-    return builder.create_inline_asm(f"{IN}{index}", "=r,r", [seed], [ir_type], True, 1).get_result(0)
+    return builder.create_inline_asm(f"{IN}{index}", "=r,r", [seed(builder, shape)], [ir_type], True, 1).get_result(0)
+
+
+def enable_flag(builder, marker: str):
+    """An opaque ``i1`` the splice later replaces with a constant."""
+    return builder.create_inline_asm(marker, "=r", [], [builder.get_int1_ty()], True, 1).get_result(0)
 
 
 def sink_all(builder, values: list) -> None:
     """Consume ``values`` (results ``0..n-1``) under ``scf.if %enable`` so no pass drops them."""
-    enable = builder.create_inline_asm(ENABLE, "=r", [], [builder.get_int1_ty()], True, 1).get_result(0)
+    enable = enable_flag(builder, ENABLE)
     if_op = builder.create_if_op([], enable, False)
     builder.set_insertion_point_to_start(if_op.get_then_block())
     for index, value in enumerate(values):
@@ -78,7 +87,7 @@ def find(module) -> Ports:
     return ports
 
 
-def markers(module, prefixes: tuple[str, ...] = (IN, OUT, ENABLE)) -> list:
+def markers(module, prefixes: tuple[str, ...] = ("hybrid.", )) -> list:
     """The marker ops in ``module`` whose marker starts with one of ``prefixes``."""
     found: list = []
 

@@ -3,23 +3,27 @@
 ``HybridSession.code_generator()`` returns a ``CodeGenerator`` subclass bound to the session;
 ``compat.code_generator_class`` installs it for the duration of the host's code generation so
 that calls from any Gluon function of the kernel (however nested) to a ``@triton.jit``
-function become Triton regions. Calls within one language are left to upstream unchanged.
+function become Triton regions, and calls from Triton code to a ``@gluon.jit`` function become
+Gluon regions (``triton_host.py``). Calls within one language are left to upstream unchanged.
 """
 from __future__ import annotations
 
-import inspect
-
+from triton._C.libtriton import gluon_ir
 from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
+from . import arguments
 from . import boundary as bd
 from . import compat
 from . import stitch
 from .errors import RegionError
+from . import lower_gluon, opaque, triton_host
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
 
+_GLUON_HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
+               "convert them explicitly inside the Gluon function to the layouts it needs")
 _REGION_HINT = ("the Triton function is lowered on its own for the call site's argument types; "
                 "fix it or the arguments passed at the call site")
 
@@ -28,9 +32,17 @@ class HybridCodeGenerator(_cg.CodeGenerator):
     session: "HybridSession"
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):
+        if _is_library(fn):   # triton.language's own helpers (reduce combiners, ...) serve both languages
+            return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
         if self.is_gluon and not fn.is_gluon():
             return self.session.call_triton_region(self, fn, args, kwargs)
+        if not self.is_gluon and fn.is_gluon():
+            return self.session.call_gluon_region(self, fn, args, kwargs)
         return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
+
+
+def _is_library(fn) -> bool:
+    return getattr(fn.fn, "__module__", "").startswith("triton.")
 
 
 class HybridSession:
@@ -45,6 +57,8 @@ class HybridSession:
         self._pending: list[tuple] = []   # (region, lowered, placeholder, host tensor types)
         self._spare: dict[str, object] = {}   # lowered during a loop's dry visit, for the real visit
         self._planned: list[dict] = []                            # boundary fields known at the call site
+        self._gluon_calls: list[triton_host.GluonCall] = []
+        self._probed: dict[str, object] = {}  # Gluon return types by specialization
 
     def code_generator(self) -> type:
         return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
@@ -53,7 +67,7 @@ class HybridSession:
     def call_triton_region(self, gen, fn, args, kwargs):
         call_site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
         name = fn.__name__
-        args = _bind(fn, args, kwargs)
+        args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg.type, name, call_site) for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         dry = compat.in_loop_carry_discovery(gen)
@@ -81,7 +95,7 @@ class HybridSession:
         region = Region(index=index, function=name, language="triton", call_site=call_site,
                         symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
         self.regions.append(region)
-        leaves = _leaves(args, fn.arg_names)
+        leaves = arguments.leaves(args, fn.arg_names)
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors
@@ -98,6 +112,38 @@ class HybridSession:
             results.append(result)
         self._plan_boundaries(region, lowered, leaves)
         return results
+
+    def call_gluon_region(self, gen, fn, args, kwargs):
+        """A Gluon call in Triton code: an opaque boundary now, the Gluon body after ttgir."""
+        call_site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
+        name = fn.__name__
+        args = arguments.bind(fn, args, kwargs)
+        arg_types = [arg.type for arg in args]
+        specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
+        if specialization not in self._probed:
+            try:
+                self._probed[specialization] = lower_gluon.result_types(fn, args, context=self.context,
+                                                                        options=self.options, target=self.target)
+            except Exception as exc:
+                raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
+        ret_type = lower_gluon.to_triton_type(self._probed[specialization])
+        leaves = [leaf for _, leaf in arguments.leaves(args, fn.arg_names)]
+        result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
+        ir_types = [ty.to_ir(gen.builder) for ty in result_types]
+        if compat.in_loop_carry_discovery(gen):
+            results = [gen.builder.create_poison(ty) for ty in ir_types]
+        else:
+            index = len(self.regions)
+            region = Region(index=index, function=name, language="gluon", call_site=call_site,
+                            symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
+            self.regions.append(region)
+            self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves]))
+            enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
+            results = triton_host.emit_boundary(gen.builder, index, [leaf.handle for leaf in leaves], ir_types,
+                                                enable)
+        if ret_type in (None, tl.void):
+            return None
+        return next(_cg.unflatten_ir_values(results, [ret_type]))
 
     def _lower(self, fn, args, arg_types, name: str, call_site: CallSite):
         try:
@@ -155,6 +201,58 @@ class HybridSession:
         live = stitch.live_boundary_conversions(module)
         self.boundaries = [_record(planned, live) for planned in self._planned]
 
+    def finish_triton_host(self, module) -> None:
+        """After the Triton host's ttgir: build each Gluon call for the layouts its operands got,
+        splice it in, stitch any Triton regions those Gluon functions call, inline, verify."""
+        builder = _cg.ir.builder(self.context)
+        gluon_builder = gluon_ir.GluonOpBuilder(self.context)
+        calls, self._gluon_calls = self._gluon_calls, []
+        kept = []
+        for call in calls:
+            ports = triton_host.find_ports(module, call.region.index)
+            if ports is None:   # the call sat in IR a loop's dry visit discarded (Triton 3.6)
+                continue
+            kept.append(call.region.index)
+            site = str(call.region.call_site)
+            leaf_types = [gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
+                          if isinstance(t, tl.block_type) else t for t, v in zip(call.leaf_types, ports.operands)]
+            arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
+            try:
+                function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
+                                                               context=self.context, options=self.options,
+                                                               target=self.target, name=call.region.symbol)
+            except RegionError:
+                raise
+            except Exception as exc:
+                raise RegionError(call.region.function, site, _describe(exc), _GLUON_HINT) from exc
+            produced = triton_host.splice(module, call, function, ports, self.context)
+            self._plan_gluon_boundaries(call, ports, produced)
+        for enable in opaque.markers(module, (opaque.GLUON_ENABLE, )):
+            builder.set_insertion_point_after(enable)
+            enable.get_result(0).replace_all_uses_with(builder.get_int1(True))
+        self.regions = [r for r in self.regions if r.language != "gluon" or r.index in kept]
+        self.finish(module)
+        if not self._pending:   # finish() inlines only when Triton regions were stitched
+            try:
+                stitch.inline(module, self.context)
+                stitch.fold_boundary_conversions(module, self.context)
+                stitch.check_no_markers(module)
+            except (stitch.StitchError, RuntimeError) as exc:
+                raise RegionError(", ".join(c.region.function for c in calls), str(calls[0].region.call_site),
+                                  f"stitching failed: {exc}") from exc
+            live = stitch.live_boundary_conversions(module)
+            self.boundaries = [_record(planned, live) for planned in self._planned]
+
+    def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
+        """Gluon regions take the host's layouts as they are; results convert to the host's."""
+        names = [name for name, _ in arguments.leaves(call.args, call.fn.arg_names)]
+        for k, operand in enumerate(ports.operands):
+            if str(operand.get_type()).startswith("tensor<"):
+                self._plan(call.region, "in", k, names[k], str(operand.get_type()), str(operand.get_type()))
+        for j, wanted in enumerate(ports.result_types):
+            if str(wanted).startswith("tensor<"):
+                self._plan(call.region, "out", j, f"return[{j}]", produced[j], str(wanted))
+
     def close(self) -> None:
         """Drop the region modules (empty shells after splicing, or abandoned after an error)."""
         self._pending.clear()
@@ -174,31 +272,6 @@ def _record(planned: dict, live: dict) -> bd.Boundary:
         src, dst = remaining[0]
         fields["from_layout"], fields["to_layout"] = bd.layout_of(src), bd.layout_of(dst)
     return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
-
-
-def _bind(fn, args, kwargs) -> list:
-    bound = inspect.signature(fn.fn).bind(*args, **kwargs)
-    bound.apply_defaults()
-    return [_normalize(bound.arguments[name]) for name in fn.arg_names]
-
-
-def _normalize(value):
-    if isinstance(value, (tuple, tl.tuple)):
-        return tl.tuple([_normalize(v) for v in value])
-    if isinstance(value, tl.base_value):
-        return value
-    return tl.constexpr(value)
-
-
-def _leaves(args, names) -> list[tuple[str, object]]:
-    """(name, value) of the runtime (non-constexpr) values among ``args``, in IR flattening order."""
-    out = []
-    for name, arg in zip(names, args):
-        if isinstance(arg, tl.tuple):
-            out.extend(_leaves(arg.values, [f"{name}[{i}]" for i in range(len(arg.values))]))
-        elif not isinstance(arg, tl.constexpr):
-            out.append((name, arg))
-    return out
 
 
 def _region_type(ty, function: str, call_site: CallSite):

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 from triton._C.libtriton import ir
+from triton.backends.compiler import Language
+from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import compat
@@ -26,6 +28,7 @@ BOUNDARIES_ATTR = "hybrid.boundaries"
 
 
 class HybridGluonSource(GluonASTSource):
+    """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def hash(self) -> str:
         return f"{super().hash()}-hybrid{STITCH_VERSION}"
@@ -52,10 +55,40 @@ class HybridGluonSource(GluonASTSource):
         finally:
             session.close()
             del generator.session
+        return _recorded(module, session, context)
 
-        if session.regions:
-            builder = ir.builder(context)
-            module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
-            module.set_attr(BOUNDARIES_ATTR,
-                            builder.get_string_attr(json.dumps([b.to_json() for b in session.boundaries])))
-        return module
+
+class HybridTritonSource(GluonASTSource):
+    """A Triton host: lowered by Triton's own ``make_ttir``/``make_ttgir`` with each Gluon call
+    kept opaque, then the Gluon bodies are spliced in at ttg. What ``make_ir`` returns is a ttg
+    module like a Gluon kernel's, so from here it follows Gluon's pipeline (hence the base class:
+    its language and first stage are the Gluon ones of this Triton release)."""
+
+    def hash(self) -> str:
+        return f"{super().hash()}-hybrid-triton{STITCH_VERSION}"
+
+    def make_ir(self, target, options, codegen_fns, module_map, context):
+        session = HybridSession(context, options, target)
+        generator = session.code_generator()
+        try:
+            with compat.code_generator_class(generator):
+                module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
+            stages: dict = {}
+            make_backend(target).add_stages(stages, options, Language.TRITON)
+            module = stages["ttgir"](stages["ttir"](module, {}), {})
+            with compat.code_generator_class(generator):
+                session.finish_triton_host(module)
+        finally:
+            session.close()
+            del generator.session
+        return _recorded(module, session, context)
+
+
+def _recorded(module, session: HybridSession, context):
+    """Store the regions and boundary records on the module (they survive Triton's cache)."""
+    if session.regions:
+        builder = ir.builder(context)
+        module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
+        module.set_attr(BOUNDARIES_ATTR,
+                        builder.get_string_attr(json.dumps([b.to_json() for b in session.boundaries])))
+    return module

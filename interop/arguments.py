@@ -1,0 +1,59 @@
+"""A call's arguments as the IR sees them: bound, normalized, flattened to runtime leaves.
+
+Constexprs are not leaves; tuples are flattened in order. Both directions of a mixed call
+(Gluon host -> Triton region, Triton host -> Gluon region) pass exactly these leaves.
+"""
+from __future__ import annotations
+
+import inspect
+
+from triton.language import core as tl
+
+
+def bind(fn, args, kwargs) -> list:
+    bound = inspect.signature(fn.fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return [normalize(bound.arguments[name]) for name in fn.arg_names]
+
+
+def normalize(value):
+    if isinstance(value, (tuple, tl.tuple)):
+        return tl.tuple([normalize(v) for v in value])
+    if isinstance(value, tl.base_value):
+        return value
+    return tl.constexpr(value)
+
+
+def leaves(args, names) -> list[tuple[str, object]]:
+    """(name, value) of the runtime (non-constexpr) values among ``args``, in IR flattening order."""
+    out = []
+    for name, arg in zip(names, args):
+        if isinstance(arg, tl.tuple):
+            out.extend(leaves(arg.values, [f"{name}[{i}]" for i in range(len(arg.values))]))
+        elif not isinstance(arg, tl.constexpr):
+            out.append((name, arg))
+    return out
+
+
+def leaf_types(types: list) -> list:
+    """The Triton types of the runtime (non-constexpr) leaves, in IR flattening order."""
+    out: list = []
+    for ty in types:
+        if isinstance(ty, tl.tuple_type):
+            out.extend(leaf_types(ty.types))
+        elif not isinstance(ty, tl.constexpr_type) and ty is not tl.constexpr:
+            out.append(ty)
+    return out
+
+
+def with_leaf_types(types: list, new_leaves) -> list:
+    """``types`` with each runtime leaf replaced by the next of ``new_leaves`` (same order)."""
+    out = []
+    for ty in types:
+        if isinstance(ty, tl.tuple_type):
+            out.append(tl.tuple_type(with_leaf_types(ty.types, new_leaves), ty.fields))
+        elif isinstance(ty, tl.constexpr_type) or ty is tl.constexpr:
+            out.append(ty)
+        else:
+            out.append(next(new_leaves))
+    return out

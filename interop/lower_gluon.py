@@ -1,0 +1,65 @@
+"""Build one ``@gluon.jit`` function as a ttg function, exactly as its author wrote it.
+
+Gluon needs every tensor argument's layout to generate code, so a Gluon region inside a
+Triton host is built twice: once during the host's code generation with a placeholder layout
+per tensor (only to learn its result types, which no layout changes), and once after the
+host's ``make_ttgir`` with the layouts Triton's passes gave the arguments.
+"""
+from __future__ import annotations
+
+from triton._C.libtriton import ir
+from triton.compiler import code_generator as _cg
+from triton.compiler.compiler import make_backend
+from triton.experimental.gluon import language as gl
+from triton.language import core as tl
+
+from . import compat
+
+
+def build_gluon_function(fn, args: list, arg_types: list, *, module, context, options, target, name: str):
+    """Generate ``fn`` for ``arg_types`` into ``module`` as the private function ``name`` (the
+    splice calls it and Gluon's inliner inlines it); returns (the function, its return type)."""
+    backend = make_backend(target)
+    generator = _cg.CodeGenerator(context, compat.function_prototype(args, arg_types), fn.get_capture_scope(),
+                                  module=module, jit_fn=fn, function_name=name, noinline=False, options=options,
+                                  codegen_fns=backend.get_codegen_implementation(options),
+                                  module_map=backend.get_module_map(), is_gluon=True,
+                                  **compat.codegen_location_kwargs(fn))
+    generator.visit(fn.parse())
+    return module.get_function(name), generator.ret_type
+
+
+def result_types(fn, args: list, *, context, options, target) -> object:
+    """``fn``'s return type for ``args`` (tensors of Triton type), from a throwaway build in
+    which every tensor argument has a placeholder blocked layout."""
+    builder = ir.builder(context)
+    module = builder.create_module()
+    backend = make_backend(target)
+    module.set_attr("ttg.target", builder.get_string_attr(backend.get_target_name(options)))
+    module.set_attr("ttg.num-warps", builder.get_int32_attr(options.num_warps))
+    module.set_attr("ttg.num-ctas", builder.get_int32_attr(options.num_ctas))
+    module.set_attr("ttg.threads-per-warp", builder.get_int32_attr(options.warp_size))
+    placeholder_types = [_placeholder_type(arg.type, options) for arg in args]
+    _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
+                                       target=target, name="hybrid_gluon_probe")
+    return ret_type
+
+
+def _placeholder_type(ty, options):
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([_placeholder_type(t, options) for t in ty.types], ty.fields)
+    if isinstance(ty, tl.block_type):
+        rank = len(ty.shape)
+        layout = gl.BlockedLayout([1] * rank, [1] * (rank - 1) + [options.warp_size],
+                                  [1] * (rank - 1) + [options.num_warps], list(reversed(range(rank))))
+        return gl.distributed_type(ty.element_ty, ty.shape, layout)
+    return ty
+
+
+def to_triton_type(ty):
+    """The Triton type of a Gluon value type (a distributed tensor loses its layout)."""
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([to_triton_type(t) for t in ty.types], ty.fields)
+    if isinstance(ty, tl.block_type):
+        return tl.block_type(ty.element_ty, ty.shape)
+    return ty
