@@ -92,3 +92,8 @@ def in_loop_carry_discovery(generator) -> bool:
     """
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 
+
+def gluon_barrier():
+    """Gluon's CTA-wide barrier builtin: ``gl.barrier`` in 3.9, ``gl.thread_barrier`` in 3.6."""
+    from triton.experimental.gluon import language as gl
+    return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier

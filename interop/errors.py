@@ -1,4 +1,4 @@
-"""The one exception type a kernel author sees for a region that cannot be built."""
+"""The exceptions a kernel author sees for a mixed kernel that cannot be built."""
 from __future__ import annotations
 
 from triton.compiler.errors import CompilationError
@@ -34,3 +34,7 @@ class RegionError(CompilationError):
 
 class LayoutError(ValueError):
     """A layout the kernel author chose cannot run on the compile's target or warp count."""
+
+
+class TargetError(ValueError):
+    """A Gluon kernel uses an op its compile target does not have (a Hopper op on sm80, ...)."""

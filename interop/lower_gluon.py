@@ -29,9 +29,10 @@ def build_gluon_function(fn, args: list, arg_types: list, *, module, context, op
     return module.get_function(name), generator.ret_type
 
 
-def result_types(fn, args: list, *, context, options, target) -> object:
-    """``fn``'s return type for ``args`` (tensors of Triton type), from a throwaway build in
-    which every tensor argument has a placeholder blocked layout."""
+def probe(fn, args: list, *, context, options, target) -> tuple[object, object]:
+    """``fn``'s return type for ``args`` (tensors of Triton type) and the module of a throwaway
+    build in which every tensor argument has a placeholder blocked layout (its ops are the
+    ones the real build will have, so it is also where architecture checks look)."""
     builder = ir.builder(context)
     module = builder.create_module()
     backend = make_backend(target)
@@ -42,7 +43,7 @@ def result_types(fn, args: list, *, context, options, target) -> object:
     placeholder_types = [_placeholder_type(arg.type, options) for arg in args]
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
                                        target=target, name="hybrid_gluon_probe")
-    return ret_type
+    return ret_type, module
 
 
 def _placeholder_type(ty, options):

@@ -18,7 +18,7 @@ from . import boundary as bd
 from . import compat
 from . import stitch
 from .errors import RegionError
-from . import lower_gluon, opaque, triton_host
+from . import arch, lower_gluon, opaque, triton_host
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
 
@@ -59,6 +59,7 @@ class HybridSession:
         self._planned: list[dict] = []                            # boundary fields known at the call site
         self._gluon_calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, object] = {}  # Gluon return types by specialization
+        self._probing = False                 # building a Gluon function only for its result types
 
     def code_generator(self) -> type:
         return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
@@ -70,7 +71,7 @@ class HybridSession:
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg.type, name, call_site) for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
-        dry = compat.in_loop_carry_discovery(gen)
+        dry = compat.in_loop_carry_discovery(gen) or self._probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
             lowered = self._lower(fn, args, arg_types, name, call_site)
@@ -121,11 +122,16 @@ class HybridSession:
         arg_types = [arg.type for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if specialization not in self._probed:
+            self._probing = True   # Triton calls inside it are typed, not stitched (as in a dry visit)
             try:
-                self._probed[specialization] = lower_gluon.result_types(fn, args, context=self.context,
-                                                                        options=self.options, target=self.target)
+                ret_type, probe_module = lower_gluon.probe(fn, args, context=self.context, options=self.options,
+                                                           target=self.target)
             except Exception as exc:
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
+            finally:
+                self._probing = False
+            _check_arch(probe_module, self.target, name, str(call_site))
+            self._probed[specialization] = ret_type
         ret_type = lower_gluon.to_triton_type(self._probed[specialization])
         leaves = [leaf for _, leaf in arguments.leaves(args, fn.arg_names)]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
@@ -295,6 +301,15 @@ def _host_type(ty, results, builder):
     if isinstance(ty, tl.block_type):
         return gl.distributed_type(ty.element_ty, ty.shape, builder.get_gluon_layout_from_tensor(handle))
     return ty
+
+
+def _check_arch(module, target, function: str, call_site: str) -> None:
+    misplaced = arch.misplaced_ops(module, target)
+    if misplaced:
+        uses = "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
+        raise RegionError(function, call_site, f"uses ops {arch.describe(target)} cannot run ({uses})",
+                          "build this Gluon function only for targets that have these ops (branch on a "
+                          "constexpr target in the host), or use an op every target has")
 
 
 def _describe(exc: Exception) -> str:

@@ -16,8 +16,8 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import compat
-from .errors import LayoutError
+from . import arch, compat
+from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
 
@@ -55,6 +55,14 @@ class HybridGluonSource(GluonASTSource):
         finally:
             session.close()
             del generator.session
+        misplaced = arch.misplaced_ops(module, target)
+        if misplaced:
+            code = self.fn.fn.__code__
+            raise TargetError(f"the Gluon kernel '{self.fn.__name__}' ({code.co_filename}:{code.co_firstlineno}) uses "
+                              f"ops {arch.describe(target)} cannot run: "
+                              + "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
+                              + "\n  hint: compile it only for targets that have these ops, or branch on a "
+                              "constexpr target inside the kernel.")
         return _recorded(module, session, context)
 
 
@@ -68,6 +76,8 @@ class HybridTritonSource(GluonASTSource):
         return f"{super().hash()}-hybrid-triton{STITCH_VERSION}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
+        check_constexpr_layouts(self.fn, self.constants, options.warp_size, options.num_warps,
+                                f"{target.backend}:{target.arch}")
         session = HybridSession(context, options, target)
         generator = session.code_generator()
         try:

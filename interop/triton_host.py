@@ -71,7 +71,7 @@ def _shape_of(type_text: str) -> list[int]:
 class Ports:
     """Where one Gluon call's boundary ended up after the host's ttgir."""
     operands: list          # sink operands: the values the Gluon function receives
-    result_types: list      # ttg types the host chose for the call's results
+    result_types: list      # ttg types the host chose for the call's results (the scf.if's)
     then_block: object
 
 
@@ -79,23 +79,25 @@ def find_ports(module, call_index: int) -> Ports | None:
     """The boundary of call ``call_index``, or None where it was in IR that code generation
     discarded (a loop body's dry visit on Triton 3.6)."""
     sinks: dict[int, object] = {}
-    producers: dict[int, object] = {}
     blocks: list = []
 
     def visit(op):
-        if op.get_name() != _INLINE_ASM:
-            return
-        marker = op.get_str_attr("asm_string") or ""
-        for prefix, found in ((f"{SINK}{call_index}.", sinks), (f"{PRODUCER}{call_index}.", producers)):
-            if marker.startswith(prefix):
-                found[int(marker[len(prefix):])] = op
-                blocks.append(op.get_block())
+        if op.get_name() == _INLINE_ASM and (op.get_str_attr("asm_string") or "").startswith(f"{SINK}{call_index}."):
+            sinks[int(op.get_str_attr("asm_string").rsplit(".", 1)[1])] = op
+            blocks.append(op.get_block())
 
     module.walk(visit)
     if not blocks:
         return None
-    return Ports([sinks[k].get_operand(0) for k in sorted(sinks)],
-                 [producers[j].get_result(0).get_type() for j in sorted(producers)], blocks[0])
+    then_block = blocks[0]
+    yielded: list = []
+
+    def visit_yield(op):   # the then block's scf.yield: its operands have the if's result types
+        if op.get_name() == "scf.yield" and op.get_block().id() == then_block.id():
+            yielded.extend(op.get_operand(j).get_type() for j in range(op.get_num_operands()))
+
+    module.walk(visit_yield)
+    return Ports([sinks[k].get_operand(0) for k in sorted(sinks)], yielded, then_block)
 
 
 def splice(module, call: GluonCall, function, ports: Ports, context) -> list[str]:

@@ -6,6 +6,8 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
+from triton.experimental.gluon.language.nvidia import hopper
+
 import hybrid
 from tests.kernels import vec_1d
 
@@ -42,6 +44,39 @@ def k_inline_layout(x_ptr, BLOCK: gl.constexpr):
     gl.store(x_ptr + offs, offs.to(gl.float32))
 
 
+@gluon.jit
+def g_shape_bug(x, L1: gl.constexpr):
+    return gl.convert_layout(x, L1) + gl.arange(0, 16, layout=L1)   # 16 elements against the caller's 512
+
+
+@gluon.jit
+def g_hopper_fence(x):
+    hopper.fence_async_shared()                                     # sm90+ only
+    return x
+
+
+@hybrid.jit
+@triton.jit
+def h_gluon_shape_bug(x_ptr, BLOCK: tl.constexpr, L1: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_shape_bug(tl.load(x_ptr + offs), L1))
+
+
+@hybrid.jit
+@triton.jit
+def h_hopper_op(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_hopper_fence(tl.load(x_ptr + offs)))
+
+
+@hybrid.jit
+@gluon.jit
+def k_hopper_op(x_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=L1)
+    hopper.fence_async_shared()                                     # sm90+ only, in a Gluon host
+    gl.store(x_ptr + offs, offs.to(gl.float32))
+
+
 def main(case: str, target: str) -> None:
     L1 = vec_1d("sm90a")   # a 32-thread layout: wrong on AMD targets
     builds = {
@@ -54,6 +89,11 @@ def main(case: str, target: str) -> None:
         "warps": lambda: hybrid.compile(k_shape_mismatch, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
                                         {"BLOCK": 512, "L1": L1}, target=target, num_warps=8),
         "inline_layout": lambda: hybrid.compile(k_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+        "gluon_shape_bug": lambda: hybrid.compile(h_gluon_shape_bug, {"x_ptr": "*fp32"},
+                                                  {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
+        "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+        "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
+                                                  {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }
     builds[case]()
 

@@ -58,3 +58,22 @@ def test_inline_layout_for_wrong_warp_size():
     proc = run_case("inline_layout", "gfx942")
     assert_python_error(proc, "LayoutError", "k_inline_layout", "does not verify for hip:gfx942",
                         f"{BAD}:{line_of('32-wide warps only')}")
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_bug_inside_gluon_region_names_it_and_the_call_site(target):
+    proc = run_case("gluon_shape_bug", target)
+    assert_python_error(proc, "RegionError", "region 'g_shape_bug'",
+                        f"{BAD}:{line_of('g_shape_bug(tl.load(')}", "hint:")
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_gluon_region_with_an_op_of_another_architecture(target):
+    proc = run_case("gluon_wrong_arch", target)
+    assert_python_error(proc, "RegionError", "region 'g_hopper_fence'", f"{BAD}:{line_of('g_hopper_fence(tl.load(')}",
+                        "ttng.fence_async_shared", "sm90+" if target == "sm80" else "cuda only", "hint:")
+
+
+def test_gluon_kernel_with_an_op_of_another_architecture():
+    proc = run_case("host_wrong_arch", "sm80")
+    assert_python_error(proc, "TargetError", "k_hopper_op", "ttng.fence_async_shared", "sm90+", "cuda:80", "hint:")

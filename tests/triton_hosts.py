@@ -1,0 +1,87 @@
+"""Triton kernels calling Gluon functions: one per pattern the escape hatch must handle.
+
+The Gluon functions' layouts are constexpr arguments so each target gets ones valid for its
+warp size; see ``cases()``.
+"""
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from interop.compat import gluon_barrier
+from tests.kernels import NUM_WARPS, t_scale, tile_2d, vec_1d
+
+barrier = gluon_barrier()
+
+
+# -- Gluon functions (the ported pieces) --------------------------------------------------------
+@gluon.jit
+def g_row_sum(x, L: gl.constexpr):
+    x = gl.convert_layout(x, L)
+    return gl.sum(x * 2.0, axis=1)
+
+
+@gluon.jit
+def g_transpose_through_smem(x, L: gl.constexpr, LT: gl.constexpr):
+    """Stage a tile in shared memory and read it back transposed, with a barrier between."""
+    smem = gl.allocate_shared_memory(x.dtype, x.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    smem.store(gl.convert_layout(x, L))
+    barrier()
+    return smem.permute((1, 0)).load(LT)
+
+
+@gluon.jit
+def g_scale_then_triton(x, L1: gl.constexpr):
+    x = gl.convert_layout(x, L1)
+    return t_scale(x, 3.0)        # a Gluon region calling a Triton helper: a region in a region
+
+
+@gluon.jit
+def g_add_one(x, L1: gl.constexpr):
+    return gl.convert_layout(x, L1) + 1.0
+
+
+# -- Triton hosts (unported code) ---------------------------------------------------------------
+@hybrid.jit
+@triton.jit
+def h_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
+    s = g_row_sum(x, L)
+    tl.store(y_ptr + rows, s + 1.0)
+
+
+@hybrid.jit
+@triton.jit
+def h_smem(x_ptr, y_ptr, B: tl.constexpr, L: tl.constexpr, LT: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    y = g_transpose_through_smem(x, L, LT)
+    tl.store(y_ptr + r[:, None] * B + r[None, :], y)
+
+
+@hybrid.jit
+@triton.jit
+def h_control_flow(x_ptr, y_ptr, n_iter, flag, BLOCK: tl.constexpr, L1: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    for _ in range(n_iter):
+        x = g_add_one(x, L1)
+    if flag > 0:
+        x = g_scale_then_triton(x, L1)
+    tl.store(y_ptr + offs, x)
+
+
+def cases(target: str) -> dict:
+    """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
+    L, L1 = tile_2d(target), vec_1d(target)
+    LT = gl.BlockedLayout([4, 1], [8, L.threads_per_warp[0]], [1, NUM_WARPS], [0, 1])
+    p32 = "*fp32"
+    return {
+        "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "smem": (h_smem, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L, "LT": LT}),
+        "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
+                         {"BLOCK": 512, "L1": L1}),
+    }
