@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from examples import softmax, tile_matmul  # noqa: E402
+from examples.run import example_modules  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
 GOAL = 1.5
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default="bench/compile_time.json")
     args = parser.parse_args(argv)
     rows = []
-    for example in (softmax, tile_matmul):
+    for example in example_modules():
         for target in args.targets.split(","):
             example.build(target), example.build_triton(target)   # warm imports and lazy initialization
             hybrid_s = median_seconds(lambda: example.build(target), args.repeats)

@@ -22,19 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from examples import softmax, tile_matmul  # noqa: E402
-from examples.run import TOLERANCE, current_gpu_target  # noqa: E402
+from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid.resources import resources  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
-EXAMPLES = (softmax, tile_matmul)
 VARIANTS = ("hybrid", "triton", "torch")
 GOAL = 1.0   # pure-Triton time / hybrid time
 
 
 def static_rows(targets: list[str]) -> list[dict]:
     rows = []
-    for example in EXAMPLES:
+    for example in example_modules():
         for target in targets:
             fb, plain = example.build(target), example.build_triton(target)
             rows.append({"example": _name(example), "target": target, "variant": "hybrid",
@@ -48,12 +46,12 @@ def static_rows(targets: list[str]) -> list[dict]:
 def gpu_rows(target: str) -> list[dict]:
     from triton.testing import do_bench
     rows = []
-    for example in EXAMPLES:
+    for example in example_modules():
         p = example.problem(*example.BENCH_SIZE)
         times = {}
         for variant in VARIANTS:
             error = example.error(example.run(variant, p, target), p)
-            ok = error <= TOLERANCE[example.__name__]
+            ok = error <= example.TOLERANCE
             times[variant] = do_bench(lambda: example.run(variant, p, target), return_mode="median") if ok else None
             rows.append({"example": _name(example), "size": list(example.BENCH_SIZE), "variant": variant,
                          "error": error, "correct": ok, "median_ms": times[variant]})

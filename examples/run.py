@@ -10,9 +10,14 @@ from hybrid import report
 from hybrid.targets import TARGETS
 from scheduler import BuildJob, build_all
 
-EXAMPLES = ["examples.softmax", "examples.tile_matmul"]
-#: Error bounds for the GPU checks (fp32 softmax; fp16 inputs with fp32 accumulation).
-TOLERANCE = {"examples.softmax": 1e-5, "examples.tile_matmul": 1e-2}
+#: Gluon hosts with Triton regions, then Triton hosts with Gluon regions.
+EXAMPLES = ["examples.softmax", "examples.tile_matmul", "examples.softmax_gluon_stats",
+            "examples.matmul_gluon_epilogue"]
+
+
+def example_modules() -> list:
+    import importlib
+    return [importlib.import_module(name) for name in EXAMPLES]
 
 
 def current_gpu_target() -> str | None:
@@ -46,8 +51,9 @@ def main(*modules: str) -> int:
     else:
         import importlib
         for module in modules:
-            error = importlib.import_module(module).check(gpu)
-            ok = error <= TOLERANCE[module]
+            example = importlib.import_module(module)
+            error = example.check(gpu)
+            ok = error <= example.TOLERANCE
             print(f"{module} on {gpu}: max error {error:.2e} ({'ok' if ok else 'FAILED'})")
             failed += [] if ok else [module]
     return 1 if failed else 0

@@ -67,7 +67,8 @@ def build_triton(target: str):
     return compile_triton(softmax_triton, SIGNATURE, {"BM": BM, "BN": BN}, target, NUM_WARPS)
 
 
-#: (n_rows, n_cols) of the GPU correctness check and of the benchmark.
+#: (n_rows, n_cols) of the GPU correctness check and of the benchmark; the check's error bound (fp32).
+TOLERANCE = 1e-5
 CHECK_SIZE, BENCH_SIZE = (1000, 97), (65536, 128)
 
 

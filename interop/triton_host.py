@@ -25,7 +25,6 @@ from .region import Region
 
 SINK = "hybrid.gluon.in."
 PRODUCER = "hybrid.gluon.out."
-ELSE = "hybrid.gluon.else"
 _INLINE_ASM = "tt.elementwise_inline_asm"
 
 
@@ -39,21 +38,20 @@ class GluonCall:
 
 
 def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types: list, enable) -> list:
-    """The opaque ``scf.if`` above, at ``builder``'s insertion point; returns its results."""
+    """The opaque ``scf.if`` above, at ``builder``'s insertion point; returns its results.
+
+    (An ``scf.if`` without results is created with its ``scf.yield`` ops already in place.)
+    """
     if_op = builder.create_if_op(result_ir_types, enable, True)
     after = builder.get_insertion_block()
     builder.set_insertion_point_to_start(if_op.get_then_block())
     for k, handle in enumerate(leaf_handles):
         builder.create_inline_asm(f"{SINK}{call_index}.{k}", "=r,r", [handle], [handle.get_type()], False, 1)
-    produced = [_produce(builder, ty, f"{PRODUCER}{call_index}.{j}") for j, ty in enumerate(result_ir_types)]
-    builder.create_yield_op(produced)
-    builder.set_insertion_point_to_start(if_op.get_else_block())
-    poisons = []
-    for ty in result_ir_types:
-        poison = builder.create_poison(ty)
-        poison.set_attr(ELSE, builder.get_string_attr(str(call_index)))
-        poisons.append(poison)
-    builder.create_yield_op(poisons)
+    if result_ir_types:
+        produced = [_produce(builder, ty, f"{PRODUCER}{call_index}.{j}") for j, ty in enumerate(result_ir_types)]
+        builder.create_yield_op(produced)
+        builder.set_insertion_point_to_start(if_op.get_else_block())
+        builder.create_yield_op([builder.create_poison(ty) for ty in result_ir_types])
     builder.set_insertion_point_to_end(after)
     return [if_op.get_result(j) for j in range(len(result_ir_types))]
 

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from examples.run import EXAMPLES
 from tests.conftest import has_gpu
+
+NAMES = {name.split(".")[-1] for name in EXAMPLES}
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +22,7 @@ def test_compile_time_benchmark_runs(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())
-    assert {r["example"] for r in rows} == {"softmax", "tile_matmul"}
+    assert {r["example"] for r in rows} == NAMES
     assert all(r["hybrid_s"] > 0 and r["triton_s"] > 0 and r["ratio"] > 0 for r in rows)
 
 
@@ -35,7 +38,7 @@ def test_kernel_benchmark_static_figures(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = json.loads(out.read_text())["static"]
     assert {(r["example"], r["target"], r["variant"]) for r in rows} == {
-        (e, t, v) for e in ("softmax", "tile_matmul") for t in ("sm80", "gfx950") for v in ("hybrid", "triton")}
+        (e, t, v) for e in NAMES for t in ("sm80", "gfx950") for v in ("hybrid", "triton")}
     for r in rows:
         assert r["registers"] > 0 and r["spills"] >= 0 and r["binary_bytes"] > 0 and r["conversions"] >= 0
     assert all("boundary_conversions" in r for r in rows if r["variant"] == "hybrid")

@@ -1,0 +1,66 @@
+"""fp16 matmul, the other way round: the kernel is still Triton (K loop with ``tl.dot``), and
+only the epilogue is ported to Gluon: an explicit store layout, the fp16 cast and bounds.
+
+    python examples/matmul_gluon_epilogue.py  # builds for every target; on a GPU also checks vs torch
+"""
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from examples import tile_matmul
+from examples.layouts import tile_layout
+from examples.tile_matmul import (BENCH_SIZE, BK, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton,
+                                  error, problem)
+
+__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "check", "constexprs", "error", "problem", "run"]
+
+
+@gluon.jit
+def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
+    acc = gl.convert_layout(acc, L)
+    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(gl.float16), mask=mask)
+
+
+@hybrid.jit
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, L: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tile_matmul.tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
+    store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
+
+
+def constexprs(target: str) -> dict:
+    return {"BM": BM, "BN": BN, "BK": BK, "L": tile_layout(target, NUM_WARPS)}
+
+
+def build(target: str) -> hybrid.FusedBinary:
+    return hybrid.compile(matmul_kernel, SIGNATURE, constexprs(target), target=target, num_warps=NUM_WARPS)
+
+
+def run(variant: str, p: dict, target: str):
+    """One launch of ``variant`` (``hybrid``, ``triton`` or ``torch``); returns the output."""
+    if variant != "hybrid":
+        return tile_matmul.run(variant, p, target)
+    a, b, c = p["a"], p["b"], p["c"]
+    (M, K), N = a.shape, b.shape[1]
+    matmul_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
+                                                            num_warps=NUM_WARPS, **constexprs(target))
+    return c
+
+
+def check(target: str) -> float:
+    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
+    p = problem(*CHECK_SIZE)
+    return error(run("hybrid", p, target), p)
+
+
+if __name__ == "__main__":
+    from examples.run import main
+    raise SystemExit(main(__name__))

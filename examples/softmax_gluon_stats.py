@@ -1,0 +1,70 @@
+"""Row softmax, the other way round: the kernel is still Triton, and only the row statistics
+(masking, max, sum of exponentials) are ported to Gluon, with an explicit layout, as an
+escape hatch inside the Triton kernel.
+
+    python examples/softmax_gluon_stats.py   # builds for every target; on a GPU also checks vs torch
+"""
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from examples import softmax
+from examples.softmax import (BENCH_SIZE, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton, error,
+                              problem)
+from examples.layouts import tile_layout
+
+__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "check", "constexprs", "error", "problem", "run"]
+
+
+@gluon.jit
+def row_stats_gluon(x, n_cols, BN: gl.constexpr, L: gl.constexpr):
+    x = gl.convert_layout(x, L)
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    x = gl.where(cols[None, :] < n_cols, x, float("-inf"))
+    m = gl.max(x, axis=1)
+    s = gl.sum(gl.exp(x - m[:, None]), axis=1)
+    return m, s
+
+
+@hybrid.jit
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offsets = rows[:, None] * stride + cols[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    m, s = row_stats_gluon(x, n_cols, BN, L)
+    tl.store(y_ptr + offsets, tl.exp(x - m[:, None]) / s[:, None], mask=mask)
+
+
+def constexprs(target: str) -> dict:
+    return {"BM": BM, "BN": BN, "L": tile_layout(target, NUM_WARPS)}
+
+
+def build(target: str) -> hybrid.FusedBinary:
+    return hybrid.compile(softmax_kernel, SIGNATURE, constexprs(target), target=target, num_warps=NUM_WARPS)
+
+
+def run(variant: str, p: dict, target: str):
+    """One launch of ``variant`` (``hybrid``, ``triton`` or ``torch``); returns the output."""
+    if variant != "hybrid":
+        return softmax.run(variant, p, target)
+    x, y = p["x"], p["y"]
+    n_rows, n_cols = x.shape
+    softmax_kernel[(triton.cdiv(n_rows, BM), )](x, y, n_rows, n_cols, x.stride(0), num_warps=NUM_WARPS,
+                                                **constexprs(target))
+    return y
+
+
+def check(target: str) -> float:
+    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
+    p = problem(*CHECK_SIZE)
+    return error(run("hybrid", p, target), p)
+
+
+if __name__ == "__main__":
+    from examples.run import main
+    raise SystemExit(main(__name__))
