@@ -8,9 +8,10 @@ from pathlib import Path
 
 from hybrid import report
 from hybrid.targets import TARGETS
-from scheduler import BuildJob, build_all
+from scheduler import Cache, build, plan
 
-EXAMPLES = ["examples.softmax", "examples.tile_matmul"]
+#: Example module -> its mixed kernel (signature and layouts come from the module's defaults).
+EXAMPLES = {"examples.softmax": "softmax_kernel", "examples.tile_matmul": "matmul_kernel"}
 #: Error bounds for the GPU checks (fp32 softmax; fp16 inputs with fp32 accumulation).
 TOLERANCE = {"examples.softmax": 1e-5, "examples.tile_matmul": 1e-2}
 
@@ -30,9 +31,9 @@ def current_gpu_target() -> str | None:
 
 
 def main(*modules: str) -> int:
-    modules = [m if m != "__main__" else _script_module() for m in modules] or EXAMPLES
-    results = build_all([BuildJob(m, t) for m in modules for t in TARGETS])
-    summaries = [r.summary if r.ok else {"kernel": r.job.module, "target": r.job.target, "error": r.error}
+    modules = [m if m != "__main__" else _script_module() for m in modules] or list(EXAMPLES)
+    results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), cache=Cache())
+    summaries = [r.summary if r.ok else {"kernel": r.job.kernel, "target": r.job.target, "error": r.error}
                  for r in results]
     report.print_table(summaries)
     out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))

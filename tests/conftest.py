@@ -10,6 +10,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 # A fresh Triton cache per run: the tests must exercise the compiler, not earlier results.
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="hybrid-test-cache-"))
+os.environ.setdefault("HYBRID_CACHE_DIR", tempfile.mkdtemp(prefix="hybrid-test-builds-"))
 
 
 def has_gpu() -> bool:
