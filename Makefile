@@ -22,5 +22,9 @@ test: $(BIN)/.ready   ## the CPU test suite (GPU tests run too where a GPU is pr
 bench: $(BIN)/.ready  ## compile-time benchmark: hybrid vs pure Triton, table + bench/compile_time.json
 	$(BIN)/python bench/compile_time.py
 
+.PHONY: bench-build
+bench-build: $(BIN)/.ready  ## build scaling: serial vs parallel, cold vs warm cache (+ launch overhead on a GPU)
+	$(BIN)/python bench/build_scaling.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info
