@@ -249,6 +249,10 @@ class BundledKernel:
 
     def load(self, driver: _Driver | None = None) -> None:
         """Load the binary into the current context (done at the first launch otherwise)."""
+        e = self.entry
+        if e["num_ctas"] != 1 or e["launch_cooperative_grid"] or e["launch_pdl"]:
+            raise BundleError(f"{e['name']} [{self.target}]: clusters (num_ctas={e['num_ctas']}), cooperative grids "
+                              "and PDL launches are not supported by the bundle loader yet")
         self._driver = driver or DRIVERS[self.entry["backend"]](self.driver_library, self.device)
         self._function = self._driver.load(self.binary, self.entry["name"], self.entry["shared"])
 

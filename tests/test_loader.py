@@ -67,6 +67,13 @@ def test_missing_driver_library(softmax_bundle):
         kernel[(4, )](0, 0, 10, 10, 10)   # valid arguments: the driver is the first thing missing
 
 
+def test_cluster_launches_are_refused_clearly(softmax_bundle):
+    kernel = hybrid.load_bundle(softmax_bundle[1], arch="sm_90", driver_library=NO_DRIVER)
+    kernel.manifest = {**kernel.manifest, "targets": {"sm90a": {**kernel.entry, "num_ctas": 2}}}
+    with pytest.raises(hybrid.loader.BundleError, match="num_ctas=2"):
+        kernel[(1, )](0, 0, 1, 1, 1)
+
+
 @pytest.mark.parametrize("args, message", [
     ((0, 0, 1, 1), r"softmax_kernel takes 5 arguments \(x_ptr, y_ptr, n_rows, n_cols, stride\); got 4"),
     ((0, 0, 1, 1, 1, 1), "takes 5 arguments"),
