@@ -39,5 +39,9 @@ bench: $(BIN)/.ready  ## compile time and per-kernel static figures (and GPU tim
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table
 	$(PYTHON) bench/gpu_check.py
 
+.PHONY: bench-build
+bench-build: $(BIN)/.ready  ## build scaling: serial vs parallel, cold vs warm cache (+ launch overhead on a GPU)
+	$(BIN)/python bench/build_scaling.py
+
 clean:
 	rm -rf $(VENV) $(VENV36) build *.egg-info

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from hybrid import report
 from hybrid.targets import TARGETS
-from scheduler import BuildJob, build_all
+from scheduler import Cache, build, plan
 
+#: Example module -> its mixed kernel (signature and layouts come from the module's defaults):
 #: Gluon hosts with Triton regions, then Triton hosts with Gluon regions.
-EXAMPLES = ["examples.softmax", "examples.tile_matmul", "examples.softmax_gluon_stats",
-            "examples.matmul_gluon_epilogue"]
+EXAMPLES = {"examples.softmax": "softmax_kernel", "examples.tile_matmul": "matmul_kernel",
+            "examples.softmax_gluon_stats": "softmax_kernel", "examples.matmul_gluon_epilogue": "matmul_kernel"}
 
 
 def example_modules() -> list:
@@ -35,9 +36,9 @@ def current_gpu_target() -> str | None:
 
 
 def main(*modules: str) -> int:
-    modules = [m if m != "__main__" else _script_module() for m in modules] or EXAMPLES
-    results = build_all([BuildJob(m, t) for m in modules for t in TARGETS])
-    summaries = [r.summary if r.ok else {"kernel": r.job.module, "target": r.job.target, "error": r.error}
+    modules = [m if m != "__main__" else _script_module() for m in modules] or list(EXAMPLES)
+    results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), cache=Cache())
+    summaries = [r.summary if r.ok else {"kernel": r.job.kernel, "target": r.job.target, "error": r.error}
                  for r in results]
     report.print_table(summaries)
     out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))

@@ -4,6 +4,7 @@ from interop.errors import RegionError
 
 from .compile import FusedBinary, compile
 from .jit import jit
+from .loader import load_bundle
 from .targets import TARGETS
 
-__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "jit"]
+__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "jit", "load_bundle"]

@@ -9,38 +9,40 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
-from pathlib import Path
+
+from interop import compat
 
 
 def resources(asm: dict, metadata) -> dict:
-    """``registers``, ``spills`` (bytes on NVIDIA: local memory; count on AMD), ``shared_bytes``,
+    """``registers``, ``spills`` (NVIDIA: local-memory bytes; AMD: spill count), ``shared_bytes``,
     ``binary_bytes`` and ``conversions`` (``ttg.convert_layout`` ops in the final ttgir)."""
     shared = metadata["shared"] if isinstance(metadata, dict) else metadata.shared
-    binary = asm.get("cubin") or asm.get("hsaco")
-    figures = {"shared_bytes": shared, "binary_bytes": len(binary),
-               "conversions": asm["ttgir"].count("ttg.convert_layout ")}
-    figures.update(_cubin_usage(binary) if "cubin" in asm else _amdgcn_usage(asm["amdgcn"]))
-    return figures
+    registers, spills = registers_and_spills(asm)
+    return {"registers": registers, "spills": spills, "shared_bytes": shared,
+            "binary_bytes": len(asm.get("cubin") or asm["hsaco"]), "conversions": asm["ttgir"].count("ttg.convert_layout ")}
 
 
-def _cubin_usage(cubin: bytes) -> dict:
-    from triton.backends.nvidia.compiler import get_ptxas
-    cuobjdump = Path(get_ptxas(90).path).parent / "cuobjdump"
+def registers_and_spills(asm: dict) -> tuple[int | None, int | None]:
+    """Per-thread registers (NVIDIA registers, AMD VGPRs) and spills; None where not known."""
+    return _cubin_usage(asm["cubin"]) if "cubin" in asm else _amdgcn_usage(asm["amdgcn"])
+
+
+def _cubin_usage(cubin: bytes) -> tuple[int | None, int | None]:
+    tool = compat.nvidia_tool("cuobjdump")
+    if tool is None:
+        return None, None
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([str(cuobjdump), "--dump-resource-usage", f.name], capture_output=True, text=True,
-                             check=True).stdout
-    registers = re.search(r"REG:(\d+)", out)
-    local = re.search(r"LOCAL:(\d+)", out)
-    return {"registers": int(registers.group(1)) if registers else None,
-            "spills": int(local.group(1)) if local else None}
+        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    match = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out, re.S)
+    return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 
 
-def _amdgcn_usage(amdgcn: str) -> dict:
+def _amdgcn_usage(amdgcn: str) -> tuple[int | None, int | None]:
     def field(name: str) -> int | None:
-        found = re.search(rf"\.{name}:\s+(\d+)", amdgcn)
+        found = re.search(rf"^\s*\.{name}:\s+(\d+)", amdgcn, re.M)
         return int(found.group(1)) if found else None
 
     spills = [field("vgpr_spill_count"), field("sgpr_spill_count")]
-    return {"registers": field("vgpr_count"), "spills": None if None in spills else sum(spills)}
+    return field("vgpr_count"), None if None in spills else sum(spills)

@@ -1,4 +1,5 @@
-"""Everything that differs between the supported Triton releases (3.6 through 3.9).
+"""Everything that differs between the supported Triton releases (3.6 through 3.9), and the
+Triton internals below its public API that the project relies on.
 
 This is the only module that reads ``triton.__version__``; the rest of the project asks
 it for capabilities instead of comparing versions (``tests/test_compat.py`` enforces that).
@@ -6,8 +7,10 @@ it for capabilities instead of comparing versions (``tests/test_compat.py`` enfo
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import threading
+from pathlib import Path
 from typing import Iterator
 
 import triton
@@ -97,3 +100,24 @@ def gluon_barrier():
     """Gluon's CTA-wide barrier builtin: ``gl.barrier`` in 3.9, ``gl.thread_barrier`` in 3.6."""
     from triton.experimental.gluon import language as gl
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
+
+
+@functools.lru_cache(maxsize=None)
+def _backend_hash(target: str) -> str:
+    from hybrid.targets import TARGETS
+    from triton.compiler.compiler import make_backend
+    return make_backend(TARGETS[target]).hash()
+
+
+def compiler_fingerprint(target: str) -> str:
+    """What changes a binary besides sources and options, as Triton's own cache key sees it: the
+    backend toolchain (ptxas / LLVM versions) and the cache-invalidating environment variables."""
+    from triton._C.libtriton import get_cache_invalidating_env_vars
+    return f"{_backend_hash(target)}|{sorted(get_cache_invalidating_env_vars().items())}"
+
+
+def nvidia_tool(name: str) -> Path | None:
+    """A CUDA tool shipped inside the Triton wheel (``cuobjdump``), if present."""
+    import triton.backends.nvidia
+    path = Path(triton.backends.nvidia.__file__).parent / "bin" / name
+    return path if path.is_file() else None

@@ -1,50 +1,139 @@
-"""Build (kernel, target) jobs in parallel worker processes; one job's failure stops no other.
+"""Run build jobs on any ``concurrent.futures.Executor``; one job's failure stops no other.
 
-A job names a module with a ``build(target) -> FusedBinary`` function, so workers import the
-kernel themselves: nothing but the job's names crosses the process boundary, and results come
-back as JSON-able summaries.
+The calling process resolves each job, computes its cache key and serves cache hits itself, so a
+warm build starts no worker. Only misses go to the executor: by default a spawned process pool
+with one worker per core; ``InlineExecutor`` builds in-process; a cluster's executor (Dask:
+``distributed.Client(...).get_executor()``) spreads builds over machines. Workers receive a
+``Job`` (plain data) and return plain data (JSON record and binary bytes); the caller writes the
+cache, so workers need no shared filesystem for it.
 """
 from __future__ import annotations
 
-import importlib
+import contextlib
+import gc
+import hashlib
 import multiprocessing
 import os
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import Callable
 
+from interop import compat
+from interop.errors import RegionError
 
-@dataclass(frozen=True)
-class BuildJob:
-    module: str   # importable module exposing build(target)
-    target: str
+from .cache import Cache, CorruptEntry, Entry, job_key
+from .plan import Job, resolve
+from .resources import launch_info
 
 
 @dataclass
 class BuildResult:
-    job: BuildJob
-    summary: dict | None
-    error: str | None
-    seconds: float
+    job: Job
+    key: str | None
+    entry: Entry | None
+    status: str            # "cached", "built", "rebuilt" (a damaged cache entry was replaced) or "failed"
+    seconds: float         # compile time in the worker, or the cache lookup
+    error: str | None = None
+    region: str | None = None   # for a failed region: "function at file:line"
+    note: str = ""
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def summary(self) -> dict | None:
+        return self.entry.record["summary"] if self.entry else None
 
-def run_job(job: BuildJob) -> BuildResult:
+
+class InlineExecutor(Executor):
+    """Runs each job in the calling process when submitted: serial builds, debugging, tests."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
+
+
+def compile_job(job: Job) -> dict:
+    """Worker side: ``{"record", "binary", "seconds"}``, or ``{"error", "region"}``; never raises."""
     start = time.perf_counter()
     try:
-        summary = importlib.import_module(job.module).build(job.target).summary()
-        return BuildResult(job, summary, None, time.perf_counter() - start)
-    except Exception as exc:  # reported per job, with the kernel and target, never raised
-        return BuildResult(job, None, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+        import hybrid
+        spec = resolve(job)
+        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
+        record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
+                  "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
+                  "constexprs": spec.constexprs_json, "options": spec.options,
+                  "triton_version": compat.TRITON_VERSION, "launch": launch_info(fb, len(spec.signature)).to_json(),
+                  "summary": fb.summary()}
+        return {"record": record, "binary": fb.binary, "seconds": time.perf_counter() - start}
+    except Exception as exc:   # reported per job, with the kernel, target and region
+        return {**failure(job, exc), "seconds": time.perf_counter() - start}
+    finally:
+        gc.collect()   # Triton's code generators are IR-holding cycles; free them between jobs
 
 
-def build_all(jobs: list[BuildJob], executor: Executor | None = None, max_workers: int | None = None) -> list[BuildResult]:
-    """Run ``jobs`` on ``executor`` (default: a process pool with one worker per core)."""
-    if executor is None:
-        workers = max_workers or os.cpu_count() or 1
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            return list(pool.map(run_job, jobs))
-    return list(executor.map(run_job, jobs))
+def failure(job: Job, exc: BaseException) -> dict:
+    region = f"{exc.function} at {exc.call_site}" if isinstance(exc, RegionError) else None
+    return {"error": f"{job.label}: {type(exc).__name__}: {exc}", "region": region}
+
+
+def build(jobs: list[Job], cache: Cache | None = None, executor: Executor | None = None,
+          max_workers: int | None = None, on_result: Callable[[BuildResult], None] | None = None) -> list[BuildResult]:
+    """Build ``jobs``; results in job order. ``on_result`` sees each result as it is known."""
+    results: dict[int, BuildResult] = {}
+    waiting: dict[str, list[int]] = {}     # key -> jobs that need this build (identical jobs build once)
+    notes: dict[int, str] = {}
+
+    def finish(index: int, result: BuildResult) -> None:
+        results[index] = result
+        if on_result:
+            on_result(result)
+
+    for i, job in enumerate(jobs):
+        start = time.perf_counter()
+        try:
+            key = job_key(resolve(job))
+            entry = cache.get(key) if cache else None
+        except CorruptEntry as exc:
+            entry, notes[i] = None, f"damaged cache entry replaced ({exc})"
+        except Exception as exc:
+            finish(i, BuildResult(job, None, None, "failed", time.perf_counter() - start, **failure(job, exc)))
+            continue
+        if entry is not None:
+            finish(i, BuildResult(job, key, entry, "cached", time.perf_counter() - start))
+        else:
+            waiting.setdefault(key, []).append(i)
+    if waiting:
+        with _executor(executor, max_workers, len(waiting)) as pool:
+            futures = {pool.submit(compile_job, jobs[indices[0]]): key for key, indices in waiting.items()}
+            for future in as_completed(futures):
+                key = futures[future]
+                out = _outcome(future, jobs[waiting[key][0]])
+                entry = Entry(key, out["record"], out["binary"]) if "record" in out else None
+                if entry and cache:
+                    cache.put(entry)
+                for i in waiting[key]:
+                    status = "failed" if entry is None else "rebuilt" if i in notes else "built"
+                    finish(i, BuildResult(jobs[i], key, entry, status, out.get("seconds", 0.0), out.get("error"),
+                                          out.get("region"), notes.get(i, "")))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _outcome(future: Future, job: Job) -> dict:
+    try:
+        return future.result()
+    except Exception as exc:   # the worker itself died (or the executor failed to run it)
+        return failure(job, exc)
+
+
+def _executor(executor: Executor | None, max_workers: int | None, jobs: int):
+    if executor is not None:
+        return contextlib.nullcontext(executor)   # the caller's to shut down
+    workers = min(max_workers or os.cpu_count() or 1, jobs)
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))

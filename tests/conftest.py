@@ -10,6 +10,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 # A fresh Triton cache per run: the tests must exercise the compiler, not earlier results.
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="hybrid-test-cache-"))
+os.environ.setdefault("HYBRID_CACHE_DIR", tempfile.mkdtemp(prefix="hybrid-test-builds-"))
 
 
 def has_gpu() -> bool:
@@ -34,3 +35,14 @@ def pytest_unconfigure(config):
     # interpreter shutdown so nanobind does not report them as leaks after the summary line.
     import gc
     gc.collect()
+
+
+@pytest.fixture(scope="session")
+def softmax_bundle(tmp_path_factory):
+    """The softmax example built in-process for sm80, sm90a and gfx942, as a bundle folder."""
+    from scheduler import InlineExecutor, build, plan
+    from scheduler.bundle import write_bundles
+
+    results = build(plan(["examples.softmax:softmax_kernel"], ["sm80", "sm90a", "gfx942"]), executor=InlineExecutor())
+    assert all(r.ok for r in results), [r.error for r in results]
+    return results, write_bundles(results, tmp_path_factory.mktemp("bundles"))["softmax_kernel"]

@@ -49,3 +49,15 @@ def test_gpu_check_says_why_it_cannot_run_here():
     proc = _run("bench/gpu_check.py")
     assert proc.returncode == 2
     assert "no supported GPU" in proc.stdout or "missing Python packages" in proc.stdout
+
+
+def test_build_scaling_benchmark_runs(tmp_path):
+    out = tmp_path / "bs.json"
+    proc = subprocess.run([sys.executable, "bench/build_scaling.py", "--repeats", "1", "--targets", "sm80,gfx942",
+                           "--examples", "examples.softmax", "--json", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["jobs"] == 2 and result["serial_cold_s"] > 0 and result["parallel_cold_s"] > 0
+    assert 0 < result["warm_s"] < result["serial_cold_s"]
+    assert "parallel speedup" in proc.stdout

@@ -1,25 +1,77 @@
-"""Parallel per-target builds: a failing job is reported and stops no other."""
+"""Build planning and parallel builds: every target, isolated failures, deterministic output."""
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from scheduler import BuildJob, build_all
+import pytest
+
+from hybrid.targets import TARGETS
+from scheduler import Cache, InlineExecutor, Job, build, plan
+from scheduler.build import compile_job
 
 ROOT = Path(__file__).resolve().parents[1]
+EDITABLE = ROOT / "tests" / "editable_kernels.py"
 
 
-def test_failure_is_isolated_and_reported():
-    results = build_all([BuildJob("examples.softmax", "sm80"), BuildJob("examples.no_such_kernel", "sm80"),
-                         BuildJob("examples.tile_matmul", "gfx942")], max_workers=2)
-    ok = {(r.job.module, r.job.target): r for r in results}
-    assert ok["examples.softmax", "sm80"].ok and ok["examples.tile_matmul", "gfx942"].ok
-    bad = ok["examples.no_such_kernel", "sm80"]
-    assert not bad.ok and "no_such_kernel" in bad.error
-    summary = ok["examples.tile_matmul", "gfx942"].summary
-    assert summary["kernel_entries"] == 1 and summary["target"] == "gfx942" and summary["binary_bytes"] > 0
-    json.dumps(summary)   # summaries cross process boundaries as plain data
+def test_plan_expands_targets_and_names_jobs_deterministically():
+    jobs = plan(["examples.softmax:softmax_kernel", "tests/editable_kernels.py:k_scale"], "all",
+                constexprs={"BM": 16}, options={"num_warps": 8})
+    assert [(j.kernel, j.target) for j in jobs] == [
+        (k, t) for k in ("examples.softmax:softmax_kernel", f"{EDITABLE}:k_scale") for t in TARGETS]
+    assert all(j.options == {"num_warps": 8, "num_stages": 3} for j in jobs)
+    again = plan(["examples.softmax:softmax_kernel"], "sm80,gfx942", constexprs={"BM": 16}, options={"num_warps": 8})
+    assert [j.id for j in again] == [jobs[0].id, jobs[3].id]
+    assert Job("examples.softmax:softmax_kernel", "sm80", constexprs={"BM": 32}).id != jobs[0].id
+    json.dumps([j.to_json() for j in jobs])   # plain data for any executor
+    with pytest.raises(ValueError, match="sm75.*expected 'all' or some of sm80"):
+        plan(["examples.softmax:softmax_kernel"], ["sm75"])
+    with pytest.raises(ValueError, match="expected 'path/to/module.py:kernel'"):
+        plan(["examples.softmax"], "all")
+
+
+def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
+    good = plan(["examples.softmax:softmax_kernel"], "all")
+    bad = plan([f"{EDITABLE}:k_bad", "examples.no_such_module:kernel", f"{EDITABLE}:no_such_kernel"], ["sm90a"])
+    results = build(good + bad, cache=Cache(tmp_path), max_workers=2)
+    assert [r.job for r in results] == good + bad
+    for r in results[:len(good)]:
+        assert r.ok and r.status == "built", r.error
+        assert r.summary["target"] == r.job.target and r.summary["kernel_entries"] == 1
+        launch = r.entry.record["launch"]
+        assert launch["entry_params"] == len(r.entry.record["signature"]) + launch["hidden_params"]
+        assert launch["warp_size"] == TARGETS[r.job.target].warp_size and launch["num_warps"] == 4
+    region_bug, no_module, no_kernel = results[len(good):]
+    assert all(r.status == "failed" and r.entry is None and "[sm90a]" in r.error for r in results[len(good):])
+    assert region_bug.region.startswith("h_bad at ") and "editable_kernels.py:" in region_bug.region
+    assert "k_bad" in region_bug.error and "no_such_module" in no_module.error and "no_such_kernel" in no_kernel.error
+    assert len(list(tmp_path.rglob("*.json"))) == len(good)   # failures leave no entry
+
+
+def test_same_job_builds_byte_identical_binaries(monkeypatch):
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")   # past Triton's own cache: two real compiles
+    job = plan(["examples.tile_matmul:matmul_kernel"], ["gfx950"])[0]
+    first, second = compile_job(job), compile_job(job)
+    assert first["binary"] == second["binary"] and first["record"]["sha256"] == second["record"]["sha256"]
+
+
+def test_identical_jobs_build_once_and_inline_executor_builds_in_process():
+    calls = []
+    job = plan(["examples.softmax:softmax_kernel"], ["sm80"])[0]
+    results = build([job, job], executor=InlineExecutor(), on_result=calls.append)
+    assert [r.status for r in results] == ["built", "built"] and results[0].entry is results[1].entry
+    assert len(calls) == 2
+
+
+def test_dask_executor(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        results = build(plan(["examples.softmax:softmax_kernel"], ["gfx942"]), cache=Cache(tmp_path),
+                        executor=client.get_executor())
+    assert results[0].ok and results[0].status == "built", results[0].error
+    assert Cache(tmp_path).get(results[0].key).binary == results[0].entry.binary
 
 
 def test_demo_builds_every_example_for_every_target(tmp_path):

@@ -1,0 +1,113 @@
+"""``hybrid build``: mixed kernels -> one fused binary per target -> bundles, in parallel, cached.
+
+    hybrid build examples/softmax.py:softmax_kernel --target sm90a --target gfx942 -o dist/
+    hybrid build pkg.kernels:my_kernel --targets all --signature x_ptr=*fp32,n=i32 --constexpr BLOCK=256
+
+Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from scheduler import Cache, build, plan
+from scheduler.bundle import write_bundles
+
+from .targets import TARGETS
+
+
+def assignments(items: list[str], parse_value) -> dict:
+    """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}``."""
+    out = {}
+    for item in (part for arg in items for part in arg.split(",") if part):
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
+        out[name.strip()] = parse_value(value.strip())
+    return out
+
+
+def json_or_text(value: str):
+    """``64`` -> 64, ``true`` -> True, ``0.5`` -> 0.5; anything else stays a string."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="hybrid", description="triton-hybrid: mixed Triton/Gluon kernels")
+    commands = top.add_subparsers(dest="command", required=True)
+    b = commands.add_parser("build", help="build kernels for GPU targets into bundles",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
+                   help="path/to/module.py:kernel or package.module:kernel")
+    b.add_argument("--target", action="append", default=[], help=f"one of {', '.join(TARGETS)} (repeatable)")
+    b.add_argument("--targets", help="'all' or a comma-separated list")
+    b.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
+                   help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
+    b.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="compile-time values, JSON or text (over the module's constexprs(target))")
+    b.add_argument("--num-warps", type=int)
+    b.add_argument("--num-stages", type=int)
+    b.add_argument("-o", "--out", default="dist", help="bundle folder (default: dist/)")
+    b.add_argument("--archive", action="store_true", help="one zip archive per kernel instead of a folder")
+    b.add_argument("-j", "--jobs", type=int, help="worker processes (default: one per core)")
+    b.add_argument("--cache-dir", help="build cache (default: $HYBRID_CACHE_DIR or ~/.cache/triton-hybrid)")
+    b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
+    return top
+
+
+def results_table(results: list) -> Table:
+    table = Table(title="hybrid build")
+    for column in ("kernel", "target", "status", "s", "binary B", "shared B", "regs", "spills", "sha256"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        name = r.job.kernel.rpartition(":")[2]
+        if not r.ok:
+            table.add_row(name, r.job.target, "[red]failed[/red]", f"{r.seconds:.2f}", *[""] * 5)
+            continue
+        launch = r.entry.record["launch"]
+        status = {"cached": "[green]cached[/green]", "rebuilt": "[yellow]rebuilt[/yellow]"}.get(r.status, r.status)
+        table.add_row(name, r.job.target, status, f"{r.seconds:.2f}", str(len(r.entry.binary)), str(launch["shared"]),
+                      str(launch["registers"] if launch["registers"] is not None else "?"),
+                      str(launch["spills"] if launch["spills"] is not None else "?"), r.entry.sha256[:12])
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    cli = parser()
+    args = cli.parse_args(argv)
+    try:
+        jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
+                    assignments(args.constexpr, json_or_text),
+                    {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        cli.error(str(exc))
+    out = Console(width=140)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as progress:
+        task = progress.add_task("building", total=len(jobs))
+        results = build(jobs, cache=None if args.no_cache else Cache(args.cache_dir), max_workers=args.jobs,
+                        on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
+    out.print(results_table(results))
+    for r in results:
+        if not r.ok:
+            out.print(f"[red]FAILED[/red] {escape(r.error)}", highlight=False)
+        elif r.note:
+            out.print(escape(f"{r.job.label}: {r.note}"))
+    for kernel, path in write_bundles(results, args.out, args.archive).items():
+        out.print(f"bundle {kernel}: {path}")
+    gc.collect()   # Triton IR cycles: free them before exit, not in nanobind's leak report
+    return 1 if any(not r.ok for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

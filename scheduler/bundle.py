@@ -1,0 +1,101 @@
+"""Bundles: one kernel's binaries for several targets and a ``manifest.json``. JSON only, no pickle.
+
+    <kernel>/manifest.json
+    <kernel>/<kernel>.<target>.cubin | .hsaco
+or the same files in one zip archive ``<kernel>.zip``. The manifest names the kernel, its launch
+parameters in order, and per target: the file, its sha256 and what a launcher needs (entry
+name, warps, warp size, shared memory, hidden trailing parameters, scratch sizes), plus
+registers and spills where known and the Triton version that built it.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+SUFFIX = {"cuda": "cubin", "hip": "hsaco"}
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps: the same bundle gives the same archive bytes
+
+
+def manifest(results: list) -> dict:
+    """The manifest of one kernel's successful ``BuildResult``s (one per target)."""
+    records = [r.entry.record for r in results]
+    first = records[0]
+    for r in records[1:]:
+        if (r["kernel"], r["signature"]) != (first["kernel"], first["signature"]):
+            raise ValueError(f"one bundle holds one kernel and signature; got {first['kernel']} and {r['kernel']} "
+                             f"({first['signature']} vs {r['signature']})")
+    if len({r["target"] for r in records}) != len(records):
+        raise ValueError(f"{first['kernel']}: two builds for the same target in one bundle")
+    return {
+        "format": FORMAT, "kernel": first["kernel"], "source": first["ref"],
+        "params": [{"name": n, "type": t} for n, t in first["signature"].items()],
+        "triton_version": first["triton_version"],
+        "targets": {r["target"]: {"file": f"{r['kernel']}.{r['target']}.{SUFFIX[r['launch']['backend']]}",
+                                  "sha256": r["sha256"], **r["launch"], "constexprs": r["constexprs"],
+                                  "options": r["options"], "triton_version": r["triton_version"]}
+                    for r in records}}
+
+
+def write_bundle(results: list, path: str | Path, archive: bool = False) -> Path:
+    """Write one kernel's results as a folder ``path`` (or ``path.zip`` with ``archive``)."""
+    data = manifest(results)
+    files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
+    files.update({data["targets"][r.job.target]["file"]: r.entry.binary for r in results})
+    path = Path(path)
+    if archive:
+        path = path.with_suffix(".zip")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name in sorted(files):
+                zf.writestr(zipfile.ZipInfo(name, _ZIP_EPOCH), files[name], zipfile.ZIP_DEFLATED)
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.iterdir():   # a rebuilt bundle must not keep a binary the new manifest dropped
+        if old.is_file() and (old.name == MANIFEST or old.suffix[1:] in SUFFIX.values()):
+            old.unlink()
+    for name, content in files.items():
+        (path / name).write_bytes(content)
+    return path
+
+
+def write_bundles(results: list, out_dir: str | Path, archive: bool = False) -> dict[str, Path]:
+    """One bundle per kernel under ``out_dir`` from the successful results."""
+    by_kernel: dict[str, list] = {}
+    for r in results:
+        if r.ok:
+            by_kernel.setdefault(r.entry.record["kernel"], []).append(r)
+    return {k: write_bundle(rs, Path(out_dir) / k, archive) for k, rs in by_kernel.items()}
+
+
+@dataclass
+class Bundle:
+    path: Path
+    manifest: dict
+
+    def read(self, name: str) -> bytes:
+        if self.path.is_dir():
+            return (self.path / name).read_bytes()
+        with zipfile.ZipFile(self.path) as zf:
+            return zf.read(name)
+
+
+def read_bundle(path: str | Path) -> Bundle:
+    """Open a bundle folder or zip archive and check its manifest's format."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raw = (path / MANIFEST).read_bytes()
+        else:
+            with zipfile.ZipFile(path) as zf:
+                raw = zf.read(MANIFEST)
+    except (FileNotFoundError, KeyError, zipfile.BadZipFile, IsADirectoryError) as exc:
+        raise FileNotFoundError(f"{path}: not a bundle (no readable {MANIFEST}: {exc})") from None
+    data = json.load(io.BytesIO(raw))
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: bundle format {data.get('format')!r}, this loader reads format {FORMAT}")
+    return Bundle(path, data)

@@ -1,0 +1,50 @@
+"""``hybrid build``: argument parsing, bundles, the summary table, failures and the cache."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hybrid import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "hybrid.cli", "build", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, timeout=600)
+
+
+def test_argument_parsing(capsys):
+    args = cli.parser().parse_args(["build", "m.py:k", "--targets", "all", "--signature", "x=*fp32,n=i32",
+                                    "--signature", "y=*fp16", "--constexpr", "BM=64,FLAG=true", "--constexpr", "MODE=fast"])
+    assert args.targets == "all" and args.kernels == ["m.py:k"]
+    assert cli.assignments(args.signature, str) == {"x": "*fp32", "n": "i32", "y": "*fp16"}
+    assert cli.assignments(args.constexpr, cli.json_or_text) == {"BM": 64, "FLAG": True, "MODE": "fast"}
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["build", "examples/softmax.py:softmax_kernel"])   # no target given
+    assert exit_info.value.code == 2 and "expected 'all' or some of sm80" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["build", "examples/softmax.py:softmax_kernel", "--target", "sm80", "--constexpr", "BM"])
+    assert "expected NAME=VALUE, got 'BM'" in capsys.readouterr().err
+
+
+def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
+    common = ["--target", "sm80", "--target", "gfx942", "--constexpr", "BLOCK=512", "-o", str(tmp_path / "dist"),
+              "--cache-dir", str(tmp_path / "cache")]
+    first = run("tests/editable_kernels.py:k_scale", "tests/editable_kernels.py:k_bad", *common)
+    assert first.returncode == 1, first.stderr[-2000:]
+    table = first.stdout
+    assert "hybrid build" in table and table.count("built") == 2 and table.count("failed") == 2
+    assert "FAILED" in table and "k_bad [sm80]: RegionError: region 'h_bad' called at" in table
+    manifest = json.loads((tmp_path / "dist" / "k_scale" / "manifest.json").read_text())
+    assert set(manifest["targets"]) == {"sm80", "gfx942"}
+    assert all(t["constexprs"]["BLOCK"] == 512 for t in manifest["targets"].values())
+    assert not (tmp_path / "dist" / "k_bad").exists()
+
+    second = run("tests/editable_kernels.py:k_scale", *common, "--archive")
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert second.stdout.count("cached") == 2 and "built" not in second.stdout
+    assert (tmp_path / "dist" / "k_scale.zip").is_file()
