@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import statistics
 import sys
@@ -28,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.output import write_json  # noqa: E402
 from examples.run import EXAMPLES, current_gpu_target  # noqa: E402
 from scheduler import Cache, InlineExecutor, build, plan  # noqa: E402
 
@@ -128,9 +128,7 @@ def main(argv=None) -> int:
                       f"{launch['bundled_us']:.1f} / {launch['triton_us']:.1f} us: "
                       + verdict("launch_ratio", launch["launch_ratio"], better_low=True))
     Console(width=120).print(table)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     return 0
 
 

@@ -8,7 +8,6 @@ Goal: hybrid at most 1.5x the pure-Triton compile time (median over repeats).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.output import write_json  # noqa: E402
 from examples.run import example_modules  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
@@ -59,9 +59,7 @@ def main(argv=None) -> int:
         table.add_row(r["example"], r["target"], f"{r['hybrid_s']:.3f}", f"{r['triton_s']:.3f}",
                       f"[{'green' if r['meets_goal'] else 'red'}]{r['ratio']:.2f}[/]")
     Console(width=120).print(table)
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(rows, indent=1))
-    print(f"wrote {args.json}")
+    write_json(args.json, rows)
     return 0
 
 

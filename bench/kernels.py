@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from bench.output import write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid.resources import resources  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
@@ -112,9 +112,7 @@ def main(argv=None) -> int:
         failed = not all(r["correct"] for r in result["gpu"])
     else:
         console.print("no supported GPU here: static figures only")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.json}")
+    write_json(args.json, result)
     gc.collect()   # IR objects in reference cycles must go before the interpreter tears nanobind down
     return 1 if failed else 0
 

@@ -14,7 +14,7 @@ from examples.layouts import tile_layout
 from examples.tile_matmul import (BENCH_SIZE, BK, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton,
                                   error, problem)
 
-__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "check", "constexprs", "error", "problem", "run"]
+__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem", "run"]
 
 
 @gluon.jit
@@ -53,12 +53,6 @@ def run(variant: str, p: dict, target: str):
     matmul_kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0),
                                                             num_warps=NUM_WARPS, **constexprs(target))
     return c
-
-
-def check(target: str) -> float:
-    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
-    p = problem(*CHECK_SIZE)
-    return error(run("hybrid", p, target), p)
 
 
 if __name__ == "__main__":

@@ -100,12 +100,6 @@ def error(out, p: dict) -> float:
     return (out - torch.softmax(p["x"].double(), dim=1).float()).abs().max().item()
 
 
-def check(target: str) -> float:
-    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
-    p = problem(*CHECK_SIZE)
-    return error(run("hybrid", p, target), p)
-
-
 if __name__ == "__main__":
     from examples.run import main
     raise SystemExit(main(__name__))

@@ -15,7 +15,7 @@ from examples.softmax import (BENCH_SIZE, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATU
                               problem)
 from examples.layouts import tile_layout
 
-__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "check", "constexprs", "error", "problem", "run"]
+__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem", "run"]
 
 
 @gluon.jit
@@ -57,12 +57,6 @@ def run(variant: str, p: dict, target: str):
     softmax_kernel[(triton.cdiv(n_rows, BM), )](x, y, n_rows, n_cols, x.stride(0), num_warps=NUM_WARPS,
                                                 **constexprs(target))
     return y
-
-
-def check(target: str) -> float:
-    """Run the hybrid kernel on the current GPU; returns its error (NaN if an element was not written)."""
-    p = problem(*CHECK_SIZE)
-    return error(run("hybrid", p, target), p)
 
 
 if __name__ == "__main__":

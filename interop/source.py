@@ -7,6 +7,7 @@ boundary records are stored as module attributes so they survive Triton's on-dis
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -34,11 +35,7 @@ class HybridGluonSource(GluonASTSource):
         return f"{super().hash()}-hybrid{STITCH_VERSION}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        check_constexpr_layouts(self.fn, self.constants, options.warp_size, options.num_warps,
-                                f"{target.backend}:{target.arch}")
-        session = HybridSession(context, options, target)
-        generator = session.code_generator()
-        try:
+        with _session(self, target, options, context) as (session, generator):
             with compat.code_generator_class(generator):
                 try:
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
@@ -52,9 +49,6 @@ class HybridGluonSource(GluonASTSource):
                         "target's warp size and the kernel's num_warps; pass target-specific layouts as "
                         "constexprs.") from exc
             session.finish(module)
-        finally:
-            session.close()
-            del generator.session
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
             code = self.fn.fn.__code__
@@ -76,11 +70,7 @@ class HybridTritonSource(GluonASTSource):
         return f"{super().hash()}-hybrid-triton{STITCH_VERSION}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        check_constexpr_layouts(self.fn, self.constants, options.warp_size, options.num_warps,
-                                f"{target.backend}:{target.arch}")
-        session = HybridSession(context, options, target)
-        generator = session.code_generator()
-        try:
+        with _session(self, target, options, context) as (session, generator):
             with compat.code_generator_class(generator):
                 module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
             stages: dict = {}
@@ -88,10 +78,22 @@ class HybridTritonSource(GluonASTSource):
             module = stages["ttgir"](stages["ttir"](module, {}), {})
             with compat.code_generator_class(generator):
                 session.finish_triton_host(module)
-        finally:
-            session.close()
-            del generator.session
         return _recorded(module, session, context)
+
+
+@contextlib.contextmanager
+def _session(source, target, options, context):
+    """Check the constexpr layouts, then one ``HybridSession`` (and its code generator class)
+    for the compile; its region modules are dropped however the compile ends."""
+    check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
+                            f"{target.backend}:{target.arch}")
+    session = HybridSession(context, options, target)
+    generator = session.code_generator()
+    try:
+        yield session, generator
+    finally:
+        session.close()
+        del generator.session
 
 
 def _recorded(module, session: HybridSession, context):

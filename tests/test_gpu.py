@@ -2,7 +2,7 @@
 import pytest
 
 from examples import matmul_gluon_epilogue, softmax, softmax_gluon_stats, tile_matmul
-from examples.run import current_gpu_target
+from examples.run import check, current_gpu_target
 
 
 @pytest.mark.gpu
@@ -12,6 +12,6 @@ def test_example_matches_torch(example):
     if target is None:
         pytest.skip("GPU architecture not among the built targets")
     for _ in range(2):   # fresh random inputs each time
-        error = example.check(target)
+        error = check(example, target)
         assert error == error, "NaN in the output: an element was not written"
         assert error <= example.TOLERANCE
