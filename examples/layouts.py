@@ -13,6 +13,14 @@ def tile_layout(target: str, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([1, 4], [warp // 8, 8], [num_warps, 1], [1, 0])
 
 
+def row_layout(target: str, num_warps: int, row: int) -> gl.BlockedLayout:
+    """Whole rows of ``row`` contiguous elements across a warp, 4 per thread: the layout Triton's
+    coalescing gives such a tile, so a Gluon region written in it costs no boundary conversion."""
+    warp = TARGETS[target].warp_size
+    across = min(row // 4, warp)
+    return gl.BlockedLayout([1, 4], [warp // across, across], [num_warps, 1], [1, 0])
+
+
 def compile_triton(kernel, signature: dict, constexprs: dict, target: str, num_warps: int):
     """Plain ``triton.compile`` of an all-Triton kernel, specialized like ``hybrid.compile``."""
     full_signature, attrs = specialization(kernel, signature, constexprs)

@@ -13,7 +13,7 @@ import hybrid
 from examples import softmax
 from examples.softmax import (BENCH_SIZE, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton, error,
                               problem)
-from examples.layouts import tile_layout
+from examples.layouts import row_layout
 
 __all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem", "run"]
 
@@ -41,7 +41,7 @@ def softmax_kernel(x_ptr, y_ptr, n_rows, n_cols, stride, BM: tl.constexpr, BN: t
 
 
 def constexprs(target: str) -> dict:
-    return {"BM": BM, "BN": BN, "L": tile_layout(target, NUM_WARPS)}
+    return {"BM": BM, "BN": BN, "L": row_layout(target, NUM_WARPS, BN)}
 
 
 def build(target: str) -> hybrid.FusedBinary:

@@ -40,11 +40,11 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
     acc = tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
-    acc = gl.convert_layout(acc, L)
+    acc = gl.convert_layout(acc.to(gl.float16), L)   # cast first: half the bytes to shuffle
     rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
     mask = (rm[:, None] < M) & (rn[None, :] < N)
-    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(gl.float16), mask=mask)
+    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
 
 
 @triton.jit

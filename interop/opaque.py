@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 IN = "hybrid.in."
 OUT = "hybrid.out."
+RESULT = "hybrid.result."             # a region result in the host until the region is inlined
 ENABLE = "hybrid.enable"              # guards a Triton region's sinks: becomes false
 GLUON_ENABLE = "hybrid.gluon.enable"  # guards a Gluon call in a Triton host: becomes true
 _ASM = "asm_string"
@@ -45,6 +46,18 @@ def produce(builder, ir_type, shape: list[int], index: int):
 def enable_flag(builder, marker: str):
     """An opaque ``i1`` the splice later replaces with a constant."""
     return builder.create_inline_asm(marker, "=r", [], [builder.get_int1_ty()], True, 1).get_result(0)
+
+
+def result_placeholder(builder, ir_type, key: str, attr: str):
+    """A host value standing for a region result until the region is inlined.
+
+    Opaque on purpose: a bare ``ub.poison`` would let the inliner's canonicalization fold the
+    host's use of it (``truncf(poison)`` is ``poison``), and the region's result would be lost.
+    """
+    poison = builder.create_poison(ir_type)
+    value = builder.create_inline_asm(f"{RESULT}{key}", "=r,r", [poison], [ir_type], True, 1).get_result(0)
+    value.set_attr(attr, builder.get_string_attr(key))
+    return value
 
 
 def sink_all(builder, values: list) -> None:

@@ -89,8 +89,8 @@ class HybridSession:
     def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered, args) -> list:
         """Declare the placeholder and call it with the scalars, then the tensors.
 
-        The results are tagged ``ub.poison`` values for now: ``stitch.connect_results`` replaces
-        them with the region's values once it is inlined.
+        The results are opaque placeholders for now (``opaque.result_placeholder``):
+        ``stitch.connect_results`` replaces them with the region's values once it is inlined.
         """
         index, name = len(self.regions), fn.__name__
         region = Region(index=index, function=name, language="triton", call_site=call_site,
@@ -106,11 +106,8 @@ class HybridSession:
         gen.module.push_back(placeholder)
         self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
         gen.builder.call(placeholder, handles)
-        results = []
-        for j, ty in enumerate(lowered.outputs):
-            result = gen.builder.create_poison(ty)
-            result.set_attr(stitch.RESULT, gen.builder.get_string_attr(stitch.result_key(index, j)))
-            results.append(result)
+        results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
+                   for j, ty in enumerate(lowered.outputs)]
         self._plan_boundaries(region, lowered, leaves)
         return results
 

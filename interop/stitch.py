@@ -82,7 +82,7 @@ def bind_ports(lowered, host_tensor_types: list, region_index: int, context) -> 
 
 
 def connect_results(module, context) -> None:
-    """Replace each region result placeholder (a tagged ``ub.poison``) with the inlined value
+    """Replace each region result placeholder (``opaque.result_placeholder``) with the inlined value
     its sink consumes, then delete the sinks.
 
     The sinks' block (the body of ``scf.if %enable``) is swapped for an empty one: Triton 3.6's
@@ -98,7 +98,7 @@ def connect_results(module, context) -> None:
         if key:
             sunk[key] = op.get_operand(0)
             sink_blocks[op.get_block().id()] = op.get_block()
-        elif op.get_name() == "ub.poison" and op.get_str_attr(RESULT):
+        elif op.get_name() == "tt.elementwise_inline_asm" and op.get_str_attr(RESULT):
             waiting.append((op.get_str_attr(RESULT), op.get_result(0)))
 
     module.walk(visit)

@@ -130,6 +130,15 @@ def k_chain(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr, L2: gl.constexp
     gl.store(y_ptr + offs, y)
 
 
+@hybrid.jit
+@gluon.jit
+def k_fold(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """Foldable ops straight on a region's result: the region's load must survive inlining."""
+    y = (t_arange_load(x_ptr, n, BLOCK) * 2.0).to(gl.float16)
+    offs = gl.arange(0, BLOCK, layout=L1)
+    gl.store(y_ptr + offs, gl.convert_layout(y, L1))
+
+
 def default_1d(target: str, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
     """Triton's default layout for a 1D region argument (what the lowering puts on the signature)."""
     return gl.BlockedLayout([1], [TARGETS[target].warp_size], [num_warps], [0])
@@ -157,5 +166,6 @@ def cases(target: str) -> dict:
         "control_flow": (k_regions_in_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),
         "agree": (k_agree, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1}),
+        "fold": (k_fold, {"x_ptr": p32, "y_ptr": "*fp16", "n": "i32"}, {"BLOCK": 256, "L1": L1}),
         "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": L1}),
     }

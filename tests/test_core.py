@@ -9,7 +9,7 @@ from tests import kernels
 
 MATRIX_INSTRUCTION = {"sm80": "mma.sync", "sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma",
                       "gfx942": "v_mfma", "gfx950": "v_mfma"}
-CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain"]
+CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain", "fold"]
 
 
 def build(case: str, target: str) -> hybrid.FusedBinary:
@@ -59,6 +59,15 @@ def test_dot_result_comes_back_in_its_own_layout(built, target):
     assert "hybrid.boundary" not in fb.asm["ttgir"]
     (conversion, ) = re.findall(r"ttg\.convert_layout .*", fb.asm["ttgir"])
     assert "#blocked" in conversion.split("->")[-1]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_region_result_survives_folding_in_the_host(built, target):
+    """The host multiplies and casts the region's result before anything else: if the result's
+    placeholder could be folded, the region's load and the multiply would silently vanish."""
+    ttgir = built("fold", target).asm["ttgir"]
+    assert "arith.mulf" in ttgir and "arith.truncf" in ttgir
+    assert "tt.load" in ttgir or "buffer_load" in ttgir
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
