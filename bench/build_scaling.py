@@ -4,7 +4,7 @@ GPU also the launch overhead of a bundled kernel against the same kernel through
     python bench/build_scaling.py [--repeats N] [--targets all] [--workers N] [--json PATH]
 
 Cold builds use an empty build cache and TRITON_ALWAYS_COMPILE=1 (Triton's cache bypassed).
-Serial builds run in this process after a warm-up compile; parallel builds start a fresh spawned
+Serial builds run in this process after a warm-up compile; parallel builds start a fresh forked
 pool each time (its start-up counted). Warm builds find every job in the cache.
 Goals: warm >= 50x faster than the faster cold build; parallel >= 1.7x faster than serial (2 cores);
 bundled launch overhead no worse than Triton's launcher.
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     table.add_column("measure")
     table.add_column("value")
     table.add_row("serial cold build (in-process)", f"{result['serial_cold_s']:.2f} s")
-    table.add_row(f"parallel cold build ({result['workers']} spawned workers)", f"{result['parallel_cold_s']:.2f} s")
+    table.add_row(f"parallel cold build ({result['workers']} forked workers)", f"{result['parallel_cold_s']:.2f} s")
     table.add_row("warm build (all cache hits)", f"{result['warm_s'] * 1000:.1f} ms")
     table.add_row("parallel speedup", verdict("parallel_speedup", result["parallel_speedup"]))
     table.add_row("warm speedup (vs faster cold)", verdict("warm_speedup", result["warm_speedup"]))

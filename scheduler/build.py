@@ -1,8 +1,8 @@
 """Run build jobs on any ``concurrent.futures.Executor``; one job's failure stops no other.
 
 The calling process resolves each job, computes its cache key and serves cache hits itself, so a
-warm build starts no worker. Only misses go to the executor: by default a spawned process pool
-with one worker per core; ``InlineExecutor`` builds in-process; a cluster's executor (Dask:
+warm build starts no worker. Only misses go to the executor: by default a process pool (one
+worker per core) forked from a server that has Triton and the project loaded; ``InlineExecutor`` builds in-process; a cluster's executor (Dask:
 ``distributed.Client(...).get_executor()``) spreads builds over machines. Workers receive a
 ``Job`` (plain data) and return plain data (JSON record and binary bytes); the caller writes the
 cache, so workers need no shared filesystem for it.
@@ -136,4 +136,15 @@ def _executor(executor: Executor | None, max_workers: int | None, jobs: int):
     if executor is not None:
         return contextlib.nullcontext(executor)   # the caller's to shut down
     workers = min(max_workers or os.cpu_count() or 1, jobs)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context())
+
+
+def _worker_context():
+    """Workers fork from a server that has already imported Triton and the project, so a pool
+    starts in milliseconds instead of paying the imports per worker and per build. Where there
+    is no forkserver (Windows, macOS default), plain spawn."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "interop.session", "scheduler.build"])
+    return context
