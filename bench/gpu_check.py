@@ -63,6 +63,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="build/gpu-check")
     args = parser.parse_args(argv)
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
+    if importlib.util.find_spec("cffi") is None:
+        print("gpu-check: cffi is missing: the bundle-loader GPU test is skipped (carry its wheel to run it)")
     if missing:
         print(f"gpu-check: missing Python packages {missing} for {sys.executable}; install them "
               f"(or run with PYTHON=<an interpreter that has them>)")

@@ -25,3 +25,11 @@ def test_supported_versions_parse():
     from interop import compat
     assert compat._parse("3.9.0") == (3, 9) and compat._parse("3.6.0+git1234") == (3, 6)
     assert compat.TRITON_MAJOR_MINOR in compat.SUPPORTED
+
+
+def test_import_needs_no_cffi():
+    """GPU images may lack cffi: only the bundle loader needs it, not compiling or the JIT."""
+    code = "import sys; sys.modules['cffi'] = None; import hybrid, examples.run; print(hybrid.compile.__name__)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import hybrid
-from hybrid.loader import ArgumentError, DriverNotFound, HashMismatch, NoBinaryForDevice, select_target
+pytest.importorskip("cffi", reason="the bundle loader is built on cffi")
+
+import hybrid  # noqa: E402
+from hybrid.loader import ArgumentError, DriverNotFound, HashMismatch, NoBinaryForDevice, select_target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_DRIVER = "libhybrid-no-such-driver.so"
