@@ -13,12 +13,9 @@ from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import arguments
+from . import arch, arguments, compat, lower_gluon, opaque, stitch, triton_host
 from . import boundary as bd
-from . import compat
-from . import stitch
 from .errors import RegionError
-from . import arch, lower_gluon, opaque, triton_host
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
 
@@ -176,38 +173,15 @@ class HybridSession:
 
     # -- after code generation -----------------------------------------------------------------
     def finish(self, module) -> None:
-        """Splice every region into ``module``, inline, fold boundaries, verify, record."""
-        # Every placeholder gets its body, even one whose call was discarded (a loop's dry visit
-        # on Triton 3.6): a body-less function must never reach the backend. Only called
-        # regions are recorded.
-        called = stitch.called_symbols(module)
-        self.regions = [r for r in self.regions if r.symbol in called]
-        kept = {r.index for r in self.regions}
-        self._planned = [p for p in self._planned if p["region"] in kept]
-        if not self._pending:
-            return
-        for region, lowered, placeholder, tensor_types in self._pending:
-            try:
-                stitch.bind_ports(lowered, tensor_types, region.index, self.context)
-                stitch.splice(module, placeholder, lowered.module, lowered.function)
-            except stitch.StitchError as exc:
-                raise RegionError(region.function, str(region.call_site), str(exc)) from exc
-        try:
-            stitch.inline(module, self.context)
-            stitch.connect_results(module, self.context)
-            stitch.fold_boundary_conversions(module, self.context)
-            stitch.check_no_markers(module)
-        except (stitch.StitchError, RuntimeError) as exc:
-            stitched = [pending[0] for pending in self._pending]
-            raise RegionError(", ".join(r.function for r in stitched), str(stitched[0].call_site),
-                              f"stitching failed: {exc}") from exc
-        live = stitch.live_boundary_conversions(module)
-        self.boundaries = [_record(planned, live) for planned in self._planned]
+        """Splice every Triton region into ``module``, inline, fold boundaries, verify, record."""
+        self._keep_called(module)
+        if self._pending:
+            self._splice_triton_regions(module)
+            self._stitch(module)
 
     def finish_triton_host(self, module) -> None:
         """After the Triton host's ttgir: build each Gluon call for the layouts its operands got,
         splice it in, stitch any Triton regions those Gluon functions call, inline, verify."""
-        builder = _cg.ir.builder(self.context)
         gluon_builder = gluon_ir.GluonOpBuilder(self.context)
         calls, self._gluon_calls = self._gluon_calls, []
         kept = []
@@ -216,7 +190,6 @@ class HybridSession:
             if ports is None:   # the call sat in IR a loop's dry visit discarded (Triton 3.6)
                 continue
             kept.append(call.region.index)
-            site = str(call.region.call_site)
             leaf_types = [gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
                           if isinstance(t, tl.block_type) else t for t, v in zip(call.leaf_types, ports.operands)]
             arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
@@ -227,24 +200,45 @@ class HybridSession:
             except RegionError:
                 raise
             except Exception as exc:
-                raise RegionError(call.region.function, site, _describe(exc), _GLUON_HINT) from exc
-            produced = triton_host.splice(module, call, function, ports, self.context)
+                raise RegionError(call.region.function, str(call.region.call_site), _describe(exc),
+                                  _GLUON_HINT) from exc
+            produced = triton_host.splice(call, function, ports, self.context)
             self._plan_gluon_boundaries(call, ports, produced)
-        for enable in opaque.markers(module, (opaque.GLUON_ENABLE, )):
-            builder.set_insertion_point_after(enable)
-            enable.get_result(0).replace_all_uses_with(builder.get_int1(True))
+        stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.context)
         self.regions = [r for r in self.regions if r.language != "gluon" or r.index in kept]
-        self.finish(module)
-        if not self._pending:   # finish() inlines only when Triton regions were stitched
+        self._keep_called(module)
+        self._splice_triton_regions(module)
+        self._stitch(module)
+
+    def _keep_called(self, module) -> None:
+        """Forget Triton regions whose call was discarded (a loop's dry visit on Triton 3.6). Their
+        placeholders still get a body: a body-less function must never reach the backend."""
+        called = stitch.called_symbols(module)
+        self.regions = [r for r in self.regions if r.symbol in called]
+        kept = {r.index for r in self.regions}
+        self._planned = [p for p in self._planned if p["region"] in kept]
+
+    def _splice_triton_regions(self, module) -> None:
+        for region, lowered, placeholder, tensor_types in self._pending:
             try:
-                stitch.inline(module, self.context)
-                stitch.fold_boundary_conversions(module, self.context)
-                stitch.check_no_markers(module)
-            except (stitch.StitchError, RuntimeError) as exc:
-                raise RegionError(", ".join(c.region.function for c in calls), str(calls[0].region.call_site),
-                                  f"stitching failed: {exc}") from exc
-            live = stitch.live_boundary_conversions(module)
-            self.boundaries = [_record(planned, live) for planned in self._planned]
+                stitch.bind_ports(lowered, tensor_types, region.index, self.context)
+                stitch.splice(module, placeholder, lowered.module, lowered.function)
+            except stitch.StitchError as exc:
+                raise RegionError(region.function, str(region.call_site), str(exc)) from exc
+
+    def _stitch(self, module) -> None:
+        """Inline every spliced region, connect results, fold boundary conversions, verify, record."""
+        try:
+            stitch.inline(module, self.context)
+            stitch.connect_results(module, self.context)
+            stitch.fold_boundary_conversions(module, self.context)
+            stitch.check_no_markers(module)
+        except (stitch.StitchError, RuntimeError) as exc:
+            names = ", ".join(r.function for r in self.regions) or "?"
+            site = str(self.regions[0].call_site) if self.regions else "?"
+            raise RegionError(names, site, f"stitching failed: {exc}") from exc
+        live = stitch.live_boundary_conversions(module)
+        self.boundaries = [_record(planned, live) for planned in self._planned]
 
     def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
         """Gluon regions take the host's layouts as they are; results convert to the host's."""

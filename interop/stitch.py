@@ -112,9 +112,15 @@ def connect_results(module, context) -> None:
         builder.set_insertion_point_to_start(empty)
         builder.create_yield_op([])
         block.erase()
-    for enable in opaque.markers(module, (opaque.ENABLE,)):
-        builder.set_insertion_point_after(enable)
-        enable.get_result(0).replace_all_uses_with(builder.get_int1(False))
+    set_flags(module, opaque.ENABLE, False, context)
+
+
+def set_flags(module, marker: str, value: bool, context) -> None:
+    """Replace every opaque flag ``marker`` (``opaque.enable_flag``) with the constant ``value``."""
+    builder = gluon_ir.GluonOpBuilder(context)
+    for flag in opaque.markers(module, (marker, )):
+        builder.set_insertion_point_after(flag)
+        flag.get_result(0).replace_all_uses_with(builder.get_int1(value))
 
 
 def result_key(region_index: int, result_index: int) -> str:

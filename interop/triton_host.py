@@ -98,7 +98,7 @@ def find_ports(module, call_index: int) -> Ports | None:
     return Ports([sinks[k].get_operand(0) for k in sorted(sinks)], yielded, then_block)
 
 
-def splice(module, call: GluonCall, function, ports: Ports, context) -> list[str]:
+def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
     """Replace the boundary's ``then`` block by ``function(operands)`` converted to the host's
     types; returns the types the Gluon function produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
