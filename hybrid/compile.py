@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 import triton
 from triton.backends.compiler import GPUTarget
 
+from interop import arch
 from interop.boundary import Boundary
+from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
 
 from . import targets
@@ -66,11 +68,29 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     compiled = triton.compile(source, target=gpu_target,
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]
+    regions = module_json_attr(ttgir, REGIONS_ATTR)
+    _check_shared_memory(compiled.metadata, regions, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=module_json_attr(ttgir, REGIONS_ATTR),
+                       metadata=compiled.metadata._asdict(), regions=regions,
                        boundaries=[Boundary(**{**b, "shape": tuple(b["shape"])})
                                    for b in module_json_attr(ttgir, BOUNDARIES_ATTR)],
                        kernel=compiled)
+
+
+def _check_shared_memory(metadata, regions: list[dict], target) -> None:
+    """Over the target's shared memory, a kernel only fails at launch upstream; say it now,
+    with what each region allocates itself and what the rest (host buffers, conversion
+    scratch, the allocator's padding) takes."""
+    limit = arch.shared_memory_limit(target)
+    if limit is None or metadata.shared <= limit:
+        return
+    parts = [f"r{r['index']} {r['function']} ({r['language']}, {r['call_site']}): {r.get('shared_bytes', 0)} B"
+             for r in regions]
+    rest = metadata.shared - sum(r.get("shared_bytes", 0) for r in regions)
+    raise SharedMemoryError(
+        f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
+        "  per region: " + ("; ".join(parts) if parts else "none") + f"; the rest of the kernel: {rest} B\n"
+        "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
 
 
 def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True) -> tuple[dict, dict]:

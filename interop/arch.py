@@ -1,11 +1,15 @@
-"""Architecture-specific ttg ops, checked against the target before the backend sees them.
+"""What a target has: architecture-specific ttg ops, and shared memory.
 
 A Hopper op compiled for sm80 ends in an LLVM abort ("Cannot select: intrinsic ...") and an
 NVIDIA op on AMD in a pass-manager failure; Gluon lets an author write either. Each Gluon
-function is checked right after it is built, so the error names it and its call site.
+function is checked right after it is built, so the error names it and its call site. A kernel
+over the target's shared memory only fails at launch upstream; ``hybrid.compile`` checks it
+ahead of time, with what each region allocates.
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 #: op-name prefix -> (backend, minimum NVIDIA compute capability or None, what it is)
@@ -48,3 +52,33 @@ def misplaced_ops(module, target) -> list[Misplaced]:
 
 def describe(target) -> str:
     return f"{target.backend}:{target.arch}"
+
+
+#: Shared memory (LDS) one CTA may use, by NVIDIA compute capability or AMD architecture.
+_SHARED_LIMIT = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376,
+                 "gfx942": 65536, "gfx950": 163840}
+_ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "i8": 1, "i1": 1}
+
+
+def shared_memory_limit(target) -> int | None:
+    return _SHARED_LIMIT.get(target.arch)
+
+
+def allocated_shared_bytes(module) -> int:
+    """Bytes of the shared-memory buffers ``module`` allocates explicitly (``ttg.local_alloc``)."""
+    total = 0
+
+    def visit(op):
+        nonlocal total
+        if op.get_name() == "ttg.local_alloc":
+            total += _memdesc_bytes(str(op.get_result(0).get_type()))
+
+    module.walk(visit)
+    return total
+
+
+def _memdesc_bytes(type_text: str) -> int:
+    dims = re.match(r"!ttg\.memdesc<([^,>]+)", type_text).group(1).split("x")
+    element = dims[-1]
+    size = _ELEMENT_BYTES.get(element, 1 if element.startswith("f8") else 4)
+    return math.prod(int(d) for d in dims[:-1]) * size

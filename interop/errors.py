@@ -38,3 +38,7 @@ class LayoutError(ValueError):
 
 class TargetError(ValueError):
     """A Gluon kernel uses an op its compile target does not have (a Hopper op on sm80, ...)."""
+
+
+class SharedMemoryError(ValueError):
+    """A kernel needs more shared memory than its target has; says what each region allocates."""

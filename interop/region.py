@@ -27,7 +27,9 @@ class Region:
     call_site: CallSite
     symbol: str
     specialization: str
+    shared_bytes: int = 0   # shared memory its own code allocates (buffers, pipelining stages)
 
     def to_json(self) -> dict:
         return {"index": self.index, "function": self.function, "language": self.language,
-                "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization}
+                "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization,
+                "shared_bytes": self.shared_bytes}

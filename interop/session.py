@@ -55,7 +55,7 @@ class HybridSession:
         self._spare: dict[str, object] = {}   # lowered during a loop's dry visit, for the real visit
         self._planned: list[dict] = []                            # boundary fields known at the call site
         self._gluon_calls: list[triton_host.GluonCall] = []
-        self._probed: dict[str, object] = {}  # Gluon return types by specialization
+        self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._probing = False                 # building a Gluon function only for its result types
 
     def code_generator(self) -> type:
@@ -91,7 +91,8 @@ class HybridSession:
         """
         index, name = len(self.regions), fn.__name__
         region = Region(index=index, function=name, language="triton", call_site=call_site,
-                        symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
+                        symbol=f"__hybrid_r{index}_{name}", specialization=specialization,
+                        shared_bytes=arch.allocated_shared_bytes(lowered.module))
         self.regions.append(region)
         leaves = arguments.leaves(args, fn.arg_names)
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
@@ -125,8 +126,8 @@ class HybridSession:
             finally:
                 self._probing = False
             _check_arch(probe_module, self.target, name, str(call_site))
-            self._probed[specialization] = ret_type
-        ret_type = lower_gluon.to_triton_type(self._probed[specialization])
+            self._probed[specialization] = (ret_type, probe_module)
+        ret_type = lower_gluon.to_triton_type(self._probed[specialization][0])
         leaves = [leaf for _, leaf in arguments.leaves(args, fn.arg_names)]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
         ir_types = [ty.to_ir(gen.builder) for ty in result_types]
@@ -135,7 +136,8 @@ class HybridSession:
         else:
             index = len(self.regions)
             region = Region(index=index, function=name, language="gluon", call_site=call_site,
-                            symbol=f"__hybrid_r{index}_{name}", specialization=specialization)
+                            symbol=f"__hybrid_r{index}_{name}", specialization=specialization,
+                            shared_bytes=arch.allocated_shared_bytes(self._probed[specialization][1]))
             self.regions.append(region)
             self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves]))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)

@@ -77,6 +77,20 @@ def k_hopper_op(x_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
     gl.store(x_ptr + offs, offs.to(gl.float32))
 
 
+@gluon.jit
+def g_big_buffer(x):
+    smem = gl.allocate_shared_memory(gl.float32, [512, 256], gl.SwizzledSharedLayout(1, 1, 1, [0]))   # 512 KiB
+    smem.index(0).store(x)
+    return x
+
+
+@hybrid.jit
+@triton.jit
+def h_too_much_shared(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_big_buffer(tl.load(x_ptr + offs)))
+
+
 def main(case: str, target: str) -> None:
     L1 = vec_1d("sm90a")   # a 32-thread layout: wrong on AMD targets
     builds = {
@@ -92,6 +106,7 @@ def main(case: str, target: str) -> None:
         "gluon_shape_bug": lambda: hybrid.compile(h_gluon_shape_bug, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
         "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+        "too_much_shared": lambda: hybrid.compile(h_too_much_shared, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

@@ -77,3 +77,10 @@ def test_gluon_region_with_an_op_of_another_architecture(target):
 def test_gluon_kernel_with_an_op_of_another_architecture():
     proc = run_case("host_wrong_arch", "sm80")
     assert_python_error(proc, "TargetError", "k_hopper_op", "ttng.fence_async_shared", "sm90+", "cuda:80", "hint:")
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_shared_memory_over_the_target_limit_is_broken_down_by_region(target):
+    proc = run_case("too_much_shared", target)
+    assert_python_error(proc, "SharedMemoryError", "h_too_much_shared", "g_big_buffer (gluon",
+                        f"{BAD}:{line_of('g_big_buffer(tl.load(')}", f"{512 * 256 * 4} B", "hint:")

@@ -78,3 +78,10 @@ def test_regions_in_loops_branches_and_mixed_nesting(built):
         ("g_add_one", "gluon"), ("g_scale_then_triton", "gluon"), ("t_scale", "triton")]
     ttgir = fb.asm["ttgir"]
     assert "scf.for" in ttgir and "scf.if" in ttgir
+
+
+def test_regions_report_their_own_shared_memory(built):
+    """The Gluon region stages a 32x32 fp32 tile: that is what it allocates itself."""
+    (region, ) = built("smem", "sm90a").regions
+    assert region["shared_bytes"] == 32 * 32 * 4
+    assert all(r["shared_bytes"] == 0 for r in built("reduce", "sm90a").regions)
