@@ -11,6 +11,7 @@ import argparse
 import gc
 import json
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from scheduler import Cache, build, plan
+from scheduler.plan import resolve
 from scheduler.bundle import write_bundles
 
 from .targets import TARGETS
@@ -47,22 +49,47 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     b = commands.add_parser("build", help="build kernels for GPU targets into bundles",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
-                   help="path/to/module.py:kernel or package.module:kernel")
-    b.add_argument("--target", action="append", default=[], help=f"one of {', '.join(TARGETS)} (repeatable)")
-    b.add_argument("--targets", help="'all' or a comma-separated list")
-    b.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
-                   help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
-    b.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="compile-time values, JSON or text (over the module's constexprs(target))")
-    b.add_argument("--num-warps", type=int)
-    b.add_argument("--num-stages", type=int)
+    _job_arguments(b)
     b.add_argument("-o", "--out", default="dist", help="bundle folder (default: dist/)")
     b.add_argument("--archive", action="store_true", help="one zip archive per kernel instead of a folder")
     b.add_argument("-j", "--jobs", type=int, help="worker processes (default: one per core)")
     b.add_argument("--cache-dir", help="build cache (default: $HYBRID_CACHE_DIR or ~/.cache/triton-hybrid)")
     b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
+    r = commands.add_parser("report", help="per-region static report of mixed kernels (table + JSON)",
+                            description="Per region: ttgir ops and machine instructions (attributed by source "
+                                        "line), shared memory, boundaries; per kernel: registers, spills, shared "
+                                        "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
+    _job_arguments(r)
+    r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
     return top
+
+
+def _job_arguments(p: argparse.ArgumentParser) -> None:
+    """What names a job: kernels, targets, signature, constexprs, options."""
+    p.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
+                   help="path/to/module.py:kernel or package.module:kernel")
+    p.add_argument("--target", action="append", default=[], help=f"one of {', '.join(TARGETS)} (repeatable)")
+    p.add_argument("--targets", help="'all' or a comma-separated list")
+    p.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
+                   help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
+    p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="compile-time values, JSON or text (over the module's constexprs(target))")
+    p.add_argument("--num-warps", type=int)
+    p.add_argument("--num-stages", type=int)
+
+
+def report_table(rep: dict) -> Table:
+    totals = rep["totals"]
+    table = Table(title=f"{rep['kernel']} on {rep['target']}: {totals['instructions']} instructions, "
+                        f"{totals['registers']} registers, {totals['spills']} spilled, {totals['shared_bytes']} B shared")
+    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B", "boundaries"):
+        table.add_column(column, overflow="fold")
+    for row in rep["rows"]:
+        share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
+        boundaries = ", ".join(f"{b['direction']} {b['value']}: {b['conversions']} cvt" for b in row.get("boundaries", []))
+        table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
+                      str(row.get("shared_bytes", "")), boundaries)
+    return table
 
 
 def results_table(results: list) -> Table:
@@ -92,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, argparse.ArgumentTypeError) as exc:
         cli.error(str(exc))
     out = Console(width=140)
+    if args.command == "report":
+        return _report(jobs, args.json, out)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         task = progress.add_task("building", total=len(jobs))
@@ -107,6 +136,21 @@ def main(argv: list[str] | None = None) -> int:
         out.print(f"bundle {kernel}: {path}")
     gc.collect()   # Triton IR cycles: free them before exit, not in nanobind's leak report
     return 1 if any(not r.ok for r in results) else 0
+
+
+def _report(jobs: list, path: str, out: Console) -> int:
+    import hybrid
+    reports = []
+    for job in jobs:
+        spec = resolve(job)
+        rep = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options).report()
+        out.print(report_table(rep))
+        reports.append(rep)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(reports, indent=1))
+    out.print(f"wrote {path}")
+    gc.collect()
+    return 0
 
 
 if __name__ == "__main__":

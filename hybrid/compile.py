@@ -44,6 +44,12 @@ class FusedBinary:
         """Kernel entry points in the binary's assembly (a fused kernel has exactly one)."""
         return self.assembly.count(".entry ") if "ptx" in self.asm else self.assembly.count(".amdhsa_kernel ")
 
+    def report(self) -> dict:
+        """Per-region static costs: ttgir ops and machine instructions attributed by source line,
+        shared memory, boundaries; kernel registers, spills, shared memory (``hybrid.attribution``)."""
+        from .attribution import report
+        return report(self)
+
     def summary(self) -> dict:
         """A JSON-able record of this binary, for reports and bundles."""
         return {"kernel": self.name, "target": self.target, "kernel_entries": self.kernel_entries,

@@ -28,8 +28,9 @@ class Region:
     symbol: str
     specialization: str
     shared_bytes: int = 0   # shared memory its own code allocates (buffers, pipelining stages)
+    lines: tuple = ()       # "file:line" of every op of its lowering: where its instructions come from
 
     def to_json(self) -> dict:
         return {"index": self.index, "function": self.function, "language": self.language,
                 "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization,
-                "shared_bytes": self.shared_bytes}
+                "shared_bytes": self.shared_bytes, "lines": sorted(self.lines)}

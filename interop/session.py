@@ -13,7 +13,7 @@ from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import arch, arguments, compat, lower_gluon, opaque, stitch, triton_host
+from . import arch, arguments, compat, locations, lower_gluon, opaque, stitch, triton_host
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -92,7 +92,8 @@ class HybridSession:
         index, name = len(self.regions), fn.__name__
         region = Region(index=index, function=name, language="triton", call_site=call_site,
                         symbol=f"__hybrid_r{index}_{name}", specialization=specialization,
-                        shared_bytes=arch.allocated_shared_bytes(lowered.module))
+                        shared_bytes=arch.allocated_shared_bytes(lowered.module),
+                        lines=tuple(locations.lines_of(str(lowered.module))))
         self.regions.append(region)
         leaves = arguments.leaves(args, fn.arg_names)
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
@@ -137,7 +138,8 @@ class HybridSession:
             index = len(self.regions)
             region = Region(index=index, function=name, language="gluon", call_site=call_site,
                             symbol=f"__hybrid_r{index}_{name}", specialization=specialization,
-                            shared_bytes=arch.allocated_shared_bytes(self._probed[specialization][1]))
+                            shared_bytes=arch.allocated_shared_bytes(self._probed[specialization][1]),
+                            lines=tuple(locations.lines_of(str(self._probed[specialization][1]))))
             self.regions.append(region)
             self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves]))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)

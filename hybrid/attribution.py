@@ -1,0 +1,110 @@
+"""Static per-region report of a fused kernel: what each region costs inside the one binary.
+
+Every op keeps the source line it came from through Triton's and Gluon's passes, and the final
+PTX/AMDGCN carries them as ``.loc`` line info. A region is known by the lines of its own
+lowering (``Region.lines``, its helpers' lines included); every other known line is the host's
+(its own helpers and library calls too). A line several regions share (a library helper both
+use) counts as ``shared``; code with no line (constants, conversions a pass created) as
+``unattributed``. A library line a region and the host both use counts for the region. The
+buckets add up to the kernel's totals by construction.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from interop.boundary import TAG
+from interop.locations import op_lines
+
+from .resources import resources
+
+HOST, SHARED, NONE, BOUNDARY = "host", "shared", "unattributed", "boundary conversions"
+
+
+class Owners:
+    """``file:line`` -> the bucket it belongs to."""
+
+    def __init__(self, regions: list[dict]):
+        self.owners: dict[str, set[str]] = {}
+        for region in regions:
+            for line in region.get("lines", []):
+                self.owners.setdefault(line, set()).add(bucket(region))
+
+    def __call__(self, where: str | None) -> str:
+        if where is None:
+            return NONE
+        owners = self.owners.get(where, set())
+        if len(owners) == 1:
+            return next(iter(owners))
+        return SHARED if owners else HOST
+
+
+def bucket(region: dict) -> str:
+    return f"r{region['index']} {region['function']}"
+
+
+def ttgir_ops(ttgir: str, owner: Owners) -> Counter:
+    counts: Counter = Counter()
+    for name, where, text in op_lines(ttgir):
+        counts[BOUNDARY if TAG in text and name == "ttg.convert_layout" else owner(where)] += 1
+    return counts
+
+
+def instructions(assembly: str, name: str, owner: Owners) -> Counter:
+    """Machine instructions (PTX or AMDGCN) of kernel ``name`` per bucket, by the ``.loc`` before
+    each (none before the first: ``unattributed``)."""
+    files = {number: "/".join(part for part in (directory, base) if part)   # PTX lists them after the code
+             for number, directory, base in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?',
+                                                       assembly, re.M)}
+    counts: Counter = Counter()
+    where = None
+    for line in _body(assembly, name):
+        if line.startswith(".loc"):
+            number, line_no = line.split()[1:3]
+            where = f"{files.get(number, '?')}:{line_no}" if line_no != "0" else None
+        elif _is_instruction(line):
+            counts[owner(where)] += 1
+    return counts
+
+
+def kernel_instructions(assembly: str, name: str) -> int:
+    """Instructions in the kernel's body, counted without line info."""
+    return sum(1 for line in _body(assembly, name) if _is_instruction(line))
+
+
+def _body(assembly: str, name: str):
+    """The stripped lines of kernel ``name``: from its entry (PTX ``.entry name``, AMDGCN label
+    ``name:``) to the end of the function."""
+    inside = False
+    for raw in assembly.splitlines():
+        line = raw.strip()
+        if not inside:
+            inside = re.match(rf"^(\.visible\s+)?\.entry\s+{re.escape(name)}\b", line) is not None \
+                or raw.startswith(f"{name}:")
+        elif line.startswith(".Lfunc_end") or raw.startswith("}"):
+            return
+        else:
+            yield line
+
+
+def _is_instruction(line: str) -> bool:
+    return bool(line) and not line.startswith((".", "//", ";", "{", "}", "$")) and not line.endswith(":")
+
+
+def report(fb) -> dict:
+    """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1)."""
+    owner = Owners(fb.regions)
+    ops = ttgir_ops(fb.asm["ttgir"], owner)
+    insts = instructions(fb.assembly, fb.name, owner)
+    figures = resources(fb.asm, fb.metadata)
+    by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r["index"]] for r in fb.regions}
+    rows = [{"bucket": bucket(r), "function": r["function"], "language": r["language"], "call_site": r["call_site"],
+             "ttgir_ops": ops[bucket(r)], "instructions": insts[bucket(r)],
+             "shared_bytes": r.get("shared_bytes", 0), "boundaries": by_region[bucket(r)]} for r in fb.regions]
+    rows += [{"bucket": name, "ttgir_ops": ops[name], "instructions": insts[name]}
+             for name in (HOST, BOUNDARY, SHARED, NONE)]
+    return {"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
+            "totals": {"ttgir_ops": sum(ops.values()), "instructions": kernel_instructions(fb.assembly, fb.name),
+                       "registers": figures["registers"], "spills": figures["spills"],
+                       "shared_bytes": figures["shared_bytes"], "num_warps": fb.metadata.get("num_warps"),
+                       "binary_bytes": figures["binary_bytes"]}}
