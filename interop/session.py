@@ -126,6 +126,12 @@ class HybridSession:
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
             finally:
                 self._probing = False
+            if not probe_module.verify():
+                raise RegionError(name, str(call_site), f"the Gluon function does not verify for "
+                                  f"{arch.describe(self.target)} ({self.options.warp_size}-thread warps, num_warps="
+                                  f"{self.options.num_warps}); the MLIR diagnostics above name the file:line",
+                                  "a layout written in a Gluon region must match the target's warp size and the "
+                                  "kernel's num_warps; pass target-specific layouts as constexprs")
             _check_arch(probe_module, self.target, name, str(call_site))
             self._probed[specialization] = (ret_type, probe_module)
         ret_type = lower_gluon.to_triton_type(self._probed[specialization][0])

@@ -55,6 +55,18 @@ def g_hopper_fence(x):
     return x
 
 
+@gluon.jit
+def g_inline_layout(x):
+    return gl.convert_layout(x, gl.BlockedLayout([1], [32], [4], [0]))   # 32-wide warps, 4 warps only
+
+
+@hybrid.jit
+@triton.jit
+def h_gluon_inline_layout(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_inline_layout(tl.load(x_ptr + offs)))
+
+
 @hybrid.jit
 @triton.jit
 def h_gluon_shape_bug(x_ptr, BLOCK: tl.constexpr, L1: tl.constexpr):
@@ -105,6 +117,9 @@ def main(case: str, target: str) -> None:
         "inline_layout": lambda: hybrid.compile(k_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
         "gluon_shape_bug": lambda: hybrid.compile(h_gluon_shape_bug, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
+        "gluon_inline_layout": lambda: hybrid.compile(h_gluon_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 256},
+                                                      target=target.split("/")[0],
+                                                      num_warps=int(target.split("/")[1]) if "/" in target else 4),
         "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
         "too_much_shared": lambda: hybrid.compile(h_too_much_shared, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},

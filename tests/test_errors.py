@@ -84,3 +84,11 @@ def test_shared_memory_over_the_target_limit_is_broken_down_by_region(target):
     proc = run_case("too_much_shared", target)
     assert_python_error(proc, "SharedMemoryError", "h_too_much_shared", "g_big_buffer (gluon",
                         f"{BAD}:{line_of('g_big_buffer(tl.load(')}", f"{512 * 256 * 4} B", "hint:")
+
+
+@pytest.mark.parametrize("target", ["gfx942", "sm90a/8"])
+def test_layout_written_in_a_gluon_region_that_does_not_fit_the_target(target):
+    """Wrong warp size (wave64) or wrong num_warps: named, with the region's call site, before lowering."""
+    proc = run_case("gluon_inline_layout", target)
+    assert_python_error(proc, "RegionError", "region 'g_inline_layout'", f"{BAD}:{line_of('g_inline_layout(tl.load(')}",
+                        "does not verify for", f"{BAD}:{line_of('32-wide warps, 4 warps only')}", "hint:")
