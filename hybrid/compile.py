@@ -1,14 +1,17 @@
 """``hybrid.compile``: ahead-of-time build of a mixed kernel for one target, no GPU needed."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
 
 import triton
+from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
 
-from interop import arch
+from interop import arch, instrument
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
@@ -97,6 +100,30 @@ def _check_shared_memory(metadata, regions: list[dict], target) -> None:
         f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
         "  per region: " + ("; ".join(parts) if parts else "none") + f"; the rest of the kernel: {rest} B\n"
         "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
+
+
+def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
+                num_warps: int = 4, num_stages: int = 3, instrument_regions: bool = False,
+                aligned_pointers: bool = True) -> str:
+    """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
+    as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
+    instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
+    instrumentation mode."""
+    constexprs = dict(constexprs or {})
+    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
+    gpu_target = targets.resolve(target)
+    backend = make_backend(gpu_target)
+    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    instrument.load_dialect(context)
+    source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
+    source = source_class(kernel, full_signature, constexprs, attrs)
+    with instrument.forced() if instrument_regions else contextlib.nullcontext():
+        module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
+                                backend.get_module_map(), context)
+    return str(module)
 
 
 def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True) -> tuple[dict, dict]:

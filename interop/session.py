@@ -13,7 +13,7 @@ from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import arch, arguments, compat, locations, lower_gluon, opaque, stitch, triton_host
+from . import arch, arguments, compat, instrument, locations, lower_gluon, opaque, stitch, triton_host
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -104,7 +104,12 @@ class HybridSession:
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
         self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
+        profiled = instrument.enabled()
+        if profiled:
+            instrument.record(gen.builder, region, start=True)
         gen.builder.call(placeholder, handles)
+        if profiled:
+            instrument.record(gen.builder, region, start=False)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
                    for j, ty in enumerate(lowered.outputs)]
         self._plan_boundaries(region, lowered, leaves)

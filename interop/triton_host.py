@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from triton._C.libtriton import gluon_ir
 
-from . import opaque
+from . import instrument, opaque
 from .boundary import TAG, tag
 from .region import Region
 
@@ -104,7 +104,12 @@ def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
     builder = gluon_ir.GluonOpBuilder(context)
     block = builder.create_block_with_parent(ports.then_block.get_parent(), [])
     builder.set_insertion_point_to_start(block)
+    profiled = instrument.enabled()
+    if profiled:
+        instrument.record(builder, call.region, start=True)
     result = builder.call(function, ports.operands)
+    if profiled:
+        instrument.record(builder, call.region, start=False)
     values, produced = [], []
     for j, wanted in enumerate(ports.result_types):
         value = result.get_result(j)
