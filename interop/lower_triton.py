@@ -42,8 +42,14 @@ class LoweredRegion:
     output_sources: list[str | None]   # where the region's pipeline converted a result before its sink: the source type
 
 
-def lower_triton_function(fn, args: list, arg_types: list, *, context, options, target) -> LoweredRegion:
+def lower_triton_function(fn, args: list, arg_types: list, *, context, options, target,
+                          scalar_attrs: list | None = None) -> LoweredRegion:
     """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it.
+
+    ``scalar_attrs[i]`` are ``(name, value)`` argument attributes (``tt.divisibility``) of the
+    i-th scalar leaf, as the host kernel's specialization gave them: set on the stub kernel's
+    arguments, they reach the region through Triton's call-graph axis analysis, so coalescing
+    can vectorize as it would in the unported kernel.
 
     Exceptions propagate unchanged; the caller wraps them with the region and call site.
     """
@@ -58,7 +64,7 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     generator.visit(fn.parse())
     leaves = arguments.leaf_types(arg_types)
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
-    _add_stub_kernel(context, module, region)
+    _add_stub_kernel(context, module, region, scalar_attrs or [])
     module.context = context
     if not module.verify():
         raise RuntimeError("the region's tt IR does not verify (see the diagnostics above)")
@@ -100,13 +106,16 @@ def _add_region_function(context, module, body, leaves: list):
     return region
 
 
-def _add_stub_kernel(context, module, region) -> None:
+def _add_stub_kernel(context, module, region, scalar_attrs: list) -> None:
     """A public kernel whose only job is to call the region, forwarding its arguments."""
     builder = ir.builder(context)
     num_args = region.get_num_args()
     arg_types = [region.args(i).get_type() for i in range(num_args)]
     stub = builder.get_or_insert_function(module, STUB_KERNEL, builder.get_function_ty(arg_types, []), "public", False)
     module.push_back(stub)
+    for i, attrs in enumerate(scalar_attrs):
+        for name, value in attrs:
+            stub.set_arg_attr(i, name, value)
     builder.set_insertion_point_to_start(stub.add_entry_block())
     builder.call(region, [stub.args(i) for i in range(num_args)])
     builder.ret([])

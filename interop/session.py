@@ -45,10 +45,13 @@ def _is_library(fn) -> bool:
 class HybridSession:
     """Regions, their lowered bodies and boundary records of one compile."""
 
-    def __init__(self, context, options, target):
+    def __init__(self, context, options, target, kernel_arg_attrs: list | None = None):
         self.context = context
         self.options = options
         self.target = target
+        #: per runtime argument of the host kernel, its specialization attributes (tt.divisibility)
+        self.kernel_arg_attrs = kernel_arg_attrs or []
+        self._kernel_args: dict | None = None
         self.regions: list[Region] = []
         self.boundaries: list[bd.Boundary] = []
         self._pending: list[tuple] = []   # (region, lowered, placeholder, host tensor types)
@@ -68,10 +71,13 @@ class HybridSession:
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg.type, name, call_site) for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
+        scalar_attrs = self._scalar_attrs(gen, arguments.leaves(args, fn.arg_names))
+        if any(scalar_attrs):
+            specialization += f" {scalar_attrs}"
         dry = compat.in_loop_carry_discovery(gen) or self._probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
-            lowered = self._lower(fn, args, arg_types, name, call_site)
+            lowered = self._lower(fn, args, arg_types, name, call_site, scalar_attrs)
             if dry:
                 self._spare[specialization] = lowered
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
@@ -160,10 +166,21 @@ class HybridSession:
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
 
-    def _lower(self, fn, args, arg_types, name: str, call_site: CallSite):
+    def _scalar_attrs(self, gen, leaves: list) -> list[list]:
+        """Per scalar leaf, the specialization attributes of the host kernel argument it is
+        (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
+        if self._probing:
+            return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+        if self.kernel_arg_attrs and self._kernel_args is None:
+            kernel = gen.module.get_function(gen.module.get_entry_func_name())
+            self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.kernel_arg_attrs)}
+        known = self._kernel_args or {}
+        return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+
+    def _lower(self, fn, args, arg_types, name: str, call_site: CallSite, scalar_attrs: list):
         try:
             return lower_triton_function(fn, args, arg_types, context=self.context, options=self.options,
-                                         target=self.target)
+                                         target=self.target, scalar_attrs=scalar_attrs)
         except RegionError:
             raise
         except Exception as exc:  # Triton's own CompilationError, pass-manager failures, ...

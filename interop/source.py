@@ -87,7 +87,8 @@ def _session(source, target, options, context):
     for the compile; its region modules are dropped however the compile ends."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
-    session = HybridSession(context, options, target)
+    runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
+    session = HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
     generator = session.code_generator()
     try:
         yield session, generator

@@ -57,6 +57,11 @@ def t_outer(x, factor):
     return t_scale(x, factor) + 1.0   # a Triton helper calling another Triton helper
 
 
+@triton.jit
+def t_load_block(ptr, BLOCK: tl.constexpr):
+    return tl.load(ptr + tl.arange(0, BLOCK))
+
+
 # -- Gluon hosts (ported code) ------------------------------------------------------------------
 @hybrid.jit
 @gluon.jit
@@ -139,6 +144,15 @@ def k_fold(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L1: gl.constexpr):
     gl.store(y_ptr + offs, gl.convert_layout(y, L1))
 
 
+@hybrid.jit
+@gluon.jit
+def k_aligned(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """The region loads through the kernel's 16-byte aligned pointer: it may vectorize."""
+    y = t_load_block(x_ptr, BLOCK)
+    offs = gl.arange(0, BLOCK, layout=L1)
+    gl.store(y_ptr + offs, gl.convert_layout(y, L1))
+
+
 def default_1d(target: str, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
     """Triton's default layout for a 1D region argument (what the lowering puts on the signature)."""
     return gl.BlockedLayout([1], [TARGETS[target].warp_size], [num_warps], [0])
@@ -166,6 +180,7 @@ def cases(target: str) -> dict:
         "control_flow": (k_regions_in_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),
         "agree": (k_agree, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1}),
+        "aligned": (k_aligned, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
         "fold": (k_fold, {"x_ptr": p32, "y_ptr": "*fp16", "n": "i32"}, {"BLOCK": 256, "L1": L1}),
         "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": L1}),
     }
