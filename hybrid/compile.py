@@ -70,10 +70,8 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors.
     """
     constexprs = dict(constexprs or {})
-    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers)
     gpu_target = targets.resolve(target)
-    source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
-    source = source_class(kernel, full_signature, constexprs, attrs)
     compiled = triton.compile(source, target=gpu_target,
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]
@@ -110,7 +108,7 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
     instrumentation mode."""
     constexprs = dict(constexprs or {})
-    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers)
     gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
     options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
@@ -118,12 +116,17 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     ir.load_dialects(context)
     backend.load_dialects(context)
     instrument.load_dialect(context)
-    source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
-    source = source_class(kernel, full_signature, constexprs, attrs)
     with instrument.forced() if instrument_regions else contextlib.nullcontext():
         module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
                                 backend.get_module_map(), context)
     return str(module)
+
+
+def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool):
+    """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would."""
+    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
+    source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
+    return source_class(kernel, full_signature, constexprs, attrs)
 
 
 def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True) -> tuple[dict, dict]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from triton._C.libtriton import gluon_ir
 
 from . import instrument, opaque
-from .boundary import TAG, tag
+from .boundary import TAG, shape_and_dtype, tag
 from .region import Region
 
 SINK = "hybrid.gluon.in."
@@ -57,12 +57,8 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
 
 
 def _produce(builder, ty, marker: str):
-    operands = [opaque.seed(builder, _shape_of(str(ty)))] if str(ty).startswith("tensor<") else []
+    operands = [opaque.seed(builder, list(shape_and_dtype(str(ty))[0]))] if str(ty).startswith("tensor<") else []
     return builder.create_inline_asm(marker, "=r" + ",r" * len(operands), operands, [ty], False, 1).get_result(0)
-
-
-def _shape_of(type_text: str) -> list[int]:
-    return [int(d) for d in type_text[len("tensor<"):].split(",")[0].split("x")[:-1]]
 
 
 @dataclass
@@ -77,25 +73,21 @@ def find_ports(module, call_index: int) -> Ports | None:
     """The boundary of call ``call_index``, or None where it was in IR that code generation
     discarded (a loop body's dry visit on Triton 3.6)."""
     sinks: dict[int, object] = {}
-    blocks: list = []
+    yields: dict[int, object] = {}   # block id -> its scf.yield (the then block's has the if's result types)
 
     def visit(op):
-        if op.get_name() == _INLINE_ASM and (op.get_str_attr("asm_string") or "").startswith(f"{SINK}{call_index}."):
+        if op.get_name() == "scf.yield":
+            yields[op.get_block().id()] = op
+        elif op.get_name() == _INLINE_ASM and (op.get_str_attr("asm_string") or "").startswith(f"{SINK}{call_index}."):
             sinks[int(op.get_str_attr("asm_string").rsplit(".", 1)[1])] = op
-            blocks.append(op.get_block())
 
     module.walk(visit)
-    if not blocks:
+    if not sinks:
         return None
-    then_block = blocks[0]
-    yielded: list = []
-
-    def visit_yield(op):   # the then block's scf.yield: its operands have the if's result types
-        if op.get_name() == "scf.yield" and op.get_block().id() == then_block.id():
-            yielded.extend(op.get_operand(j).get_type() for j in range(op.get_num_operands()))
-
-    module.walk(visit_yield)
-    return Ports([sinks[k].get_operand(0) for k in sorted(sinks)], yielded, then_block)
+    then_block = next(iter(sinks.values())).get_block()
+    terminator = yields[then_block.id()]
+    return Ports([sinks[k].get_operand(0) for k in sorted(sinks)],
+                 [terminator.get_operand(j).get_type() for j in range(terminator.get_num_operands())], then_block)
 
 
 def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
