@@ -72,10 +72,10 @@ TOLERANCE = 1e-5
 CHECK_SIZE, BENCH_SIZE = (1000, 97), (65536, 128)
 
 
-def problem(n_rows: int, n_cols: int) -> dict:
+def problem(n_rows: int, n_cols: int, device: str = "cuda") -> dict:
     """Fresh random inputs on the GPU and a NaN-poisoned output."""
     import torch
-    x = torch.randn(n_rows, n_cols, device="cuda")
+    x = torch.randn(n_rows, n_cols, device=device)
     return {"x": x, "y": torch.full_like(x, float("nan"))}
 
 

@@ -7,6 +7,12 @@ from .jit import jit
 from .targets import TARGETS
 
 
+def interpreting(target: str | None = None):
+    """Run ``@hybrid.jit`` launches on the CPU in this ``with`` block (``interpret`` package)."""
+    from interpret import interpreting as switch
+    return switch(target)
+
+
 def load_bundle(path, **kwargs):
     """``hybrid.loader.load_bundle``: imported on first use, so that ``import hybrid`` does not
     need cffi (GPU images may lack it; only launching from a bundle does)."""
@@ -14,4 +20,4 @@ def load_bundle(path, **kwargs):
     return load(path, **kwargs)
 
 
-__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "jit", "load_bundle"]
+__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "interpreting", "jit", "load_bundle"]

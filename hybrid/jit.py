@@ -9,7 +9,20 @@ from triton.runtime.jit import JITFunction
 from interop.source import HybridGluonSource, HybridTritonSource
 
 
-class HybridGluonJITFunction(GluonJITFunction):
+class _Interpretable:
+    """``kernel[grid](...)`` runs in the interpreter under ``HYBRID_INTERPRET=1`` or
+    ``hybrid.interpreting()``; otherwise it is upstream's launch."""
+
+    def run(self, *args, grid, warmup, **kwargs):
+        import interpret
+        if not interpret.enabled():
+            return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+        if not warmup:
+            interpret.launch(self, grid, *args, **kwargs)
+        return None
+
+
+class HybridGluonJITFunction(_Interpretable, GluonJITFunction):
     """A Gluon kernel whose calls to ``@triton.jit`` functions are Triton regions.
 
     Launching (``kernel[grid](...)``), specialization and caching are upstream's JIT; only the
@@ -22,7 +35,7 @@ class HybridGluonJITFunction(GluonJITFunction):
         return result
 
 
-class HybridTritonJITFunction(JITFunction):
+class HybridTritonJITFunction(_Interpretable, JITFunction):
     """A Triton kernel whose calls to ``@gluon.jit`` functions are Gluon regions."""
 
     def create_binder(self):

@@ -37,17 +37,26 @@ def misplaced_ops(module, target) -> list[Misplaced]:
 
     def visit(op):
         name = op.get_name()
-        for prefix, backend, capability, what in _REQUIREMENTS:
-            if not name.startswith(prefix):
-                continue
-            if target.backend != backend:
-                found.setdefault(name, Misplaced(name, f"{what} ({backend} only)"))
-            elif capability is not None and int(target.arch) < capability:
-                found.setdefault(name, Misplaced(name, f"{what} (sm{capability}+)"))
-            return
+        if name not in found:
+            needs = unmet(name, target)
+            if needs:
+                found[name] = Misplaced(name, needs)
 
     module.walk(visit)
     return list(found.values())
+
+
+def unmet(op_name: str, target) -> str | None:
+    """What ``op_name`` needs that ``target`` lacks (``"a TMA copy (sm90+)"``), or None."""
+    for prefix, backend, capability, what in _REQUIREMENTS:
+        if not op_name.startswith(prefix):
+            continue
+        if target.backend != backend:
+            return f"{what} ({backend} only)"
+        if capability is not None and int(target.arch) < capability:
+            return f"{what} (sm{capability}+)"
+        return None
+    return None
 
 
 def describe(target) -> str:

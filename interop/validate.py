@@ -1,14 +1,16 @@
-"""Checks of a mixed kernel's inputs against the target, before any IR is built.
+"""Checks of a mixed kernel's layouts against the target, before any IR is built.
 
 Gluon layouts are usually passed as constexprs; one written for 32-thread warps fails on a
 wave64 GPU, and one written for 4 warps fails with ``num_warps=8``. Catching that here lets
-the error name the argument and say what to do, instead of an MLIR diagnostic.
+the error name the argument and say what to do, instead of an MLIR diagnostic. The
+interpreter (``interpret/``) applies the same rule to every layout a kernel uses.
 """
 from __future__ import annotations
 
 import math
 
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language._layouts import DistributedLayout
 
 from .errors import LayoutError
 
@@ -16,32 +18,40 @@ from .errors import LayoutError
 def check_constexpr_layouts(fn, constants: dict, warp_size: int, num_warps: int, target: str) -> None:
     for path, value in constants.items():
         name = fn.arg_names[path[0]] if path and path[0] < len(fn.arg_names) else str(path)
-        for layout in _layouts_in(value):
-            _check(layout, name, fn, warp_size, num_warps, target)
+        for layout in _values(value):
+            problem = layout_problem(layout, warp_size, num_warps, target)
+            if problem:
+                raise LayoutError(f"{fn.__name__} ({_definition(fn)}), constexpr argument '{name}': {problem}")
 
 
-def _layouts_in(value):
-    if isinstance(value, gl.SliceLayout):
-        yield from _layouts_in(value.parent)
-    elif isinstance(value, gl.BlockedLayout):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _layouts_in(item)
+def layout_problem(layout, warp_size: int, num_warps: int, target: str) -> str | None:
+    """Why ``layout`` cannot run with ``warp_size``-thread warps and ``num_warps`` warps, or None.
 
-
-def _check(layout, name: str, fn, warp_size: int, num_warps: int, target: str) -> None:
-    where = f"{fn.__name__} ({_definition(fn)}), constexpr argument '{name}'"
+    Only what the layout itself states is checked (thread and warp counts); layouts derived by
+    the compiler or read from hardware (MMA, linear) carry their own checks upstream."""
+    if isinstance(layout, (gl.SliceLayout, gl.DotOperandLayout)):
+        return layout_problem(layout.parent, warp_size, num_warps, target)
+    if not isinstance(layout, gl.BlockedLayout):
+        return None
     threads = layout.threads_per_warp
     if math.prod(threads) != warp_size:
-        raise LayoutError(f"{where}: layout has {math.prod(threads)} threads per warp ({threads}) but {target} runs "
-                          f"{warp_size}-thread warps.\n  hint: choose the layout per target, e.g. "
-                          f"threads_per_warp whose product is {warp_size}.")
+        return (f"layout has {math.prod(threads)} threads per warp ({threads}) but {target} runs "
+                f"{warp_size}-thread warps.\n  hint: choose the layout per target, e.g. "
+                f"threads_per_warp whose product is {warp_size}.")
     warps = layout.warps_per_cta
     if math.prod(warps) != num_warps:
-        raise LayoutError(f"{where}: layout spreads over {math.prod(warps)} warps ({warps}) but the kernel is "
-                          f"compiled with num_warps={num_warps}.\n  hint: pass num_warps={math.prod(warps)} or "
-                          f"build the layout for {num_warps} warps.")
+        return (f"layout spreads over {math.prod(warps)} warps ({warps}) but the code runs on "
+                f"num_warps={num_warps}.\n  hint: pass num_warps={math.prod(warps)} or "
+                f"build the layout for {num_warps} warps.")
+    return None
+
+
+def _values(value):
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _values(item)
+    elif isinstance(value, DistributedLayout):
+        yield value
 
 
 def _definition(fn) -> str:

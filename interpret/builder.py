@@ -1,0 +1,266 @@
+"""The interpreter's builder: Triton's numpy ``InterpreterBuilder`` plus Gluon's ops.
+
+Gluon's own front end (``gl.*`` builtins and ``GluonSemantic``) runs unchanged on top of it, so
+every argument check upstream does at compile time also happens here. Types are Python objects
+(a layout's "IR" is the layout itself), so layouts can be checked against the target whenever a
+type is made. Values are whole tiles; layouts never change a value (``convert_layout`` is the
+identity). Shared and tensor memory are numpy arrays (``memory.py``); copies complete at once
+and signal their mbarrier (``barriers.py``).
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+from triton.experimental.gluon import language as gl
+from triton.runtime import interpreter as _interp
+from triton.runtime.interpreter import TensorHandle
+
+from interop import arch
+
+from . import layouts, memory
+from . import program as prog
+from .barriers import Barriers
+from .errors import UnsupportedOpError
+
+#: builder method -> the ttg op it stands for (for the target check in ``interop.arch``)
+_ARCH_OPS = {
+    "create_warpgroup_mma": "ttng.warp_group_dot", "create_fence_async_shared": "ttng.fence_async_shared",
+    "create_async_tma_copy_global_to_local": "ttng.async_tma_copy_global_to_local",
+    "create_async_tma_copy_local_to_global": "ttng.async_tma_copy_local_to_global",
+    "create_tcgen05_mma": "ttng.tc_gen5_mma", "create_tcgen05_commit": "ttng.tc_gen5_commit",
+    "create_tmem_alloc": "ttng.tmem_alloc", "create_mbarrier_init": "ttng.init_barrier",
+    "create_async_copy_global_to_local": "ttg.async_copy_global_to_local",
+}
+
+
+def _scalar(handle) -> int | float | bool:
+    return np.asarray(handle.data).reshape(-1)[0].item()
+
+
+def _pred(handle) -> bool:
+    return handle is None or not isinstance(handle, TensorHandle) or bool(_scalar(handle))
+
+
+def as_float32(data: np.ndarray, dtype) -> np.ndarray:
+    if dtype in (gl.bfloat16, ) or dtype.primitive_bitwidth == 8 and dtype.is_floating():
+        return _interp._convert_float(data, dtype, gl.float32, None).view(np.float32)
+    return data.astype(np.float32)
+
+
+class HybridInterpreterBuilder(_interp.InterpreterBuilder):
+
+    def __init__(self, target, num_warps: int, num_ctas: int = 1):
+        super().__init__()
+        self.target = target
+        self.barriers = Barriers()
+        opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
+        self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
+                                       enable_fp_fusion=False, warp_size=target.warp_size)
+
+    def _require(self, method: str) -> None:
+        unmet = arch.unmet(_ARCH_OPS[method], self.target)
+        if unmet:
+            raise arch_error(unmet, self.target)
+
+    # -- types: Python objects, checked against the target as they are made --------------------
+    def get_distributed_ty(self, element_ty, shape, layout):
+        layouts.check(layout, self.target.warp_size, prog.current_frame().num_warps)
+        return gl.distributed_type(element_ty, list(shape), layout)
+
+    def get_shared_mem_desc_ty(self, element_ty, shape, layout, alloc_shape):
+        return gl.shared_memory_descriptor_type(element_ty, list(shape), layout, list(alloc_shape))
+
+    def get_tensor_mem_desc_ty(self, element_ty, shape, layout, alloc_shape):
+        from triton.experimental.gluon.language.nvidia.blackwell import tensor_memory_descriptor_type
+        return tensor_memory_descriptor_type(element_ty, list(shape), layout, list(alloc_shape))
+
+    def get_gluon_layout_from_memdesc(self, handle):
+        return handle.layout
+
+    def is_convert_layout_trivial(self, ty, value) -> bool:
+        raise UnsupportedOpError("convert_layout(..., assert_trivial=True)",
+                                 "whether a conversion moves data between threads is a property of the "
+                                 "compiled code; the interpreter keeps whole tiles")
+
+    def create_broadcast(self, arg, shape):   # Gluon passes the result type, Triton the shape
+        return super().create_broadcast(arg, getattr(shape, "shape", shape))
+
+    def create_convert_layout(self, ty, value):
+        return TensorHandle(value.data, value.dtype.scalar)
+
+    def create_set_auto_layout(self, layout, value):
+        return TensorHandle(value.data, value.dtype.scalar)
+
+    # -- shared memory -------------------------------------------------------------------------
+    def create_local_alloc(self, ty, value=None):
+        handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout)
+        if value is not None:
+            handle.data[...] = value.data
+        return handle
+
+    def create_local_load(self, ty, src):
+        return TensorHandle(src.data.copy(), src.dtype)
+
+    def create_local_store(self, dst, value):
+        dst.data[...] = value.data
+
+    def create_local_dealloc(self, handle):
+        pass
+
+    def create_memdesc_index(self, ty, src, index):
+        return src.view(src.data[int(_scalar(index))], layout=ty.layout)
+
+    def create_memdesc_subslice(self, ty, src, offsets):
+        lead = src.data.ndim - len(offsets)
+        window = (slice(None), ) * lead + tuple(slice(o, o + n) for o, n in zip(offsets, ty.shape[-len(offsets):]))
+        return src.view(src.data[window], layout=ty.layout)
+
+    def create_memdesc_trans(self, src, order):
+        return src.view(np.transpose(src.data, order), layout=layouts.transposed(src.layout, order))
+
+    def create_memdesc_reshape(self, src, shape):
+        data = src.data.reshape(shape)
+        if not np.shares_memory(data, src.root):
+            raise UnsupportedOpError("memdesc reshape of a non-contiguous view")
+        return src.view(data)
+
+    def create_memdesc_reinterpret(self, ty, src):
+        if not src.data.flags.c_contiguous:
+            raise UnsupportedOpError("memdesc reinterpret of a non-contiguous view")
+        data = src.data.view(_interp._get_np_dtype(ty.element_ty)).reshape(ty.shape)
+        return src.view(data, layout=ty.layout, dtype=ty.element_ty)
+
+    # -- mbarriers -----------------------------------------------------------------------------
+    def create_mbarrier_init(self, bar, count):
+        self.barriers.init(bar.key(), int(count))
+
+    def create_mbarrier_inval(self, bar):
+        self.barriers.invalidate(bar.key())
+
+    def create_mbarrier_expect(self, bar, nbytes, pred=None, *rest):
+        if _pred(pred):   # arrive.expect_tx: one arrival, and nbytes more to be delivered
+            self.barriers.arrive(bar.key(), 1, tx_bytes=int(nbytes))
+
+    def create_mbarrier_arrive(self, bar, count=1, pred=None, *rest):
+        if _pred(pred):
+            self.barriers.arrive(bar.key(), int(count))
+
+    def create_mbarrier_wait(self, bar, phase, pred=None, deps=()):
+        if _pred(pred):
+            self.barriers.wait(bar.key(), int(_scalar(phase)) & 1)
+
+    # -- async copies (cp.async): complete at once -------------------------------------------
+    def create_async_copy_global_to_local(self, smem, ptr, mask, other, *rest):
+        mask = mask if isinstance(mask, TensorHandle) else None
+        other = other if isinstance(other, TensorHandle) else None
+        if mask is None:
+            mask = TensorHandle(np.ones_like(ptr.data, dtype=bool), gl.int1)
+        value = self.create_masked_load(ptr, mask, other, None, False)
+        smem.data[...] = value.data
+
+    def create_async_copy_local_to_global(self, smem, ptr, mask, *rest):
+        mask = mask if isinstance(mask, TensorHandle) else TensorHandle(np.ones_like(ptr.data, dtype=bool), gl.int1)
+        self.create_masked_store(ptr, TensorHandle(smem.data.copy(), smem.dtype), mask, None)
+
+    def create_async_commit_group(self):
+        pass
+
+    def create_async_wait_group(self, num_outstanding):
+        pass
+
+    def create_async_copy_mbarrier_arrive(self, bar, increment_count):
+        # Every earlier copy is complete. With increment_count the pending count is raised by one
+        # before the arrival, so the barrier is unchanged; without (noinc) it is one arrival.
+        if not increment_count:
+            self.barriers.arrive(bar.key(), 1)
+
+    def create_fence_async_shared(self, cluster=False):
+        self._require("create_fence_async_shared")
+
+    # -- TMA -----------------------------------------------------------------------------------
+    def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
+        self._require("create_async_tma_copy_global_to_local")
+        if not _pred(pred):
+            return
+        result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
+        self.barriers.complete_tx(bar.key(), result.nbytes)
+
+    def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
+        self._require("create_async_tma_copy_local_to_global")
+        desc.write([int(_scalar(c)) for c in coord], src.data)
+
+    def create_async_tma_store_wait(self, pendings, *rest):
+        pass
+
+    # -- MMA -----------------------------------------------------------------------------------
+    def create_warpgroup_mma(self, a, b, acc, use_acc, precision, max_num_imprecise_acc, is_async, *rest):
+        self._require("create_warpgroup_mma")
+        out = _matmul(a, b)
+        if _pred(use_acc):
+            out = out + acc.data.astype(np.float32)
+        return TensorHandle(out.astype(acc.data.dtype), acc.dtype.scalar)
+
+    def create_warpgroup_mma_wait(self, deps, num_outstanding):
+        return list(deps)
+
+    def create_tmem_alloc(self, ty, value=None):
+        self._require("create_tmem_alloc")
+        handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout,
+                                 space="tensor")
+        if value is not None:
+            handle.data[...] = value.data
+        return handle
+
+    def create_tmem_load(self, ty, src, *reduction):
+        if reduction:
+            raise UnsupportedOpError("tensor-memory load with a fused reduction")
+        return TensorHandle(src.data.copy(), src.dtype)
+
+    def create_tmem_store(self, dst, value, pred=None):
+        if _pred(pred):
+            dst.data[...] = value.data
+
+    def create_tmem_subslice(self, ty, src, start, dim=1):
+        window = [slice(None)] * src.data.ndim
+        window[-1] = slice(start, start + ty.shape[-1])
+        return src.view(src.data[tuple(window)], layout=ty.layout)
+
+    def create_tcgen05_mma(self, a, b, acc, use_acc, pred, mbarriers=(), mbarrier_preds=(), *rest):
+        self._require("create_tcgen05_mma")
+        if _pred(pred):
+            out = _matmul(a, b)
+            if _pred(use_acc):
+                out = out + acc.data.astype(np.float32)
+            acc.data[...] = out.astype(acc.data.dtype)
+        for bar, bar_pred in zip(mbarriers, list(mbarrier_preds) + [None] * len(mbarriers)):
+            if _pred(bar_pred):
+                self.barriers.arrive(bar.key(), 1)
+
+    def create_tcgen05_commit(self, bar, pred=None, *rest):
+        self._require("create_tcgen05_commit")
+        if _pred(pred):   # every earlier MMA is complete: the commit is one arrival
+            self.barriers.arrive(bar.key(), 1)
+
+    def __getattr__(self, name: str):
+        # An op of Gluon's that this builder has no rule for: say which, never approximate.
+        if name.startswith(("create_", "get_")):
+            def unsupported(*args, **kwargs):
+                raise UnsupportedOpError(name.removeprefix("create_").removeprefix("get_"))
+            return unsupported
+        raise AttributeError(name)
+
+
+def _matmul(a, b) -> np.ndarray:
+    return np.matmul(as_float32(a.data, a.dtype.scalar if hasattr(a.dtype, "scalar") else a.dtype),
+                     as_float32(b.data, b.dtype.scalar if hasattr(b.dtype, "scalar") else b.dtype))
+
+
+def arch_error(unmet: str, target) -> Exception:
+    from interop.errors import TargetError
+    from .errors import user_site
+    return TargetError(f"{user_site()}: uses {unmet}, which {arch.describe(target)} does not have.\n"
+                       f"  hint: interpret for the target the kernel is meant for "
+                       f"(hybrid.interpreting(target=...) or HYBRID_INTERPRET_TARGET), or branch on a constexpr "
+                       f"target")

@@ -1,0 +1,41 @@
+"""What the interpreter tells a kernel author: an op it cannot model, or a hang it detected."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy  # noqa: F401  (its frames are never the kernel author's)
+
+#: code that is never the kernel author's: the interpreter, Triton, numpy, the standard library
+_INTERNAL = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(sys.modules["triton"].__file__).parent,
+                                                    Path(sys.modules["numpy"].__file__).parent,
+                                                    Path(sys.modules["os"].__file__).parent))
+
+
+class InterpretError(RuntimeError):
+    """A mixed kernel cannot run in the interpreter."""
+
+
+class UnsupportedOpError(InterpretError):
+    """An op the interpreter does not model: it says which and where instead of approximating."""
+
+    def __init__(self, op: str, why: str = ""):
+        self.op, self.site = op, user_site()
+        detail = f": {why}" if why else ""
+        super().__init__(f"the interpreter cannot run {op} (at {self.site}){detail}.\n"
+                         f"  hint: check this kernel on a GPU, or move the op out of the interpreted path")
+
+
+class DeadlockError(InterpretError):
+    """Every live thread of a program waits on an mbarrier phase that nobody can complete."""
+
+
+def user_site() -> str:
+    """file:line of the innermost frame in kernel code (not Triton's, not the interpreter's)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = str(Path(frame.f_code.co_filename).resolve()) if not frame.f_code.co_filename.startswith("<") else ""
+        if path and not path.startswith(_INTERNAL):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+        frame = frame.f_back
+    return "?"

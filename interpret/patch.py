@@ -1,0 +1,164 @@
+"""Make ``tl``/``gl`` builtins and ``@jit`` calls run in the interpreter, for one launch.
+
+Upstream's Triton interpreter binds every builtin to one fixed ``TritonSemantic``. A mixed
+kernel needs the semantic of the function being run, as the code generator of that function
+would use: builtins look it up on the calling thread's frame (``program.py``). Calls to
+``@triton.jit`` / ``@gluon.jit`` functions run their Python bodies (with upstream's interpreter
+AST rewrite); a call into the other language crosses a boundary (``boundary.py``).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import pkgutil
+from typing import Iterator
+
+import triton.experimental.gluon.language as gl
+import triton.language as tl
+from triton.experimental.gluon._runtime import GluonJITFunction
+from triton.language.semantic import TritonSemantic
+from triton.runtime import interpreter as _interp
+from triton.runtime.jit import JITFunction
+
+from . import boundary, warp_specialize
+from . import program as prog
+from .program import Frame
+from .semantic import GluonInterpreterSemantic
+
+
+def _gluon_modules() -> list:
+    mods = [gl]
+    for info in pkgutil.walk_packages(gl.__path__, gl.__name__ + "."):
+        if info.name.rsplit(".", 1)[-1] in ("_semantic", ):
+            continue
+        try:
+            mods.append(importlib.import_module(info.name))
+        except ImportError:   # an architecture's module this Triton build lacks
+            continue
+    return mods
+
+
+def _is_builtin(member) -> bool:
+    return tl.core.is_builtin(member)
+
+
+def semantic_for(language: str, num_warps: int, builder):
+    return GluonInterpreterSemantic(builder, num_warps) if language == "gluon" else TritonSemantic(builder)
+
+
+def _dynamic(member):
+    def call(*args, **kwargs):
+        kwargs.pop("_generator", None)
+        kwargs["_semantic"] = prog.current_frame().semantic
+        return member(*args, **kwargs)
+    return call
+
+
+def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | None = None, partition: str | None = None):
+    """Run ``fn``'s body as the interpreter: in its own language, or its caller's for
+    ``triton.language`` library functions (as compiled code inlines them)."""
+    caller = prog.current_frame()
+    library = getattr(fn.fn, "__module__", "").startswith("triton.")
+    language = caller.language if library else ("gluon" if isinstance(fn, GluonJITFunction) else "triton")
+    num_warps = num_warps or caller.num_warps
+    crossing = language != caller.language
+    if crossing:
+        origin = f"the {caller.language} caller gave '{fn.__name__}'"
+        args = tuple(boundary.into(language, a, origin) for a in args)
+        kwargs = {k: boundary.into(language, v, origin) for k, v in kwargs.items()}
+    semantic = caller.semantic if language == caller.language and num_warps == caller.num_warps else \
+        semantic_for(language, num_warps, caller.semantic.builder)
+    with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition)):
+        result = rewritten(fn)(*args, **kwargs)
+    if crossing:
+        result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned")
+    return result
+
+
+_rewritten: dict = {}
+
+
+def rewritten(fn: JITFunction):
+    """``fn``'s Python function after upstream's interpreter AST rewrite (cached)."""
+    if fn.fn not in _rewritten:
+        _rewritten[fn.fn] = _interp.FunctionRewriter(fn.fn).rewrite_ast()
+    return _rewritten[fn.fn]
+
+
+def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs=None, generator=None):
+    def run_partition(fn, args, num_warps, partition):
+        return call_jit(fn, tuple(args), {}, num_warps=num_warps, partition=partition)
+    return warp_specialize.run(run_partition, list(functions_and_args), list(worker_num_warps))
+
+
+def _reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
+    results = _interp.ReduceOps(axis, combine_fn, keep_dims).apply(input)
+    return _with_layouts(input, results, None if keep_dims else axis)
+
+
+def _scan(input, axis, combine_fn, reverse=False, **kwargs):
+    return _with_layouts(input, _interp.ScanOps(axis, combine_fn, reverse).apply(input), None)
+
+
+def _with_layouts(inputs, results, dropped_axis):
+    """Reductions and scans in Gluon code: results keep (a slice of) their input's layout."""
+    if prog.current_frame().language != "gluon":
+        return results
+    if not isinstance(inputs, tuple):
+        return _laid_out(results, inputs.type.layout, dropped_axis)
+    return tuple(_laid_out(r, x.type.layout, dropped_axis) for r, x in zip(results, inputs))
+
+
+def _laid_out(result, layout, dropped_axis):
+    if not isinstance(result.type, tl.block_type):
+        return result
+    if dropped_axis is not None:
+        layout = gl.SliceLayout(dropped_axis, layout)
+    return tl.tensor(result.handle, gl.distributed_type(result.type.element_ty, result.type.shape, layout))
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    scope = _interp._LangPatchScope()
+    try:
+        for module in (tl, tl.core, tl.math, *_gluon_modules()):
+            _patch_members(module, scope, seen=set())
+        _interp._patch_lang_tensor(tl.tensor, scope)
+        _interp._patch_lang_core(tl, scope)
+        for module in (tl, tl.core, gl, gl._core):
+            for name, fn in (("reduce", _reduce), ("associative_scan", _scan)):
+                if hasattr(module, name):
+                    scope.set_attr(module, name, fn)
+        scope.set_attr(gl, "static_range", tl.static_range)
+        scope.set_attr(gl, "static_assert", tl.static_assert)
+        _patch_layouts(scope)
+        scope.set_attr(GluonInterpreterSemantic, "warp_specialize", _warp_specialize)
+        scope.set_attr(JITFunction, "__call__", lambda self, *a, **k: call_jit(self, a, k))
+        if "__call__" in vars(GluonJITFunction):
+            scope.set_attr(GluonJITFunction, "__call__", lambda self, *a, **k: call_jit(self, a, k))
+        yield
+    finally:
+        scope.restore()
+
+
+def _patch_members(owner, scope, seen: set) -> None:
+    for name, member in list(vars(owner).items()):
+        if _is_builtin(member):
+            scope.set_attr(owner, name, _dynamic(member))
+        elif inspect.isclass(member) and member.__module__.startswith("triton.") and member not in seen:
+            seen.add(member)
+            _patch_members(member, scope, seen)
+
+
+def _patch_layouts(scope) -> None:
+    """A layout's "IR" for the interpreter's builder is the layout itself; upstream's builder
+    (the layout inference in ``semantic.py``) still gets the real attribute."""
+    from .builder import HybridInterpreterBuilder
+    classes = {cls for module in _gluon_modules() for cls in vars(module).values()
+               if inspect.isclass(cls) and "_to_ir" in vars(cls)}
+    for cls in classes:
+        original = vars(cls)["_to_ir"]
+        scope.set_attr(cls, "_to_ir", lambda self, builder, original=original:
+                       self if isinstance(builder, HybridInterpreterBuilder) else original(self, builder))
+

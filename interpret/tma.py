@@ -1,0 +1,70 @@
+"""TMA tensor descriptors in the interpreter: a tiled view of a global tensor.
+
+A copy reads (or writes) one block at a coordinate; elements outside the tensor read as zero
+(``padding="zero"``) or NaN (``"nan"``) and are not written, as the hardware does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from triton.runtime import interpreter as _interp
+
+
+def _host_descriptor_class():
+    try:
+        from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    except ImportError:   # a Triton build without Gluon's NVIDIA runtime
+        return None
+    return TensorDescriptor
+
+
+def is_host_descriptor(value) -> bool:
+    cls = _host_descriptor_class()
+    return cls is not None and isinstance(value, cls)
+
+
+@dataclass
+class TMADescriptor:
+    base: int               # address of element 0
+    shape: list[int]
+    strides: list[int]      # in elements
+    dtype: object           # Triton element type
+    padding: str
+
+    def _addresses(self, coord: list[int], block: tuple) -> tuple[np.ndarray, np.ndarray]:
+        index = np.indices(block)
+        inside = np.ones(block, dtype=bool)
+        offset = np.zeros(block, dtype=np.int64)
+        for d, (c, n, s) in enumerate(zip(coord, self.shape, self.strides)):
+            pos = index[d] + c
+            inside &= (pos >= 0) & (pos < n)
+            offset += pos.astype(np.int64) * s
+        nbytes = max(1, self.dtype.primitive_bitwidth // 8)
+        return (self.base + offset * nbytes).astype(np.uint64), inside
+
+    def read(self, coord: list[int], block: tuple) -> np.ndarray:
+        ptrs, inside = self._addresses(coord, block)
+        np_dtype = _interp._get_np_dtype(self.dtype)
+        fill = np.nan if self.padding == "nan" else 0
+        other = np.full(block, fill, dtype=np.float32).astype(np_dtype)
+        return _interp._interpreter.load(ptrs, inside, other, np_dtype)
+
+    def write(self, coord: list[int], data: np.ndarray) -> None:
+        ptrs, inside = self._addresses(coord, data.shape)
+        _interp._interpreter.store(ptrs, np.ascontiguousarray(data), inside)
+
+
+def device_descriptor(desc):
+    """The kernel-side ``tma.tensor_descriptor`` for a host ``TensorDescriptor`` argument."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import tma
+    import triton.language as tl
+    from triton.runtime.jit import mangle_type
+
+    dtype = tl.str_to_ty(mangle_type(desc.base), None).element_ty
+    handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding)
+    shape = [_interp._implicit_cvt(int(s)) for s in desc.shape]
+    strides = [_interp._implicit_cvt(int(s)) for s in desc.strides]
+    return tma.tensor_descriptor(handle, shape, strides, gl.block_type(dtype, list(desc.block_shape)), desc.layout)
+
