@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# The oldest supported Triton, in its own environment (no torch: the CPU suite does not need it).
+# The oldest supported Triton, in its own environment (with the CPU torch, for the interpreter tests).
 VENV36 ?= .venv36
 BIN36  := $(VENV36)/bin
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
@@ -18,7 +18,7 @@ $(BIN)/.ready: pyproject.toml
 
 $(BIN36)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV36)
-	$(BIN36)/python -m pip install -q 'triton==3.6.0' cffi rich numpy pytest pytest-xdist
+	$(BIN36)/python -m pip install -q torch==2.13.0 'triton==3.6.0' cffi rich numpy pytest pytest-xdist
 	touch $@
 
 demo: $(BIN)/.ready   ## build the example mixed kernels for every target and print the per-region report

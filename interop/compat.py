@@ -121,3 +121,19 @@ def nvidia_tool(name: str) -> Path | None:
     import triton.backends.nvidia
     path = Path(triton.backends.nvidia.__file__).parent / "bin" / name
     return path if path.is_file() else None
+
+
+def _renamed(module, new: str, old: str):
+    """3.9 renamed some Gluon copies; the old name is an error stub there, the only name in 3.6."""
+    return getattr(module, new) if hasattr(module, new) else getattr(module, old)
+
+
+def gluon_copies() -> dict:
+    """Gluon's async copy builtins under one name each: ``tma_load``/``tma_store`` (Hopper TMA)
+    and ``cp_async`` (Ampere's cp.async into shared memory)."""
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    from triton.experimental.gluon.language.nvidia.hopper import tma
+    return {"tma_load": _renamed(tma, "async_load", "async_copy_global_to_shared"),
+            "tma_store": _renamed(tma, "async_store", "async_copy_shared_to_global"),
+            "cp_async": _renamed(async_copy, "async_load", "async_copy_global_to_shared")}
+

@@ -153,12 +153,10 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
 
     # -- async copies (cp.async): complete at once -------------------------------------------
     def create_async_copy_global_to_local(self, smem, ptr, mask, other, *rest):
-        mask = mask if isinstance(mask, TensorHandle) else None
-        other = other if isinstance(other, TensorHandle) else None
-        if mask is None:
-            mask = TensorHandle(np.ones_like(ptr.data, dtype=bool), gl.int1)
-        value = self.create_masked_load(ptr, mask, other, None, False)
-        smem.data[...] = value.data
+        mask = mask.data if isinstance(mask, TensorHandle) else np.ones_like(ptr.data, dtype=bool)
+        np_dtype = _interp._get_np_dtype(ptr.get_element_ty())
+        other = other.data if isinstance(other, TensorHandle) else np.zeros(ptr.data.shape, dtype=np_dtype)
+        smem.data[...] = _interp._interpreter.load(ptr.data, mask, other, np_dtype)
 
     def create_async_copy_local_to_global(self, smem, ptr, mask, *rest):
         mask = mask if isinstance(mask, TensorHandle) else TensorHandle(np.ones_like(ptr.data, dtype=bool), gl.int1)

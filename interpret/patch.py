@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import inspect
 import pkgutil
+import types
 from typing import Iterator
 
 import triton.experimental.gluon.language as gl
@@ -80,9 +81,14 @@ _rewritten: dict = {}
 
 
 def rewritten(fn: JITFunction):
-    """``fn``'s Python function after upstream's interpreter AST rewrite (cached)."""
+    """``fn``'s Python function after upstream's interpreter AST rewrite, with its globals'
+    builtins bound to the running frame's semantic (a kernel module may alias a builtin, as
+    ``tma_load = tma.async_load``; patching the ``tma`` module would not reach the alias)."""
     if fn.fn not in _rewritten:
-        _rewritten[fn.fn] = _interp.FunctionRewriter(fn.fn).rewrite_ast()
+        function = _interp.FunctionRewriter(fn.fn).rewrite_ast()
+        scope = {name: _dynamic(value) if _is_builtin(value) else value for name, value in function.__globals__.items()}
+        _rewritten[fn.fn] = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__,
+                                               function.__closure__)
     return _rewritten[fn.fn]
 
 
@@ -125,6 +131,8 @@ def patched() -> Iterator[None]:
         for module in (tl, tl.core, tl.math, *_gluon_modules()):
             _patch_members(module, scope, seen=set())
         _interp._patch_lang_tensor(tl.tensor, scope)
+        # 3.6's ``int(data)`` rejects the 1-element arrays scalars are (NumPy 2); 3.9 squeezes.
+        scope.set_attr(tl.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
         _interp._patch_lang_core(tl, scope)
         for module in (tl, tl.core, gl, gl._core):
             for name, fn in (("reduce", _reduce), ("associative_scan", _scan)):
@@ -140,6 +148,7 @@ def patched() -> Iterator[None]:
         yield
     finally:
         scope.restore()
+        _rewritten.clear()   # module globals may change between launches
 
 
 def _patch_members(owner, scope, seen: set) -> None:

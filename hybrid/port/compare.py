@@ -1,0 +1,123 @@
+"""Differential testing of one region: the kernel as written against the kernel with one
+function replaced (a Gluon port of a Triton function, or a new version of either).
+
+Both runs get fresh clones of the same inputs; every tensor either run writes is compared.
+On a GPU the kernels run there (and are timed); elsewhere in the interpreter, so a port can
+be checked on any machine.
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon._runtime import GluonJITFunction
+from triton.runtime.jit import JITFunction
+
+from .. import jit as hybrid_jit
+
+
+@dataclass(frozen=True)
+class OutputDiff:
+    name: str
+    max_abs: float      # inf where only one run wrote NaN
+    ok: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    region: str
+    candidate: str
+    mode: str                          # "gpu" or "interpreter (<target>)"
+    outputs: list[OutputDiff]
+    times_ms: dict = field(default_factory=dict)   # GPU only: {"original": ms, "candidate": ms}
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.outputs) and all(o.ok for o in self.outputs)
+
+    def report(self) -> str:
+        lines = [f"{self.region} -> {self.candidate} ({self.mode}): {'same results' if self.ok else 'DIFFERENT'}"]
+        if not self.outputs:
+            lines.append("  no tensor argument was written by either run")
+        for o in self.outputs:
+            lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g} {'ok' if o.ok else 'MISMATCH'}")
+        for version, ms in self.times_ms.items():
+            lines.append(f"  {version}: {ms:.4f} ms")
+        return "\n".join(lines)
+
+
+def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction) -> JITFunction:
+    """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead."""
+    fn = kernel.fn
+    names = [name for name, value in fn.__globals__.items() if value is region]
+    if not names:
+        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name; compare swaps the "
+                         f"names the kernel's own source uses (call the region directly from the kernel)")
+    scope = {**fn.__globals__, **{name: candidate for name in names}}
+    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+    copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
+    return as_hybrid(kernel, copy)
+
+
+def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
+    """``kernel`` (or ``fn`` decorated like it) as a ``@hybrid.jit`` kernel."""
+    if fn is None and type(kernel).__name__.startswith("Hybrid"):
+        return kernel
+    decorate = gluon.jit if isinstance(kernel, GluonJITFunction) else triton.jit
+    return hybrid_jit(decorate(fn if fn is not None else kernel.fn))
+
+
+def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
+            rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None) -> Comparison:
+    """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs."""
+    import torch
+    kwargs = dict(kwargs or {})
+    on_gpu = torch.cuda.is_available() if interpret is None else not interpret
+    original, swapped = as_hybrid(kernel), with_region(kernel, region, candidate)
+    runs = {}
+    for version, k in (("original", original), ("candidate", swapped)):
+        run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        _launch(k, grid, run_args, kwargs, on_gpu, target)
+        runs[version] = run_args
+    outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol)
+    times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
+    import interpret as interp
+    mode = "gpu" if on_gpu else f"interpreter ({target or interp.default_target()})"
+    return Comparison(region.__name__, candidate.__name__, mode, outputs, times)
+
+
+def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> None:
+    if on_gpu:
+        kernel[grid](*args, **kwargs)
+        return
+    import interpret
+    interpret.launch(kernel, grid, *args, target=target, **kwargs)
+
+
+def _diffs(kernel, inputs, first, second, atol: float, rtol: float) -> list[OutputDiff]:
+    import torch
+    diffs = []
+    for i, (given, a, b) in enumerate(zip(inputs, first, second)):
+        if not isinstance(given, torch.Tensor):
+            continue
+        written = not torch.equal(a.nan_to_num(1.5), given.nan_to_num(1.5)) or \
+            not torch.equal(b.nan_to_num(1.5), given.nan_to_num(1.5))
+        if not written:
+            continue
+        a64, b64 = a.double().cpu(), b.double().cpu()
+        nan_apart = bool((a64.isnan() != b64.isnan()).any())
+        both = ~(a64.isnan() | b64.isnan())
+        max_abs = float("inf") if nan_apart else float((a64[both] - b64[both]).abs().max()) if both.any() else 0.0
+        ok = not nan_apart and torch.allclose(a64, b64, atol=atol, rtol=rtol, equal_nan=True)
+        name = kernel.arg_names[i] if i < len(kernel.arg_names) else f"arg{i}"
+        diffs.append(OutputDiff(name, max_abs, ok))
+    return diffs
+
+
+def _times(original, swapped, grid, args, kwargs) -> dict:
+    from triton.testing import do_bench
+    return {version: do_bench(lambda k=k: k[grid](*args, **kwargs), return_mode="median")
+            for version, k in (("original", original), ("candidate", swapped))}

@@ -1,0 +1,133 @@
+"""Small Gluon kernels in the patterns of upstream's Gluon tutorials, for the interpreter tests:
+layouts, cp.async, TMA with mbarriers, wgmma, tcgen05, warp specialization, persistence."""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma, warpgroup_mma, \
+    warpgroup_mma_wait
+
+from interop.compat import gluon_copies
+
+_copies = gluon_copies()
+tma_load, tma_store, cp_async = _copies["tma_load"], _copies["tma_store"], _copies["cp_async"]
+
+
+@gluon.jit
+def memcpy_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
+    """Tutorial 1: a 1D copy with an explicit (vectorised) blocked layout."""
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
+    mask = offs < n
+    gl.store(y_ptr + offs, gl.load(x_ptr + offs, mask=mask), mask=mask)
+
+
+@gluon.jit
+def transpose_kernel(x_ptr, y_ptr, M, N, stride_x, stride_y, BM: gl.constexpr, BN: gl.constexpr,
+                     LOAD: gl.constexpr, STORE: gl.constexpr):
+    """Tutorial 2: read rows coalesced, convert, write columns coalesced (y = x.T)."""
+    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, LOAD))
+    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, LOAD))
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    x = gl.load(x_ptr + rm[:, None] * stride_x + rn[None, :], mask=mask)
+    x = gl.convert_layout(x, STORE)
+    sm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, STORE))
+    sn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, STORE))
+    smask = (sm[:, None] < M) & (sn[None, :] < N)
+    gl.store(y_ptr + sn[None, :] * stride_y + sm[:, None], x, mask=smask)
+
+
+@gluon.jit
+def cp_async_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr, S: gl.constexpr):
+    """Tutorial 3: cp.async into a double-buffered shared ring, wait_group, read back doubled."""
+    smem = gl.allocate_shared_memory(gl.float32, [2, BLOCK], S)
+    offs = gl.arange(0, BLOCK, layout=L)
+    for i in gl.static_range(2):
+        cp_async(smem.index(i), x_ptr + i * BLOCK + offs)
+        async_copy.commit_group()
+    async_copy.wait_group(0)
+    for i in gl.static_range(2):
+        gl.store(y_ptr + i * BLOCK + offs, smem.index(i).load(L) * 2)
+
+
+@gluon.jit
+def tma_kernel(in_desc, out_desc, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
+    """Tutorial 4: a TMA load tracked by an mbarrier, a register op, a TMA store."""
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    smem = gl.allocate_shared_memory(in_desc.dtype, [BM, BN], in_desc.layout)
+    off_m = gl.program_id(0) * BM
+    mbarrier.expect(bar, in_desc.block_type.nbytes)
+    tma_load(in_desc, [off_m, 0], bar, smem)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    x = smem.load(L)
+    smem.store(x + 1.0)
+    fence_async_shared()
+    tma_store(out_desc, [off_m, 0], smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def wgmma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
+                 SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr):
+    """Tutorial 5: operands in NVMMA-swizzled shared memory, one warpgroup MMA (sm90)."""
+    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
+    rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
+    rkb = gl.arange(0, K, layout=gl.SliceLayout(1, L))
+    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
+    a = gl.allocate_shared_memory(gl.float16, [M, K], SA, gl.load(a_ptr + rm[:, None] * K + rk[None, :]))
+    b = gl.allocate_shared_memory(gl.float16, [K, N], SB, gl.load(b_ptr + rkb[:, None] * N + rn[None, :]))
+    fence_async_shared()
+    acc = gl.zeros([M, N], gl.float32, ACC)
+    acc = warpgroup_mma(a, b, acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    acc = gl.convert_layout(acc, L)
+    rmc = gl.arange(0, M, layout=gl.SliceLayout(1, L))
+    gl.store(c_ptr + rmc[:, None] * N + rn[None, :], acc)
+
+
+@gluon.jit
+def _producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr, ARRIVE: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs = gl.arange(0, BLOCK, layout=L)
+    for i in range(n_tiles):
+        s = i % STAGES
+        mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)   # the slot was released
+        ring.index(s).store(gl.load(x_ptr + i * BLOCK + offs))
+        if ARRIVE:
+            mbarrier.arrive(ready.index(s), count=1)
+
+
+@gluon.jit
+def _consumer(y_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr,
+              ARRIVE: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    acc = gl.zeros([BLOCK], gl.float32, L)
+    for i in range(n_tiles):
+        s = i % STAGES
+        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+        acc += ring.index(s).load(L)
+        mbarrier.arrive(empty.index(s), count=1)
+    gl.store(y_ptr + gl.arange(0, BLOCK, layout=L), acc)
+
+
+@gluon.jit
+def pipeline_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr, ARRIVE: gl.constexpr):
+    """Tutorial 6: a warp-specialised producer fills a ring; the default partition sums it.
+    With ARRIVE=False the producer never signals ``ready``: a deadlock."""
+    ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    gl.warp_specialize([(_consumer, (y_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, ARRIVE)),
+                        (_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, ARRIVE))], [1], [24])
+
+
+@gluon.jit
+def persistent_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, L: gl.constexpr):
+    """Tutorial 7: a persistent grid strides over tiles (y = 2x)."""
+    offs = gl.arange(0, BLOCK, layout=L)
+    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
+        gl.store(y_ptr + tile * BLOCK + offs, gl.load(x_ptr + tile * BLOCK + offs) * 2)

@@ -1,0 +1,148 @@
+"""The interpreter (``interpret/``): mixed kernels and Gluon tutorial patterns on the CPU."""
+import importlib
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hybrid  # noqa: E402
+import interpret  # noqa: E402
+from examples.run import EXAMPLES  # noqa: E402
+from interop.errors import LayoutError, TargetError  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from tests import interp_kernels as k  # noqa: E402
+
+
+def _blocked_1d(warp_size=32, num_warps=4, vec=4):
+    return gl.BlockedLayout([vec], [warp_size], [num_warps], [0])
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+@pytest.mark.parametrize("module", list(EXAMPLES))
+def test_every_example_matches_torch_in_the_interpreter(module, target):
+    example = importlib.import_module(module)
+    p = example.problem(*example.CHECK_SIZE, device="cpu")
+    with hybrid.interpreting(target):
+        out = example.run("hybrid", p, target)
+    assert example.error(out, p) <= example.TOLERANCE
+
+
+def test_environment_variable_switches_launches_to_the_interpreter(monkeypatch):
+    from examples import softmax
+    monkeypatch.setenv("HYBRID_INTERPRET", "1")
+    monkeypatch.setenv("HYBRID_INTERPRET_TARGET", "sm80")
+    assert interpret.enabled() and interpret.default_target() == "sm80"
+    p = softmax.problem(64, 33, device="cpu")
+    out = softmax.run("hybrid", p, "sm80")
+    assert softmax.error(out, p) <= softmax.TOLERANCE
+    monkeypatch.setenv("HYBRID_INTERPRET", "0")
+    assert not interpret.enabled()
+
+
+def test_memcpy_with_explicit_layout():
+    x = torch.randn(1000)
+    y = torch.full_like(x, float("nan"))
+    interpret.launch(k.memcpy_kernel, (4, ), x, y, x.numel(), BLOCK=256, L=_blocked_1d(), target="sm90a")
+    assert torch.equal(x, y)
+
+
+def test_transposed_layout_lesson():
+    x = torch.randn(70, 50)
+    y = torch.full((50, 70), float("nan"))
+    load = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    store = gl.BlockedLayout([4, 1], [8, 4], [1, 4], [0, 1])
+    interpret.launch(k.transpose_kernel, (3, 2), x, y, 70, 50, x.stride(0), y.stride(0), BM=32, BN=32, LOAD=load,
+                     STORE=store, target="sm90a")
+    assert torch.equal(y, x.T)
+
+
+def test_cp_async_into_shared_memory():
+    x = torch.randn(256)
+    y = torch.zeros(256)
+    interpret.launch(k.cp_async_kernel, (1, ), x, y, BLOCK=128, L=_blocked_1d(vec=1),
+                     S=gl.SwizzledSharedLayout(1, 1, 1, [1, 0]), target="sm80")
+    assert torch.equal(y, 2 * x)
+
+
+def _tma_descriptors(x, y, block):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    layout = gl.NVMMASharedLayout.get_default_for(block, gl.float32)
+    return (TensorDescriptor.from_tensor(x, block, layout), TensorDescriptor.from_tensor(y, block, layout))
+
+
+def test_tma_load_and_store_with_an_mbarrier():
+    x = torch.randn(100, 32)          # the last tile is partial: TMA pads reads, clips writes
+    y = torch.full_like(x, float("nan"))
+    din, dout = _tma_descriptors(x, y, [64, 32])
+    interpret.launch(k.tma_kernel, (2, ), din, dout, BM=64, BN=32, L=gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]),
+                     target="sm90a")
+    assert torch.equal(y, x + 1)
+
+
+def test_tma_on_sm80_names_the_op_and_the_line():
+    x, y = torch.randn(64, 32), torch.zeros(64, 32)
+    din, dout = _tma_descriptors(x, y, [64, 32])
+    with pytest.raises(TargetError, match=r"interp_kernels.py:\d+.*(TMA|async-proxy).*sm90\+"):
+        interpret.launch(k.tma_kernel, (1, ), din, dout, BM=64, BN=32,
+                         L=gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), target="sm80")
+
+
+def _wgmma_args(M=64, N=32, K=32):
+    a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+    c = torch.full((M, N), float("nan"))
+    layouts = dict(L=gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]),
+                   SA=gl.NVMMASharedLayout.get_default_for([M, K], gl.float16),
+                   SB=gl.NVMMASharedLayout.get_default_for([K, N], gl.float16),
+                   ACC=gl.NVMMADistributedLayout([3, 0], [4, 1], [16, N]))
+    return a, b, c, dict(M=M, N=N, K=K, **layouts)
+
+
+def test_warpgroup_mma_computes_the_product():
+    a, b, c, constexprs = _wgmma_args()
+    interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target="sm90a")
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
+
+
+def test_hopper_op_on_sm80_and_amd_is_a_target_error():
+    a, b, c, constexprs = _wgmma_args()
+    for target in ("sm80", "gfx942"):
+        with pytest.raises((TargetError, LayoutError), match=r"interp_kernels.py:\d+"):
+            interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target=target)
+
+
+def test_warp_specialized_pipeline_runs():
+    x = torch.randn(8 * 128)
+    y = torch.zeros(128)
+    interpret.launch(k.pipeline_kernel, (1, ), x, y, 8, BLOCK=128, STAGES=2, ARRIVE=True, target="sm100a")
+    torch.testing.assert_close(y, x.view(8, 128).sum(0))
+
+
+def test_missing_arrive_is_reported_as_a_deadlock_quickly():
+    x, y = torch.randn(8 * 128), torch.zeros(128)
+    start = time.monotonic()
+    with pytest.raises(interpret.DeadlockError) as info:
+        interpret.launch(k.pipeline_kernel, (1, ), x, y, 8, BLOCK=128, STAGES=2, ARRIVE=False, target="sm100a")
+    assert time.monotonic() - start < 10
+    text = str(info.value)
+    assert "deadlock" in text and "_consumer" in text and "_producer" in text and "interp_kernels.py" in text
+
+
+def test_persistent_grid():
+    x = torch.randn(10 * 64)
+    y = torch.zeros_like(x)
+    interpret.launch(k.persistent_kernel, (3, ), x, y, 10, BLOCK=64, L=_blocked_1d(warp_size=64, vec=2), target="gfx942")
+    assert torch.equal(y, 2 * x)
+
+
+def test_layout_for_the_wrong_warp_size_names_the_line():
+    x, y = torch.randn(256), torch.zeros(256)
+    with pytest.raises(LayoutError, match=r"interp_kernels.py:\d+.*32 threads per warp.*gfx942 runs 64"):
+        interpret.launch(k.memcpy_kernel, (1, ), x, y, 256, BLOCK=256, L=_blocked_1d(), target="gfx942")
+
+
+def test_layout_for_the_wrong_warp_count():
+    x, y = torch.randn(256), torch.zeros(256)
+    with pytest.raises(LayoutError, match="num_warps=8"):
+        interpret.launch(k.memcpy_kernel, (1, ), x, y, 256, BLOCK=256, L=_blocked_1d(), num_warps=8, target="sm90a")

@@ -1,0 +1,76 @@
+"""``hybrid.port.compare``: a region and its port, run side by side (in the interpreter here)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import triton  # noqa: E402
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from examples import softmax  # noqa: E402
+from hybrid.port import compare  # noqa: E402
+
+
+@gluon.jit
+def row_stats_port(x, n_cols, BN: gl.constexpr):
+    """A Gluon port of ``softmax.row_stats`` (the kernel's Triton region)."""
+    L: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
+    x = gl.convert_layout(x, L)
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    x = gl.where(cols[None, :] < n_cols, x, float("-inf"))
+    m = gl.max(x, axis=1)
+    return m, gl.sum(gl.exp(x - m[:, None]), axis=1)
+
+
+@gluon.jit
+def row_stats_port_off_by_one(x, n_cols, BN: gl.constexpr):
+    """The same port with a planted bug: the last column of each row is masked off."""
+    L: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
+    x = gl.convert_layout(x, L)
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    x = gl.where(cols[None, :] < n_cols - 1, x, float("-inf"))
+    m = gl.max(x, axis=1)
+    return m, gl.sum(gl.exp(x - m[:, None]), axis=1)
+
+
+def _launch_args(n_rows=40, n_cols=97):
+    p = softmax.problem(n_rows, n_cols, device="cpu")
+    grid = (triton.cdiv(n_rows, softmax.BM), )
+    args = (p["x"], p["y"], n_rows, n_cols, p["x"].stride(0))
+    return grid, args, {"num_warps": softmax.NUM_WARPS, **softmax.constexprs("sm90a")}
+
+
+@pytest.mark.parametrize("kernel", [softmax.softmax_kernel, softmax.softmax_triton], ids=["gluon-host", "triton-host"])
+def test_a_faithful_port_compares_equal(kernel):
+    grid, args, kwargs = _launch_args()
+    if kernel is softmax.softmax_triton:
+        kwargs.pop("L")
+    result = compare(kernel, region=softmax.row_stats, candidate=row_stats_port, grid=grid, args=args, kwargs=kwargs,
+                     interpret=True, target="sm90a", atol=1e-6, rtol=1e-6)
+    assert result.ok, result.report()
+    assert [o.name for o in result.outputs] == ["y_ptr"]   # x is read only
+    assert result.mode == "interpreter (sm90a)"
+
+
+def test_a_planted_bug_in_the_candidate_is_detected():
+    grid, args, kwargs = _launch_args()
+    result = compare(softmax.softmax_kernel, region=softmax.row_stats, candidate=row_stats_port_off_by_one, grid=grid,
+                     args=args, kwargs=kwargs, interpret=True, target="sm90a")
+    assert not result.ok
+    assert result.outputs[0].max_abs > 1e-3
+    assert "MISMATCH" in result.report() and "y_ptr" in result.report()
+
+
+def test_inputs_are_not_modified():
+    grid, args, kwargs = _launch_args()
+    before = args[1].clone()
+    compare(softmax.softmax_kernel, region=softmax.row_stats, candidate=row_stats_port, grid=grid, args=args,
+            kwargs=kwargs, interpret=True, target="sm90a")
+    assert torch.equal(args[1].nan_to_num(7), before.nan_to_num(7))
+
+
+def test_a_region_the_kernel_does_not_call_is_an_error():
+    grid, args, kwargs = _launch_args()
+    with pytest.raises(ValueError, match="does not call row_stats_port"):
+        compare(softmax.softmax_kernel, region=row_stats_port, candidate=softmax.row_stats, grid=grid, args=args,
+                kwargs=kwargs, interpret=True)
