@@ -2,6 +2,7 @@
 layouts, cp.async, TMA with mbarriers, wgmma, tcgen05, warp specialization, persistence."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma, warpgroup_mma, \
@@ -131,3 +132,24 @@ def persistent_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, L: gl.constexp
     offs = gl.arange(0, BLOCK, layout=L)
     for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         gl.store(y_ptr + tile * BLOCK + offs, gl.load(x_ptr + tile * BLOCK + offs) * 2)
+
+
+@gluon.jit
+def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
+                   SA: gl.constexpr, SB: gl.constexpr, REG: gl.constexpr):
+    """Tutorial 8: a Blackwell MMA into tensor memory, completion signalled by tcgen05_commit."""
+    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
+    rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
+    rkb = gl.arange(0, K, layout=gl.SliceLayout(1, L))
+    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
+    a = gl.allocate_shared_memory(gl.float16, [M, K], SA, gl.load(a_ptr + rm[:, None] * K + rk[None, :]))
+    b = gl.allocate_shared_memory(gl.float16, [K, N], SB, gl.load(b_ptr + rkb[:, None] * N + rn[None, :]))
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    fence_async_shared()
+    acc = blackwell.allocate_tensor_memory(gl.float32, [M, N], blackwell.TensorMemoryLayout(block=(M, N), col_stride=1))
+    blackwell.tcgen05_mma(a, b, acc, use_acc=False)
+    blackwell.tcgen05_commit(bar)
+    mbarrier.wait(bar, phase=0)
+    out = gl.convert_layout(acc.load(REG), L)
+    gl.store(c_ptr + rm[:, None] * N + rn[None, :], out)

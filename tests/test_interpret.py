@@ -146,3 +146,27 @@ def test_layout_for_the_wrong_warp_count():
     x, y = torch.randn(256), torch.zeros(256)
     with pytest.raises(LayoutError, match="num_warps=8"):
         interpret.launch(k.memcpy_kernel, (1, ), x, y, 256, BLOCK=256, L=_blocked_1d(), num_warps=8, target="sm90a")
+
+
+def test_tcgen05_mma_into_tensor_memory():
+    M, N, K = 128, 64, 32
+    a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+    c = torch.full((M, N), float("nan"))
+    interpret.launch(k.tcgen05_kernel, (1, ), a, b, c, M=M, N=N, K=K, L=gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]),
+                     SA=gl.NVMMASharedLayout.get_default_for([M, K], gl.float16),
+                     SB=gl.NVMMASharedLayout.get_default_for([K, N], gl.float16),
+                     REG=gl.BlockedLayout([1, N], [32, 1], [4, 1], [0, 1]), target="sm100a")
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
+
+
+def test_an_op_the_interpreter_does_not_model_is_named_with_its_line():
+    from triton.experimental import gluon
+
+    @gluon.jit
+    def trivial_convert(x_ptr, L: gl.constexpr, M: gl.constexpr):
+        x = gl.load(x_ptr + gl.arange(0, 128, layout=L))
+        gl.store(x_ptr + gl.arange(0, 128, layout=L), gl.convert_layout(x, M, assert_trivial=True))
+
+    x = torch.zeros(128)
+    with pytest.raises(interpret.UnsupportedOpError, match=r"assert_trivial.*test_interpret.py:\d+"):
+        interpret.launch(trivial_convert, (1, ), x, L=_blocked_1d(vec=1), M=_blocked_1d(vec=1), target="sm90a")
