@@ -21,11 +21,16 @@ def example_modules() -> list:
     return [importlib.import_module(name) for name in EXAMPLES]
 
 
-def check(example, target: str) -> float:
-    """Run ``example``'s hybrid kernel once on the current GPU on fresh random inputs; returns its
-    error against the float64 reference (NaN if an element was not written)."""
-    p = example.problem(*example.CHECK_SIZE)
-    return example.error(example.run("hybrid", p, target), p)
+def check(example, target: str, interpreted: bool = False) -> float:
+    """Run ``example``'s hybrid kernel once on fresh random inputs, on the current GPU or in the
+    interpreter; returns its error against the float64 reference (NaN if an element was not written)."""
+    if not interpreted:
+        p = example.problem(*example.CHECK_SIZE)
+        return example.error(example.run("hybrid", p, target), p)
+    import hybrid
+    p = example.problem(*example.CHECK_SIZE, device="cpu")
+    with hybrid.interpreting(target):
+        return example.error(example.run("hybrid", p, target), p)
 
 
 def current_gpu_target() -> str | None:
@@ -55,15 +60,16 @@ def main(*modules: str) -> int:
     failed = [r for r in results if not r.ok]
     gpu = current_gpu_target()
     if gpu is None:
-        print("no supported GPU here: built every target, nothing run")
-    else:
-        import importlib
-        for module in modules:
-            example = importlib.import_module(module)
-            error = check(example, gpu)
+        print("no supported GPU here: built every target; checking each example in the interpreter instead")
+    import importlib
+    for module in modules:
+        example = importlib.import_module(module)
+        for target in [gpu] if gpu else list(TARGETS):
+            error = check(example, target, interpreted=gpu is None)
             ok = error <= example.TOLERANCE
-            print(f"{module} on {gpu}: max error {error:.2e} ({'ok' if ok else 'FAILED'})")
-            failed += [] if ok else [module]
+            where = f"on {gpu}" if gpu else f"in the interpreter for {target}"
+            print(f"{module} {where}: max error {error:.2e} ({'ok' if ok else 'FAILED'})")
+            failed += [] if ok else [f"{module} ({target})"]
     return 1 if failed else 0
 
 

@@ -61,3 +61,13 @@ def test_build_scaling_benchmark_runs(tmp_path):
     assert result["jobs"] == 2 and result["serial_cold_s"] > 0 and result["parallel_cold_s"] > 0
     assert 0 < result["warm_s"] < result["serial_cold_s"]
     assert "parallel speedup" in proc.stdout
+
+
+def test_interpreter_benchmark_runs(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "interp.json"
+    proc = _run("bench/interpreter.py", "--targets", "sm90a", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert {r["example"] for r in rows} == NAMES
+    assert all(r["seconds"] > 0 and r["correct"] for r in rows)
