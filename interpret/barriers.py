@@ -61,7 +61,7 @@ class Barriers:
             bar.pending -= count
             bar.tx_bytes += tx_bytes
             bar._maybe_complete()
-            p.lock.notify_all()
+            _release(p, key, bar)
 
     def complete_tx(self, key: tuple, nbytes: int) -> None:
         """A copy tracked by the barrier (TMA) delivered ``nbytes``."""
@@ -70,7 +70,7 @@ class Barriers:
             bar = self._get(key)
             bar.tx_bytes -= nbytes
             bar._maybe_complete()
-            p.lock.notify_all()
+            _release(p, key, bar)
 
     def wait(self, key: tuple, phase: int) -> None:
         p = prog.program()
@@ -81,19 +81,19 @@ class Barriers:
             while bar.completed % 2 == phase:
                 if p.deadlock:
                     raise DeadlockError(p.deadlock)
-                p.waiting[me] = (f"{_partition()} waits at {site} for phase {phase} of the mbarrier initialised at "
+                p.waiting[me] = key, phase, (f"{_partition()} waits at {site} for phase {phase} of the mbarrier initialised at "
                                  f"{bar.site} (pending arrivals {bar.pending} of {bar.count}, "
                                  f"{bar.tx_bytes} transaction bytes outstanding)")
                 if len(p.waiting) >= p.live:
                     p.deadlock = "deadlock: every thread of the program is blocked on an mbarrier\n  " + \
-                        "\n  ".join(p.waiting.values()) + \
+                        "\n  ".join(text for _, _, text in p.waiting.values()) + \
                         "\n  hint: an arrive (or a TMA copy / MMA commit that signals the barrier) is missing, " \
                         "or a wait uses the wrong phase"
                     p.lock.notify_all()
                     del p.waiting[me]
                     raise DeadlockError(p.deadlock)
-                if not p.lock.wait(TIMEOUT_S):
-                    raise DeadlockError(f"{p.waiting.pop(me)}: no progress in {TIMEOUT_S:.0f} s "
+                if not p.lock.wait(TIMEOUT_S) and bar.completed % 2 == phase:
+                    raise DeadlockError(f"{p.waiting.pop(me, (None, None, site))[2]}: no progress in {TIMEOUT_S:.0f} s "
                                         f"(HYBRID_INTERPRET_TIMEOUT)")
                 p.waiting.pop(me, None)
                 bar = self._get(key)
@@ -107,7 +107,16 @@ def thread_exited() -> None:
         p.lock.notify_all()
         if p.waiting and len(p.waiting) >= p.live and not p.deadlock:
             p.deadlock = "deadlock: the threads still running all wait on mbarriers\n  " + \
-                "\n  ".join(p.waiting.values()) + "\n  hint: the partition that should arrive has returned"
+                "\n  ".join(text for _, _, text in p.waiting.values()) + "\n  hint: the partition that should arrive has returned"
+
+
+def _release(p, key: tuple, bar: MBarrier) -> None:
+    """Waiters of ``bar`` whose phase has completed are no longer blocked, even before they run
+    again: without this, a woken thread that has not yet been scheduled would count as blocked."""
+    for thread, (k, phase, _) in list(p.waiting.items()):
+        if k == key and bar.completed % 2 != phase:
+            del p.waiting[thread]
+    p.lock.notify_all()
 
 
 def _partition() -> str:

@@ -69,22 +69,30 @@ def tma_kernel(in_desc, out_desc, BM: gl.constexpr, BN: gl.constexpr, L: gl.cons
 
 
 @gluon.jit
-def wgmma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
-                 SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr):
-    """Tutorial 5: operands in NVMMA-swizzled shared memory, one warpgroup MMA (sm90)."""
+def _operands_in_shared(a_ptr, b_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
+                        SA: gl.constexpr, SB: gl.constexpr):
+    """Row-major A (MxK) and B (KxN) from global memory into shared memory of layouts SA, SB."""
     rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
     rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
     rkb = gl.arange(0, K, layout=gl.SliceLayout(1, L))
     rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
     a = gl.allocate_shared_memory(gl.float16, [M, K], SA, gl.load(a_ptr + rm[:, None] * K + rk[None, :]))
     b = gl.allocate_shared_memory(gl.float16, [K, N], SB, gl.load(b_ptr + rkb[:, None] * N + rn[None, :]))
+    return a, b
+
+
+@gluon.jit
+def wgmma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
+                 SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr):
+    """Tutorial 5: operands in NVMMA-swizzled shared memory, one warpgroup MMA (sm90)."""
+    a, b = _operands_in_shared(a_ptr, b_ptr, M, N, K, L, SA, SB)
+    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
+    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
     fence_async_shared()
     acc = gl.zeros([M, N], gl.float32, ACC)
     acc = warpgroup_mma(a, b, acc, is_async=True)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    acc = gl.convert_layout(acc, L)
-    rmc = gl.arange(0, M, layout=gl.SliceLayout(1, L))
-    gl.store(c_ptr + rmc[:, None] * N + rn[None, :], acc)
+    gl.store(c_ptr + rm[:, None] * N + rn[None, :], gl.convert_layout(acc, L))
 
 
 @gluon.jit
@@ -138,12 +146,9 @@ def persistent_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, L: gl.constexp
 def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
                    SA: gl.constexpr, SB: gl.constexpr, REG: gl.constexpr):
     """Tutorial 8: a Blackwell MMA into tensor memory, completion signalled by tcgen05_commit."""
+    a, b = _operands_in_shared(a_ptr, b_ptr, M, N, K, L, SA, SB)
     rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
-    rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
-    rkb = gl.arange(0, K, layout=gl.SliceLayout(1, L))
     rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
-    a = gl.allocate_shared_memory(gl.float16, [M, K], SA, gl.load(a_ptr + rm[:, None] * K + rk[None, :]))
-    b = gl.allocate_shared_memory(gl.float16, [K, N], SB, gl.load(b_ptr + rkb[:, None] * N + rn[None, :]))
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     fence_async_shared()

@@ -112,10 +112,12 @@ def test_hopper_op_on_sm80_and_amd_is_a_target_error():
             interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target=target)
 
 
-def test_warp_specialized_pipeline_runs():
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_warp_specialized_pipeline_runs(stages):
+    """Several ring depths: the partitions interleave differently, none may be taken for a deadlock."""
     x = torch.randn(8 * 128)
     y = torch.zeros(128)
-    interpret.launch(k.pipeline_kernel, (1, ), x, y, 8, BLOCK=128, STAGES=2, ARRIVE=True, target="sm100a")
+    interpret.launch(k.pipeline_kernel, (1, ), x, y, 8, BLOCK=128, STAGES=stages, ARRIVE=True, target="sm100a")
     torch.testing.assert_close(y, x.view(8, 128).sum(0))
 
 
