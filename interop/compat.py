@@ -96,6 +96,14 @@ def in_loop_carry_discovery(generator) -> bool:
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 
 
+def returns_nothing(ret_type) -> bool:
+    """Whether a ``CodeGenerator``'s ``ret_type`` says the function returns nothing: ``tl.void``
+    in 3.6, ``constexpr_type(None)`` (the value of a bare ``return``) in 3.9."""
+    from triton.language import core as tl
+    return (ret_type is None or ret_type == tl.void
+            or (isinstance(ret_type, tl.constexpr_type) and ret_type.value is None))
+
+
 def gluon_barrier():
     """Gluon's CTA-wide barrier builtin: ``gl.barrier`` in 3.9, ``gl.thread_barrier`` in 3.6."""
     from triton.experimental.gluon import language as gl
