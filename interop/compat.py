@@ -110,6 +110,13 @@ def gluon_barrier():
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
 
 
+def gluon_async_copy():
+    """Gluon's cp.async copy of a pointer tensor into shared memory, ``(smem, pointer, mask=None)``:
+    ``async_copy.async_load`` in 3.9 (where ``async_copy_global_to_shared`` raises), the latter in 3.6."""
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    return getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+
+
 @functools.lru_cache(maxsize=None)
 def _backend_hash(target: str) -> str:
     from hybrid.targets import TARGETS
