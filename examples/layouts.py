@@ -1,6 +1,8 @@
-"""Per-target choices the examples make explicitly, and the pure-Triton / pure-Gluon baseline builds."""
+"""Per-target choices the examples make explicitly, the Gluon tile store several of them port, and
+the pure-Triton / pure-Gluon baseline builds."""
 import triton
 from triton.compiler import ASTSource
+from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
@@ -36,6 +38,17 @@ def column_layout(target: str, num_warps: int, column: int, vec: int = 4) -> gl.
 def vector_layout(target: str, num_warps: int, vec: int = 4) -> gl.BlockedLayout:
     """A 1D layout, ``vec`` contiguous elements per thread (16 bytes of fp32: one vector access)."""
     return gl.BlockedLayout([vec], [TARGETS[target].warp_size], [num_warps], [0])
+
+
+@gluon.jit
+def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
+    """A ported epilogue: cast to the output type first (fewer bytes to shuffle), one conversion to
+    the explicit store layout ``L``, a masked store of the (pid_m, pid_n) tile of a row-major output."""
+    acc = gl.convert_layout(acc.to(c_ptr.dtype.element_ty), L)
+    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
 
 
 def compile_pure(kernel, signature: dict, constexprs: dict, target: str, num_warps: int, divisible=(), **options):

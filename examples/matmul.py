@@ -8,11 +8,9 @@ module's Triton epilogue. Operands are row-major (unit inner strides).
 """
 import triton
 import triton.language as tl
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import compile_pure, row_layout
+from examples.layouts import compile_pure, row_layout, store_tile
 from hybrid.targets import TARGETS
 
 #: Tiles and launch options per backend: the tutorial's for bf16 on Hopper/Ampere, a smaller
@@ -66,25 +64,13 @@ def store_tile_triton(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: tl.constexp
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.bfloat16), mask=mask)
 
 
-@gluon.jit
-def store_tile_gluon(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr,
-                     L: gl.constexpr):
-    """The ported epilogue: cast first (half the bytes to shuffle), then one conversion to rows of
-    16-byte vectors, stored with bounds."""
-    acc = gl.convert_layout(acc.to(gl.bfloat16), L)
-    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
-
-
 @hybrid.jit
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
                   BK: tl.constexpr, GROUP_M: tl.constexpr, L: tl.constexpr):
     pid_m, pid_n = tile_ids(M, N, BM, BN, GROUP_M)
     acc = mainloop(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
-    store_tile_gluon(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
+    store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)   # the ported epilogue (bf16 cast, 16-byte rows)
 
 
 @triton.jit

@@ -2,7 +2,7 @@
 ``warpgroup_mma`` (cp.async copies into a ring of NVMMA-swizzled shared-memory stages, one
 asynchronous wgmma in flight), while the epilogue is still the tutorial's Triton code, called as
 a Triton region. sm90a only: other targets are skipped (``SKIP`` says why). The pure-Gluon
-version stores with ``examples.matmul``'s Gluon epilogue; pure Triton is the tutorial kernel.
+version stores with ``the Gluon epilogue ``examples.layouts.store_tile``; pure Triton is the tutorial kernel.
 
     python examples/matmul_wgmma.py   # builds for sm90a; on an H100/H200 also checks vs torch
 """
@@ -14,9 +14,9 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 import hybrid
 from examples import matmul
-from examples.layouts import compile_pure, row_layout
+from examples.layouts import compile_pure, row_layout, store_tile
 from examples.matmul import (BENCH_SIZE, CHECK_SIZE, DIVISIBLE, GOALS, SIGNATURE, TOLERANCE, error, problem,
-                             store_tile_gluon, store_tile_triton, tile_ids, work)
+                             store_tile_triton, tile_ids, work)
 from interop.compat import gluon_async_copy, gluon_barrier
 
 __all__ = ["BENCH_SIZE", "CHECK_SIZE", "GOALS", "SKIP", "TOLERANCE", "VARIANTS", "build", "build_gluon",
@@ -87,11 +87,11 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 def matmul_gluon(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: gl.constexpr, BN: gl.constexpr,
                  BK: gl.constexpr, GROUP_M: gl.constexpr, STAGES: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr,
                  ACC: gl.constexpr, L: gl.constexpr):
-    """All Gluon: the same mainloop and ``examples.matmul``'s Gluon epilogue (``tile_ids`` is plain
+    """All Gluon: the same mainloop and ``the Gluon epilogue ``examples.layouts.store_tile`` (``tile_ids`` is plain
     scalar code, which upstream Gluon inlines as it is)."""
     pid_m, pid_n = tile_ids(M, N, BM, BN, GROUP_M)
     acc = wgmma_mainloop(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK, STAGES, LA, LB, ACC)
-    store_tile_gluon(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
+    store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
 
 
 def constexprs(target: str) -> dict:

@@ -12,22 +12,13 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import column_layout, compile_pure, row_layout
+from examples.layouts import column_layout, compile_pure, row_layout, store_tile
 
 NUM_WARPS = 4
 BM, BN = 64, 64
 VARIANTS = ("hybrid", "gluon", "triton", "torch")
 #: Speed of the hybrid kernel relative to ``tensor.contiguous()``.
 GOALS = {"torch": 2.0}
-
-
-@gluon.jit
-def store_rows(y_ptr, x, M, N, stride_ym, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
-    x = gl.convert_layout(x, L)   # column-major (as loaded) -> row-major (as stored)
-    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    gl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], x, mask=mask)
 
 
 @hybrid.jit
@@ -41,20 +32,20 @@ def transpose_copy_kernel(x_ptr, y_ptr, M, N, stride_xn, stride_ym, BM: tl.const
     rn = pid_n * BN + tl.arange(0, BN)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     x = tl.load(x_ptr + rm[:, None] + rn[None, :] * stride_xn, mask=mask)
-    store_rows(y_ptr, x, M, N, stride_ym, pid_m, pid_n, BM, BN, L)
+    store_tile(y_ptr, x, M, N, stride_ym, pid_m, pid_n, BM, BN, L)   # column-major -> row-major, once
 
 
 @gluon.jit
 def transpose_copy_gluon(x_ptr, y_ptr, M, N, stride_xn, stride_ym, BM: gl.constexpr, BN: gl.constexpr,
                          LT: gl.constexpr, L: gl.constexpr):
-    """All Gluon: load in the column-major layout ``LT``, store through ``store_rows``."""
+    """All Gluon: load in the column-major layout ``LT``, store through ``store_tile``."""
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
     rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, LT))
     rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, LT))
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     x = gl.load(x_ptr + rm[:, None] + rn[None, :] * stride_xn, mask=mask)
-    store_rows(y_ptr, x, M, N, stride_ym, pid_m, pid_n, BM, BN, L)
+    store_tile(y_ptr, x, M, N, stride_ym, pid_m, pid_n, BM, BN, L)   # column-major -> row-major, once
 
 
 @triton.jit
