@@ -83,7 +83,7 @@ def test_wgmma_kernel_exists_for_sm90a_alone_and_says_why(result):
     assert {r["target"] for r in rows if "skipped" not in r} == {"sm90a"}
     assert all("Hopper" in r["skipped"] for r in rows if r["target"] != "sm90a")
     # the Gluon mainloop keeps four stages of 128x64 and 64x256 bf16 tiles in shared memory
-    ported = [r for r in rows if r["variant"] in ("hybrid", "gluon")]
+    ported = [r for r in rows if r["variant"] in ("hybrid", "gluon") and "skipped" not in r]
     assert len(ported) == 2 and all(r["shared_bytes"] >= 4 * (128 * 64 + 64 * 256) * 2 for r in ported)
 
 
