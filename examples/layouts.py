@@ -1,7 +1,10 @@
-"""Per-target choices the examples make explicitly, and the pure-Triton baseline build."""
+"""Per-target choices the examples make explicitly, the Gluon tile store several of them port, and
+the pure-Triton / pure-Gluon baseline builds."""
 import triton
 from triton.compiler import ASTSource
+from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
 
 from hybrid.compile import specialization
 from hybrid.targets import TARGETS
@@ -13,16 +16,45 @@ def tile_layout(target: str, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([1, 4], [warp // 8, 8], [num_warps, 1], [1, 0])
 
 
-def row_layout(target: str, num_warps: int, row: int) -> gl.BlockedLayout:
-    """Whole rows of ``row`` contiguous elements across a warp, 4 per thread: the layout Triton's
-    coalescing gives such a tile, so a Gluon region written in it costs no boundary conversion."""
+def row_layout(target: str, num_warps: int, row: int, vec: int = 4) -> gl.BlockedLayout:
+    """Whole rows of ``row`` contiguous elements across a warp (and across warps where a row is
+    longer than a warp covers), ``vec`` per thread: the layout Triton's coalescing gives such a tile
+    (``vec`` = 16 bytes of the element type), so a Gluon region written in it costs no boundary
+    conversion."""
     warp = TARGETS[target].warp_size
-    across = min(row // 4, warp)
-    return gl.BlockedLayout([1, 4], [warp // across, across], [num_warps, 1], [1, 0])
+    across = min(row // vec, warp)
+    warps_across = max(1, min(num_warps, row // (vec * across)))   # a long row spreads over warps too
+    return gl.BlockedLayout([1, vec], [warp // across, across], [num_warps // warps_across, warps_across], [1, 0])
 
 
-def compile_triton(kernel, signature: dict, constexprs: dict, target: str, num_warps: int):
-    """Plain ``triton.compile`` of an all-Triton kernel, specialized like ``hybrid.compile``."""
-    full_signature, attrs = specialization(kernel, signature, constexprs)
-    return triton.compile(ASTSource(kernel, full_signature, constexprs, attrs), target=TARGETS[target],
-                          options={"num_warps": num_warps})
+def column_layout(target: str, num_warps: int, column: int, vec: int = 4) -> gl.BlockedLayout:
+    """``row_layout`` transposed: whole columns of ``column`` elements contiguous in memory along dim 0
+    (a transposed view), ``vec`` per thread, warps side by side along dim 1."""
+    warp = TARGETS[target].warp_size
+    across = min(column // vec, warp)
+    return gl.BlockedLayout([vec, 1], [across, warp // across], [1, num_warps], [0, 1])
+
+
+def vector_layout(target: str, num_warps: int, vec: int = 4) -> gl.BlockedLayout:
+    """A 1D layout, ``vec`` contiguous elements per thread (16 bytes of fp32: one vector access)."""
+    return gl.BlockedLayout([vec], [TARGETS[target].warp_size], [num_warps], [0])
+
+
+@gluon.jit
+def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
+    """A ported epilogue: cast to the output type first (fewer bytes to shuffle), one conversion to
+    the explicit store layout ``L``, a masked store of the (pid_m, pid_n) tile of a row-major output."""
+    acc = gl.convert_layout(acc.to(c_ptr.dtype.element_ty), L)
+    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
+
+
+def compile_pure(kernel, signature: dict, constexprs: dict, target: str, num_warps: int, divisible=(), **options):
+    """Plain ``triton.compile`` of an all-Triton or all-Gluon kernel (no regions), specialized like
+    ``hybrid.compile``: the baselines a hybrid kernel is measured against."""
+    full_signature, attrs = specialization(kernel, signature, constexprs, divisible=divisible)
+    source = GluonASTSource if kernel.is_gluon() else ASTSource
+    return triton.compile(source(kernel, full_signature, constexprs, attrs), target=TARGETS[target],
+                          options={"num_warps": num_warps, **options})

@@ -5,25 +5,14 @@ only the epilogue is ported to Gluon: an explicit store layout, the fp16 cast an
 """
 import triton
 import triton.language as tl
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples import tile_matmul
-from examples.layouts import tile_layout
+from examples.layouts import store_tile, tile_layout
 from examples.tile_matmul import (BENCH_SIZE, BK, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton,
                                   error, problem)
 
 __all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem", "run"]
-
-
-@gluon.jit
-def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
-    acc = gl.convert_layout(acc.to(gl.float16), L)   # cast first: half the bytes to shuffle
-    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
 
 
 @hybrid.jit

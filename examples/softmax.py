@@ -10,7 +10,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import compile_triton, tile_layout
+from examples.layouts import compile_pure, tile_layout
 
 NUM_WARPS = 4
 BM, BN = 16, 128
@@ -64,7 +64,7 @@ def build(target: str) -> hybrid.FusedBinary:
 
 
 def build_triton(target: str):
-    return compile_triton(softmax_triton, SIGNATURE, {"BM": BM, "BN": BN}, target, NUM_WARPS)
+    return compile_pure(softmax_triton, SIGNATURE, {"BM": BM, "BN": BN}, target, NUM_WARPS)
 
 
 #: (n_rows, n_cols) of the GPU correctness check and of the benchmark; the check's error bound (fp32).

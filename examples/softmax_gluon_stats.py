@@ -15,7 +15,11 @@ from examples.softmax import (BENCH_SIZE, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATU
                               problem)
 from examples.layouts import row_layout
 
-__all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem", "run"]
+__all__ = ["BENCH_SIZE", "CHECK_SIZE", "GOALS", "TOLERANCE", "build", "build_triton", "constexprs", "error", "problem",
+           "run"]
+
+#: Speed of the hybrid kernel relative to each version: at least as fast as both.
+GOALS = {"triton": 1.0, "torch": 1.0}
 
 
 @gluon.jit

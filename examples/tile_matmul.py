@@ -10,7 +10,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import compile_triton, tile_layout
+from examples.layouts import compile_pure, tile_layout
 
 NUM_WARPS = 4
 BM, BN, BK = 64, 64, 32
@@ -73,7 +73,7 @@ def build(target: str) -> hybrid.FusedBinary:
 
 
 def build_triton(target: str):
-    return compile_triton(matmul_triton, SIGNATURE, {"BM": BM, "BN": BN, "BK": BK}, target, NUM_WARPS)
+    return compile_pure(matmul_triton, SIGNATURE, {"BM": BM, "BN": BN, "BK": BK}, target, NUM_WARPS)
 
 
 #: (M, N, K) of the GPU correctness check and of the benchmark; the check's error bound (fp16 in, fp32 accumulate).

@@ -62,15 +62,18 @@ class FusedBinary:
 
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-            num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, **options) -> FusedBinary:
+            num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, divisible=(),
+            **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
     ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
     ``constexprs`` may be left out or given as ``"constexpr"``. With ``aligned_pointers`` every
-    pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors.
+    pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors;
+    ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
+    specializes such values at launch, so that the build is the one a launch with them gets.
     """
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
     compiled = triton.compile(source, target=gpu_target,
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
@@ -102,13 +105,13 @@ def _check_shared_memory(metadata, regions: list[dict], target) -> None:
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
                 num_warps: int = 4, num_stages: int = 3, instrument_regions: bool = False,
-                aligned_pointers: bool = True) -> str:
+                aligned_pointers: bool = True, divisible=()) -> str:
     """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
     instrumentation mode."""
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
     options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
@@ -122,23 +125,28 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     return str(module)
 
 
-def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool):
+def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool, divisible=()):
     """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would."""
-    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers)
+    full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers, divisible)
     source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
     return source_class(kernel, full_signature, constexprs, attrs)
 
 
-def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True) -> tuple[dict, dict]:
+def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True,
+                   divisible=()) -> tuple[dict, dict]:
     """The full ``ASTSource`` signature (constexprs as ``"constexpr"``) and specialization attrs
-    (16-byte divisibility of pointer arguments, as Triton's JIT gives aligned tensors)."""
+    (16-byte divisibility of pointer arguments, as Triton's JIT gives aligned tensors, and
+    divisibility by 16 of the integer arguments named in ``divisible``, as it gives such values)."""
     full_signature = {name: ("constexpr" if name in constexprs else signature[name]) for name in kernel.arg_names
                       if name in constexprs or name in signature}
     missing = [name for name in kernel.arg_names if name not in full_signature]
     if missing:
         raise TypeError(f"{kernel.__name__}: no signature or constexpr value for argument(s) {', '.join(missing)}")
+    wrong = [name for name in divisible if full_signature.get(name, "")[:1] not in ("i", "u")]
+    if wrong:
+        raise TypeError(f"{kernel.__name__}: divisible names integer arguments; not {', '.join(wrong)}")
     attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
-             if aligned_pointers and full_signature[name].startswith("*")}
+             if (aligned_pointers and full_signature[name].startswith("*")) or name in divisible}
     return full_signature, attrs
 
 

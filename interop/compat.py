@@ -96,10 +96,25 @@ def in_loop_carry_discovery(generator) -> bool:
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 
 
+def returns_nothing(ret_type) -> bool:
+    """Whether a ``CodeGenerator``'s ``ret_type`` says the function returns nothing: ``tl.void``
+    in 3.6, ``constexpr_type(None)`` (the value of a bare ``return``) in 3.9."""
+    from triton.language import core as tl
+    return (ret_type is None or ret_type == tl.void
+            or (isinstance(ret_type, tl.constexpr_type) and ret_type.value is None))
+
+
 def gluon_barrier():
     """Gluon's CTA-wide barrier builtin: ``gl.barrier`` in 3.9, ``gl.thread_barrier`` in 3.6."""
     from triton.experimental.gluon import language as gl
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
+
+
+def gluon_async_copy():
+    """Gluon's cp.async copy of a pointer tensor into shared memory, ``(smem, pointer, mask=None)``:
+    ``async_copy.async_load`` in 3.9 (where ``async_copy_global_to_shared`` raises), the latter in 3.6."""
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+    return getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
 
 
 @functools.lru_cache(maxsize=None)

@@ -35,7 +35,7 @@ class LoweredRegion:
     """
     module: object
     function: object
-    ret_type: object         # the Triton-level return type (tl.block_type, tuple_type, dtype or void)
+    ret_type: object         # the Triton-level return type (tl.block_type, tuple_type, dtype; None: nothing)
     leaf_is_tensor: list[bool]
     inputs: list[str | None]
     outputs: list[object]
@@ -79,7 +79,8 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     outputs = [ports.sinks[j].get_operand(0).get_type() for j in range(len(ports.sinks))]
     sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
                for j in range(len(ports.sinks))]
-    return LoweredRegion(module, module.get_function(REGION_FUNCTION), generator.ret_type,
+    ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
+    return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type,
                          [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
 
 

@@ -62,6 +62,11 @@ def t_load_block(ptr, BLOCK: tl.constexpr):
     return tl.load(ptr + tl.arange(0, BLOCK))
 
 
+@triton.jit
+def t_store_block(ptr, x, BLOCK: tl.constexpr):
+    tl.store(ptr + tl.arange(0, BLOCK), x)   # returns nothing
+
+
 # -- Gluon hosts (ported code) ------------------------------------------------------------------
 @hybrid.jit
 @gluon.jit
@@ -153,6 +158,14 @@ def k_aligned(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
     gl.store(y_ptr + offs, gl.convert_layout(y, L1))
 
 
+@hybrid.jit
+@gluon.jit
+def k_void_region(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """A Triton region that returns nothing (the unported store)."""
+    x = gl.load(x_ptr + gl.arange(0, BLOCK, layout=L1))
+    t_store_block(y_ptr, x * 2.0, BLOCK)
+
+
 def default_1d(target: str, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
     """Triton's default layout for a 1D region argument (what the lowering puts on the signature)."""
     return gl.BlockedLayout([1], [TARGETS[target].warp_size], [num_warps], [0])
@@ -183,4 +196,5 @@ def cases(target: str) -> dict:
         "aligned": (k_aligned, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
         "fold": (k_fold, {"x_ptr": p32, "y_ptr": "*fp16", "n": "i32"}, {"BLOCK": 256, "L1": L1}),
         "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": L1}),
+        "void": (k_void_region, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
     }

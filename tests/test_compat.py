@@ -33,3 +33,28 @@ def test_import_needs_no_cffi():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_gluon_async_copy_is_cp_async_on_this_triton():
+    """``compat.gluon_async_copy`` is the cp.async copy into shared memory (renamed in 3.9)."""
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+
+    from examples.layouts import compile_pure
+    from interop.compat import gluon_async_copy
+
+    copy = gluon_async_copy()
+
+    @gluon.jit
+    def stage(x_ptr, y_ptr, L: gl.constexpr):
+        offs = gl.arange(0, 128, layout=L)
+        smem = gl.allocate_shared_memory(gl.float32, [128], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        copy(smem, x_ptr + offs)
+        async_copy.commit_group()
+        async_copy.wait_group(0)
+        gl.store(y_ptr + offs, smem.load(L))
+
+    kernel = compile_pure(stage, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"L": gl.BlockedLayout([1], [32], [4], [0])},
+                          "sm80", 4)
+    assert "cp.async" in kernel.asm["ptx"] and "cp.async.wait_group" in kernel.asm["ptx"]

@@ -9,7 +9,7 @@ from tests import kernels
 
 MATRIX_INSTRUCTION = {"sm80": "mma.sync", "sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma",
                       "gfx942": "v_mfma", "gfx950": "v_mfma"}
-CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain", "fold", "aligned"]
+CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain", "fold", "aligned", "void"]
 VECTOR_LOAD = {"sm80": "ld.global.v4.b32", "sm90a": "ld.global.v4.b32", "sm100a": "ld.global.v4.b32",
                "gfx942": "load_dwordx4", "gfx950": "load_dwordx4"}
 
@@ -77,6 +77,15 @@ def test_region_sees_the_kernels_pointer_alignment(built, target):
     """The host kernel's argument is 16-byte aligned (its specialization says so); the region,
     lowered on its own, must know it too to load 4 floats at a time, as the unported code would."""
     assert VECTOR_LOAD[target] in built("aligned", target).assembly
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_region_returning_nothing(built, target):
+    """A Triton region without a return value (3.9 types it as ``constexpr None``): its store is
+    in the kernel, and it has an inbound boundary and no outbound one."""
+    fb = built("void", target)
+    assert [b.direction for b in fb.boundaries] == ["in"]
+    assert re.search(r"st\.global|global_store|buffer_store", fb.assembly)
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -85,3 +85,19 @@ def test_regions_report_their_own_shared_memory(built):
     (region, ) = built("smem", "sm90a").regions
     assert region["shared_bytes"] == 32 * 32 * 4
     assert all(r["shared_bytes"] == 0 for r in built("reduce", "sm90a").regions)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_divisible_integer_arguments_specialize_like_the_jit(target):
+    """A runtime row stride known to be a multiple of 16 (as Triton's JIT specializes such a
+    value) lets the host's loads vectorize; unknown, they cannot."""
+    L = triton_hosts.cases(target)["reduce"][2]["L"]
+    signature, constexprs = {"x_ptr": "*fp32", "y_ptr": "*fp32", "stride": "i32"}, {"BM": 32, "BN": 64, "L": L}
+    vector = {"sm90a": "ld.global.v4.b32", "gfx942": "load_dwordx4"}[target]
+    plain = hybrid.compile(triton_hosts.h_strided_rows, signature, constexprs, target=target, num_warps=NUM_WARPS)
+    aligned = hybrid.compile(triton_hosts.h_strided_rows, signature, constexprs, target=target, num_warps=NUM_WARPS,
+                             divisible=("stride", ))
+    assert vector in aligned.assembly and vector not in plain.assembly
+    assert "tt.divisibility = 16" in aligned.asm["ttgir"].split("%stride")[1].split(")")[0]
+    with pytest.raises(TypeError, match="x_ptr"):
+        hybrid.compile(triton_hosts.h_strided_rows, signature, constexprs, target=target, divisible=("x_ptr", ))

@@ -74,6 +74,16 @@ def h_control_flow(x_ptr, y_ptr, n_iter, flag, BLOCK: tl.constexpr, L1: tl.const
     tl.store(y_ptr + offs, x)
 
 
+@hybrid.jit
+@triton.jit
+def h_strided_rows(x_ptr, y_ptr, stride, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    """Rows ``stride`` elements apart: vector loads only where ``stride`` is known to be a multiple of 16."""
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :])
+    tl.store(y_ptr + rows, g_row_sum(x, L))
+
+
 def cases(target: str) -> dict:
     """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
     L, L1 = tile_2d(target), vec_1d(target)
