@@ -9,6 +9,7 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
+from . import program as prog
 from .layouts import RegionLayout
 
 
@@ -26,4 +27,5 @@ def into(language: str, value, origin: str):
     ty = value.type
     if language == "triton":
         return tl.tensor(value.handle, tl.block_type(ty.element_ty, ty.shape))
-    return tl.tensor(value.handle, gl.distributed_type(ty.element_ty, ty.shape, RegionLayout(origin, len(ty.shape))))
+    layout = RegionLayout.for_value(origin, len(ty.shape), prog.program().warp_size, prog.current_frame().num_warps)
+    return tl.tensor(value.handle, gl.distributed_type(ty.element_ty, ty.shape, layout))

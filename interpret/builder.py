@@ -193,6 +193,13 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         pass
 
     # -- MMA -----------------------------------------------------------------------------------
+    def create_dot(self, a, b, d, *rest):
+        # Upstream multiplies bf16 as the uint16 bits it stores them in; widen floats first.
+        if not a.dtype.scalar.is_floating():
+            return super().create_dot(a, b, d, *rest)
+        out = _matmul(a, b) + d.data.astype(np.float32)
+        return TensorHandle(out.astype(d.data.dtype), d.dtype.scalar)
+
     def create_warpgroup_mma(self, a, b, acc, use_acc, precision, max_num_imprecise_acc, is_async, *rest):
         self._require("create_warpgroup_mma")
         out = _matmul(a, b)

@@ -4,12 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy  # noqa: F401  (its frames are never the kernel author's)
+import numpy
+import triton
 
 #: code that is never the kernel author's: the interpreter, Triton, numpy, the standard library
-_INTERNAL = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(sys.modules["triton"].__file__).parent,
-                                                    Path(sys.modules["numpy"].__file__).parent,
-                                                    Path(sys.modules["os"].__file__).parent))
+_INTERNAL = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(triton.__file__).parent,
+                                                    Path(numpy.__file__).parent, Path(sys.modules["os"].__file__).parent))
 
 
 class InterpretError(RuntimeError):

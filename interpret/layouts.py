@@ -4,7 +4,6 @@ from __future__ import annotations
 import dataclasses
 
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._layouts import DistributedLayout
 
 from interop.errors import LayoutError
 from interop.validate import layout_problem
@@ -28,34 +27,27 @@ def transposed(layout, order) -> object:
     return layout
 
 
-class RegionLayout(DistributedLayout):
+@dataclasses.dataclass(frozen=True)
+class RegionLayout(gl.BlockedLayout):
     """The layout of a value that crossed a language boundary.
 
     Compiled, a Triton region's result has the layout Triton's passes chose, and a Gluon region's
-    argument has the layout the Triton host gave it. The interpreter does not run those passes,
-    so it marks such values: any use that depends on the exact layout fails with a message that
-    says to convert explicitly (which the compiled kernel needs too, unless Triton happens to
-    choose that very layout).
+    argument has the layout the Triton host gave it. The interpreter does not run those passes:
+    it gives such values a plain blocked layout for the target (so layouts derived from it, such
+    as ``SliceLayout(1, x.type.layout)``, work), but one that equals no layout an author writes:
+    code that combines it with another layout without ``gl.convert_layout`` fails with this name,
+    as the compiled kernel may (unless Triton happens to choose that very layout).
     """
+    origin: str = ""
 
-    def __init__(self, origin: str, rank: int):
-        self.origin, self._rank = origin, rank
-
-    @property
-    def rank(self) -> int:
-        return self._rank
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, RegionLayout) and (other.origin, other.rank) == (self.origin, self.rank)
+    @staticmethod
+    def for_value(origin: str, rank: int, warp_size: int, num_warps: int) -> "RegionLayout":
+        lead = [1] * (rank - 1)
+        return RegionLayout([1] * rank, lead + [warp_size], lead + [num_warps], list(reversed(range(rank))),
+                            origin=origin)
 
     def __hash__(self) -> int:
-        return hash((self.origin, self.rank))
+        return hash((self.origin, super().__hash__()))
 
     def __repr__(self) -> str:
-        return f"<the layout {self.origin}; gl.convert_layout it to the layout you need>"
-
-    def _to_ir(self, builder):
-        return self
-
-    def mangle(self) -> str:
-        return "RegionLayout"
+        return f"RegionLayout(the layout {self.origin}; gl.convert_layout it to the layout you need)"

@@ -19,6 +19,7 @@ from triton.language.semantic import TritonSemantic
 from .layouts import RegionLayout
 
 
+
 class GluonInterpreterSemantic(GluonSemantic):
 
     def __init__(self, builder, num_warps: int):
@@ -30,7 +31,8 @@ class GluonInterpreterSemantic(GluonSemantic):
 
     def _inferred(self, value, op: str, inputs: list, *args):
         layout = _shadow(self.builder.target, self._num_warps).infer(op, [t.type for t in inputs], *args)
-        return self.tensor(value.handle, gl.distributed_type(value.type.scalar, value.shape, layout))
+        regions = [r for t in inputs for r in _regions(t.type.layout)]
+        return self.tensor(value.handle, gl.distributed_type(value.type.scalar, value.shape, _as_region(layout, regions)))
 
     def expand_dims(self, input, axis):
         value = TritonSemantic.expand_dims(self, input, axis)
@@ -53,6 +55,24 @@ class GluonInterpreterSemantic(GluonSemantic):
         return self._inferred(lhs, "create_split", [a]), self._inferred(rhs, "create_split", [a])
 
 
+def _regions(layout) -> list:
+    if isinstance(layout, RegionLayout):
+        return [layout]
+    parent = getattr(layout, "parent", None)
+    return _regions(parent) if parent is not None else []
+
+
+def _as_region(layout, regions: list):
+    """C++ inference returns plain layouts; one that is a boundary's placeholder stays marked."""
+    if isinstance(layout, gl.SliceLayout):
+        return gl.SliceLayout(layout.dim, _as_region(layout.parent, regions))
+    for region in regions:
+        fields = ("size_per_thread", "threads_per_warp", "warps_per_cta", "order")
+        if isinstance(layout, gl.BlockedLayout) and all(getattr(region, f) == getattr(layout, f) for f in fields):
+            return region
+    return layout
+
+
 class _Shadow:
     """A module no one compiles, where upstream's builder infers result layouts."""
 
@@ -73,10 +93,6 @@ class _Shadow:
         self.module = module
 
     def infer(self, op: str, types: list, *args):
-        for ty in types:
-            if isinstance(getattr(ty, "layout", None), RegionLayout):
-                raise ValueError(f"{op.removeprefix('create_')} needs the layout of its operand, which has "
-                                 f"{ty.layout!r}")
         with self.lock:
             values = [self.builder.create_poison(ty.to_ir(self.builder)) for ty in types]
             result = getattr(self.builder, op)(*values, *args)
