@@ -4,6 +4,8 @@
     hybrid build pkg.kernels:my_kernel --targets all --signature x_ptr=*fp32,n=i32 --constexpr BLOCK=256
 
 Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
+``hybrid report`` prints per-region figures; ``hybrid port start`` begins porting one function
+(``hybrid.port``).
 """
 from __future__ import annotations
 
@@ -61,6 +63,18 @@ def parser() -> argparse.ArgumentParser:
                                         "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
     _job_arguments(r)
     r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
+    port = commands.add_parser("port", help="port a Triton kernel to Gluon one function at a time")
+    steps = port.add_subparsers(dest="step", required=True)
+    s = steps.add_parser("start", help="write a first Gluon version of one @triton.jit function and its compare test",
+                         description="Translates one @triton.jit function that a kernel calls into a @gluon.jit "
+                                     "function (upstream's translator, layouts valid for the target) and writes a "
+                                     "pytest file comparing the kernel with and without it. Example: hybrid port start "
+                                     "examples/softmax.py:row_stats --target sm90a --kernel softmax_triton")
+    s.add_argument("function", metavar="MODULE:FUNCTION", help="path/to/module.py:fn or package.module:fn")
+    s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
+    s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
+    s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
+    s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
     return top
 
 
@@ -112,6 +126,8 @@ def results_table(results: list) -> Table:
 def main(argv: list[str] | None = None) -> int:
     cli = parser()
     args = cli.parse_args(argv)
+    if args.command == "port":
+        return _port_start(args, Console(width=140))
     try:
         jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
                     assignments(args.constexpr, json_or_text),
@@ -149,6 +165,25 @@ def _report(jobs: list, path: str, out: Console) -> int:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(reports, indent=1))
     out.print(f"wrote {path}")
+    gc.collect()
+    return 0
+
+
+def _port_start(args, out: Console) -> int:
+    from hybrid.port import PortError, start
+    try:
+        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps)
+    except PortError as exc:
+        out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False)
+        return 1
+    out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
+              f"(num_warps={files.num_warps})", highlight=False)
+    inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
+              else "fill in its inputs() first")
+    out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})", highlight=False)
+    if files.still_triton:
+        out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False)
+    out.print(f"run: {files.command}", highlight=False)
     gc.collect()
     return 0
 

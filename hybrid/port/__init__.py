@@ -1,4 +1,12 @@
-"""Porting a kernel region by region: differential testing of one region (``compare``)."""
-from .compare import Comparison, OutputDiff, compare, with_region
+"""Porting a Triton kernel to Gluon one function at a time.
 
-__all__ = ["Comparison", "OutputDiff", "compare", "with_region"]
+``start`` writes a first Gluon version of one ``@triton.jit`` function and a compare test;
+``compare`` runs a kernel as written and with one of its functions replaced by a candidate.
+"""
+from .compare import Comparison, OutputDiff, compare, with_region
+from .errors import PortError
+from .launch import Launch, capture_launch
+from .scaffold import PortFiles, start
+
+__all__ = ["Comparison", "Launch", "OutputDiff", "PortError", "PortFiles", "capture_launch", "compare", "start",
+           "with_region"]

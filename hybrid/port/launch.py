@@ -1,0 +1,125 @@
+"""Where a generated compare test gets the kernel's inputs: from the module that already launches it.
+
+The examples (and modules written like them) define ``problem(*CHECK_SIZE)`` (fresh inputs, as a
+dict) and ``run(variant, p, target)`` (one launch of ``"hybrid"``, ``"triton"`` or ``"torch"``).
+Rather than copy ``run``'s argument computation (strides, constexprs, layouts, ``num_warps``) into
+the test, the test calls ``run`` with the kernel swapped for a recorder, and hands the recorded
+grid and arguments to ``hybrid.port.compare``. ``run_variant`` finds, by reading ``run``'s source,
+which variant launches the kernel.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Iterator
+
+#: The variants the examples' ``run`` knows (``bench/kernels.py`` runs all three).
+EXAMPLE_VARIANTS = ("hybrid", "triton", "torch")
+
+
+@dataclass
+class Launch:
+    """One ``kernel[grid](*args, **kwargs)``."""
+    grid: object
+    args: tuple
+    kwargs: dict
+
+
+class LaunchRecorder:
+    """Stands in for a kernel: ``recorder[grid](*args, **kwargs)`` records the launch, runs nothing."""
+
+    def __init__(self, kernel, name: str):
+        self.kernel, self.name, self.launches = kernel, name, []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launches.append(Launch(grid, args, kwargs))
+
+    def __getattr__(self, attribute: str):
+        return getattr(self.kernel, attribute)
+
+    @property
+    def launch(self) -> Launch:
+        if not self.launches:
+            raise LookupError(f"{self.name} was not launched: the code run under capture_launch must launch it "
+                              f"through the module attribute, as `{self.name}[grid](...)`")
+        return self.launches[0]
+
+
+@contextlib.contextmanager
+def capture_launch(module: ModuleType, name: str) -> Iterator[LaunchRecorder]:
+    """Within the block, ``module.<name>`` is a ``LaunchRecorder``; the kernel is put back after."""
+    recorder = LaunchRecorder(getattr(module, name), f"{module.__name__}.{name}")
+    setattr(module, name, recorder)
+    try:
+        yield recorder
+    finally:
+        setattr(module, name, recorder.kernel)
+
+
+def run_variant(module: ModuleType, kernel: str) -> str | None:
+    """The ``variant`` for which ``module.run(variant, p, target)`` launches ``kernel`` itself
+    (``kernel[grid](...)`` in ``run``'s own body); None if it does not, or not for exactly one."""
+    run = getattr(module, "run", None)
+    if not callable(run) or not list(inspect.signature(run).parameters)[:1]:
+        return None
+    variant = list(inspect.signature(run).parameters)[0]
+    body = ast.parse(textwrap.dedent(inspect.getsource(run))).body[0].body
+    found = _constraints(body, kernel, variant, None, frozenset())
+    if found is None:
+        return None
+    allowed, excluded = found
+    if allowed is None:
+        allowed = {c.value for n in ast.walk(ast.Module(body, [])) if _tests(n, variant)
+                   for c in ast.walk(n) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        allowed |= set(EXAMPLE_VARIANTS)
+    candidates = set(allowed) - excluded
+    return candidates.pop() if len(candidates) == 1 else None
+
+
+def _constraints(body: list[ast.stmt], kernel: str, variant: str, allowed: frozenset | None, excluded: frozenset):
+    """(the variants it may be, None for any; those it may not be) on the way to the launch of
+    ``kernel`` in ``body``; None if ``body`` does not launch it."""
+    for stmt in body:
+        if _launches(stmt, kernel):
+            if isinstance(stmt, ast.If) and _tests(stmt.test, variant):
+                values, positive = _values(stmt.test)
+                holds = (_narrow(allowed, values), excluded) if positive else (allowed, excluded | values)
+                fails = (allowed, excluded | values) if positive else (_narrow(allowed, values), excluded)
+                found = _constraints(stmt.body, kernel, variant, *holds)
+                return found if found is not None else _constraints(stmt.orelse, kernel, variant, *fails)
+            return allowed, excluded
+        if isinstance(stmt, ast.If) and _tests(stmt.test, variant) and _leaves(stmt.body):
+            values, positive = _values(stmt.test)    # `if variant == "torch": return ...`: past it, it is not
+            allowed, excluded = (allowed, excluded | values) if positive else (_narrow(allowed, values), excluded)
+    return None
+
+
+def _launches(stmt: ast.stmt, kernel: str) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+               and ((isinstance(n.func.value, ast.Name) and n.func.value.id == kernel)
+                    or (isinstance(n.func.value, ast.Attribute) and n.func.value.attr == kernel))
+               for n in ast.walk(stmt))
+
+
+def _tests(node, variant: str) -> bool:
+    """``variant == "x"`` / ``!=`` / ``in (...)`` / ``not in (...)``."""
+    return isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == variant \
+        and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+
+
+def _values(test: ast.Compare) -> tuple[frozenset, bool]:
+    """The strings ``test`` compares the variant with, and whether it holds for them (``==``, ``in``)."""
+    values = frozenset(c.value for c in ast.walk(test.comparators[0]) if isinstance(c, ast.Constant))
+    return values, isinstance(test.ops[0], (ast.Eq, ast.In))
+
+
+def _narrow(allowed: frozenset | None, values: frozenset) -> frozenset:
+    return values if allowed is None else allowed & values
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))

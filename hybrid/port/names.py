@@ -1,0 +1,58 @@
+"""What the names in a JIT function's source refer to: the functions it calls, found by reading
+its source against its module's globals (as Triton's own code generator resolves them)."""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import textwrap
+from typing import Iterator
+
+from triton.experimental.gluon._runtime import GluonJITFunction
+from triton.runtime.jit import JITFunction
+
+
+def source_tree(fn) -> ast.Module:
+    """The AST of a JIT function's source, decorators included (line 1 = the first decorator)."""
+    return ast.parse(textwrap.dedent(inspect.getsource(getattr(fn, "fn", fn))))
+
+
+def resolve(node: ast.expr, namespace: dict):
+    """The object a ``Name`` or ``a.b.c`` chain refers to in ``namespace`` (or builtins); None if unknown."""
+    if isinstance(node, ast.Name):
+        return namespace[node.id] if node.id in namespace else getattr(builtins, node.id, None)
+    if isinstance(node, ast.Attribute):
+        base = resolve(node.value, namespace)
+        return None if base is None else getattr(base, node.attr, None)
+    return None
+
+
+def references(fn) -> Iterator[tuple[ast.expr, object]]:
+    """(node, object) for every name or attribute chain loaded in ``fn``'s body."""
+    namespace = getattr(fn, "fn", fn).__globals__
+    for node in ast.walk(source_tree(fn)):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            value = resolve(node, namespace)
+            if value is not None:
+                yield node, value
+
+
+def is_triton(fn) -> bool:
+    """A ``@triton.jit`` function (a kernel or a helper), not a Gluon one."""
+    return isinstance(fn, JITFunction) and not isinstance(fn, GluonJITFunction)
+
+
+def is_library(fn) -> bool:
+    """Part of Triton itself (``tl.sum``, ``tl.sigmoid``), as opposed to the user's code."""
+    return getattr(fn, "fn", fn).__module__.split(".")[0] == "triton"
+
+
+def jit_callees(fn) -> dict[str, JITFunction]:
+    """The user's JIT functions (Triton or Gluon, not Triton's library) that ``fn`` refers to, by name."""
+    return {value.fn.__name__: value for _, value in references(fn)
+            if isinstance(value, JITFunction) and value is not fn and not is_library(value)}
+
+
+def qualified(fn) -> str:
+    py = getattr(fn, "fn", fn)
+    return f"{py.__module__}.{py.__name__}"

@@ -1,0 +1,165 @@
+"""``hybrid port start module.py:fn --target T``: a first Gluon version of one ``@triton.jit``
+function, swapped into its kernel as a Gluon region by the compare test written next to it.
+
+The port is upstream's translation of ``fn`` alone (see ``translate``): the kernel keeps calling
+the Triton ``fn`` until its author swaps the port in, and the test checks the two agree on the
+kernel's real inputs (``hybrid.port.compare``). Everything is checked before anything is written.
+"""
+from __future__ import annotations
+
+import importlib
+import linecache
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from triton.runtime.jit import JITFunction
+
+from hybrid.targets import TARGETS
+
+from .errors import PortError, shown, where
+from .names import is_triton, jit_callees, qualified
+from .render import Context, compare_test_source, inputs_variant, port_source
+from .translate import translate
+
+
+@dataclass(frozen=True)
+class PortFiles:
+    """What ``start`` wrote, and for what."""
+    port: Path                  # <out_dir>/<fn>_gluon.py: the @gluon.jit port
+    test: Path                  # <out_dir>/test_port_<fn>.py: its compare test
+    function: str               # the Triton function ported (module.name)
+    kernel: str                 # the kernel the test runs (module.name)
+    target: str
+    num_warps: int
+    inputs: str                 # "problem": the test takes them from the module's problem()/run(); "stub": to fill in
+    still_triton: tuple[str, ...] = ()   # the user's Triton functions the port still calls (regions)
+
+    @property
+    def files(self) -> list[Path]:
+        return [self.port, self.test]
+
+    @property
+    def command(self) -> str:
+        """How to run the compare test."""
+        return f"pytest {self.test}"
+
+
+def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Path("ports"),
+          num_warps: int = 4) -> PortFiles:
+    """Port ``spec`` (``path/to/module.py:fn`` or ``package.module:fn``) for ``target``; write the
+    port and its compare test into ``out_dir``. ``kernel`` names the calling kernel the test runs
+    (found in the module when there is exactly one). Raises ``PortError`` before writing anything."""
+    if target not in TARGETS:
+        raise PortError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
+    if num_warps < 1 or num_warps & (num_warps - 1):
+        raise PortError(f"--num-warps {num_warps}: expected a power of two (1, 2, 4, 8, ...)")
+    module_ref, _, name = spec.rpartition(":")
+    if not module_ref or not name:
+        raise PortError(f"{spec!r}: expected path/to/module.py:function or package.module:function")
+    module = load(module_ref)
+    fn = _function(module, name)
+    host = _kernel(module, fn, kernel)
+    out_dir = Path(out_dir)
+    port_name = f"{name}_gluon"
+    ctx = Context(module=module, fn=fn, kernel=host, target=target, warp_size=TARGETS[target].warp_size,
+                  num_warps=num_warps, port_path=out_dir / f"{port_name}.py", test_path=out_dir / f"test_port_{name}.py",
+                  command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
+                          f"--num-warps {num_warps}", variant=inputs_variant(module, host.fn.__name__))
+    port = translate(fn, target, port_name)
+    port_text, test_text = port_source(port, ctx), compare_test_source(port, ctx)
+    _check_imports(port_text, ctx)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx.port_path.write_text(port_text)
+    ctx.test_path.write_text(test_text)
+    return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(host),
+                     target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
+                     still_triton=tuple(port.still_triton))
+
+
+def load(module_ref: str) -> ModuleType:
+    """The module, imported by its dotted name (a file: from above its top package, so that the
+    test and the port import the very same module)."""
+    if not module_ref.endswith(".py"):
+        try:
+            return importlib.import_module(module_ref)
+        except ImportError as exc:
+            raise PortError(f"cannot import {module_ref}: {exc}") from exc
+    path = Path(module_ref).resolve()
+    if not path.is_file():
+        raise PortError(f"no module at {module_ref}")
+    root, parts = path.parent, [path.stem]
+    while (root / "__init__.py").is_file():
+        root, parts = root.parent, [root.name, *parts]
+    dotted = ".".join(parts)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    module = importlib.import_module(dotted)
+    if Path(module.__file__).resolve() != path:
+        raise PortError(f"{module_ref} is imported as {dotted}, but that name is already taken by {module.__file__}; "
+                        f"run from another folder or rename the module")
+    return module
+
+
+def _function(module: ModuleType, name: str) -> JITFunction:
+    fn = getattr(module, name, None)
+    triton_functions = sorted(n for n, v in vars(module).items() if is_triton(v) and _defined_in(v, module))
+    if fn is None:
+        raise PortError(f"{module.__name__} ({shown(module.__file__)}) has no function '{name}'; its @triton.jit functions: "
+                        f"{', '.join(triton_functions) or 'none'}")
+    if not is_triton(fn):
+        what = "a @gluon.jit function, already Gluon" if isinstance(fn, JITFunction) else "not a @triton.jit function"
+        raise PortError(f"{module.__name__}.{name} ({where(fn)}) is {what}: `hybrid port start` ports a @triton.jit "
+                        f"function that a kernel calls; its @triton.jit functions: {', '.join(triton_functions) or 'none'}")
+    return fn
+
+
+def _kernel(module: ModuleType, fn: JITFunction, name: str | None) -> JITFunction:
+    """The kernel of ``module`` that calls ``fn`` (directly or through its helpers): ``name``, or the only one."""
+    functions = {n: v for n, v in vars(module).items()
+                 if isinstance(v, JITFunction) and _defined_in(v, module) and v is not fn}
+    callers = {n: v for n, v in functions.items() if _reaches(v, fn, set())}
+    if name is not None:
+        if name not in functions:
+            raise PortError(f"--kernel {name}: {module.__name__} has no JIT kernel named '{name}' "
+                            f"(kernels calling {fn.fn.__name__}: {', '.join(callers) or 'none'})")
+        if name not in callers:
+            raise PortError(f"--kernel {name}: {module.__name__}.{name} ({where(functions[name])}) does not call "
+                            f"{fn.fn.__name__}; JIT functions that do: {', '.join(callers) or 'none'}")
+        return callers[name]
+    called = {id(c) for v in callers.values() for c in jit_callees(v).values()}
+    kernels = {n: v for n, v in callers.items() if id(v) not in called}
+    if len(kernels) != 1:
+        found = "none does" if not kernels else "several do: " + ", ".join(
+            f"{n} ({where(v)})" for n, v in kernels.items())
+        raise PortError(f"which kernel calls {qualified(fn)}? Of the JIT functions in {shown(module.__file__)}, {found}. "
+                        f"{'Pass --kernel NAME' if kernels else 'Port a function that a kernel of its module calls'}.")
+    return next(iter(kernels.values()))
+
+
+def _reaches(caller: JITFunction, fn: JITFunction, seen: set[int]) -> bool:
+    if id(caller) in seen:
+        return False
+    seen.add(id(caller))
+    callees = jit_callees(caller).values()
+    return any(c is fn for c in callees) or any(_reaches(c, fn, seen) for c in callees)
+
+
+def _defined_in(fn, module: ModuleType) -> bool:
+    return getattr(getattr(fn, "fn", fn), "__module__", None) == module.__name__
+
+
+def _check_imports(port_text: str, ctx: Context) -> None:
+    """The port must import and define its function: a failure here is a bug of ours, said as such."""
+    filename = str(ctx.port_path.resolve())
+    namespace = {"__name__": ctx.port_path.stem, "__file__": filename}
+    linecache.cache[filename] = (len(port_text), None, port_text.splitlines(True), filename)   # for JITFunction's getsource
+    try:
+        exec(compile(port_text, filename, "exec"), namespace)
+    except Exception as exc:
+        raise PortError(f"the port of {qualified(ctx.fn)} ({where(ctx.fn)}) written for {ctx.target} does not import "
+                        f"({type(exc).__name__}: {exc}); this is a bug of `hybrid port start`, please report it with "
+                        f"the function") from exc
+    finally:
+        linecache.cache.pop(filename, None)
