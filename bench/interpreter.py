@@ -2,13 +2,15 @@
 
     python bench/interpreter.py [--targets sm90a,gfx942] [--json PATH]
 
-Each example runs once in the interpreter at its ``CHECK_SIZE`` (the size the CI checks) on
-fresh random inputs, and its error against the float64 reference is reported with the time.
+Each kernel of the suite runs once per case in the interpreter at its ``CHECK_SIZE`` (the size
+the CI checks) on fresh random inputs; its largest error against the reference is reported
+with the time.
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import sys
 import time
@@ -20,24 +22,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-import hybrid  # noqa: E402
+from bench.kernels import SUITE  # noqa: E402
 from bench.output import write_json  # noqa: E402
-from examples.run import example_modules  # noqa: E402
+from examples.run import check  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
 
 def rows(targets: list[str]) -> list[dict]:
     out = []
-    for example in example_modules():
+    for name in SUITE:
+        example = importlib.import_module(f"examples.{name}")
         for target in targets:
-            p = example.problem(*example.CHECK_SIZE, device="cpu")
+            if target in getattr(example, "SKIP", {}):
+                continue
             start = time.perf_counter()
-            with hybrid.interpreting(target):
-                result = example.run("hybrid", p, target)
-            seconds = time.perf_counter() - start
-            error = example.error(result, p)
-            out.append({"example": example.__name__.split(".")[-1], "target": target, "size": list(example.CHECK_SIZE),
-                        "seconds": seconds, "error": error, "correct": error <= example.TOLERANCE})
+            error = check(example, target, interpreted=True)
+            out.append({"example": name, "target": target, "size": list(example.CHECK_SIZE),
+                        "cases": len(getattr(example, "CASES", [{}])), "seconds": time.perf_counter() - start,
+                        "error": error, "correct": error <= example.TOLERANCE})
     return out
 
 
@@ -47,11 +49,11 @@ def main() -> int:
     parser.add_argument("--json", default="build/bench-interpreter.json")
     args = parser.parse_args()
     result = rows(args.targets.split(","))
-    table = Table(title="interpreter: each example at its check size")
-    for column in ("example", "target", "size", "seconds", "max error", "correct"):
+    table = Table(title="interpreter: each kernel at its check size")
+    for column in ("example", "target", "size", "cases", "seconds", "max error", "correct"):
         table.add_column(column)
     for r in result:
-        table.add_row(r["example"], r["target"], "x".join(map(str, r["size"])), f"{r['seconds']:.2f}",
+        table.add_row(r["example"], r["target"], "x".join(map(str, r["size"])), str(r["cases"]), f"{r['seconds']:.2f}",
                       f"{r['error']:.1e}", "yes" if r["correct"] else "NO")
     Console().print(table)
     write_json(args.json, result)

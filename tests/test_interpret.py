@@ -6,9 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import hybrid  # noqa: E402
 import interpret  # noqa: E402
-from examples.run import EXAMPLES  # noqa: E402
+from bench.kernels import SUITE  # noqa: E402
+from examples.run import check  # noqa: E402
 from interop.errors import LayoutError, TargetError  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 
@@ -20,13 +20,12 @@ def _blocked_1d(warp_size=32, num_warps=4, vec=4):
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
-@pytest.mark.parametrize("module", list(EXAMPLES))
-def test_every_example_matches_torch_in_the_interpreter(module, target):
-    example = importlib.import_module(module)
-    p = example.problem(*example.CHECK_SIZE, device="cpu")
-    with hybrid.interpreting(target):
-        out = example.run("hybrid", p, target)
-    assert example.error(out, p) <= example.TOLERANCE
+@pytest.mark.parametrize("name", SUITE)
+def test_every_example_matches_torch_in_the_interpreter(name, target):
+    example = importlib.import_module(f"examples.{name}")
+    if target in getattr(example, "SKIP", {}):
+        pytest.skip(example.SKIP[target])
+    assert check(example, target, interpreted=True) <= example.TOLERANCE   # every case, fresh inputs
 
 
 def test_environment_variable_switches_launches_to_the_interpreter(monkeypatch):
