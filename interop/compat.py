@@ -114,7 +114,7 @@ def gluon_async_copy():
     """Gluon's cp.async copy of a pointer tensor into shared memory, ``(smem, pointer, mask=None)``:
     ``async_copy.async_load`` in 3.9 (where ``async_copy_global_to_shared`` raises), the latter in 3.6."""
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
-    return getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+    return _renamed(async_copy, "async_load", "async_copy_global_to_shared")
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,29 +143,9 @@ def _renamed(module, new: str, old: str):
     return getattr(module, new) if hasattr(module, new) else getattr(module, old)
 
 
-def gluon_copies() -> dict:
-    """Gluon's async copy builtins under one name each: ``tma_load``/``tma_store`` (Hopper TMA)
-    and ``cp_async`` (Ampere's cp.async into shared memory)."""
-    from triton.experimental.gluon.language.nvidia.ampere import async_copy
+def gluon_tma_copies() -> tuple:
+    """Gluon's TMA copy builtins, (global -> shared, shared -> global): ``tma.async_load`` and
+    ``tma.async_store`` in 3.9, ``async_copy_global_to_shared``/``..._shared_to_global`` in 3.6."""
     from triton.experimental.gluon.language.nvidia.hopper import tma
-    return {"tma_load": _renamed(tma, "async_load", "async_copy_global_to_shared"),
-            "tma_store": _renamed(tma, "async_store", "async_copy_shared_to_global"),
-            "cp_async": _renamed(async_copy, "async_load", "async_copy_global_to_shared")}
-
-
-def triton_to_gluon(fns: list, target: str) -> tuple[str, str]:
-    """Upstream's Triton -> Gluon source translator on ``fns`` (``@triton.jit`` functions, kernels
-    or not): returns (the Gluon source text, the translator's module name).
-
-    3.9 ships it as ``triton.tools.triton_to_gluon_translator`` and takes a translator target
-    (``sm90``, ``gfx942``: it picks the module its layout helpers come from); 3.6 spells it
-    ``triton_to_gluon_translater`` and takes no target (its helpers assume NVIDIA, 32 threads a
-    warp). Both read the functions' Python source and translate whatever they call too.
-    """
-    try:
-        from triton.tools.triton_to_gluon_translator import convert_triton_to_gluon
-        from triton.tools.triton_to_gluon_translator.target import TranslatorTarget
-    except ImportError:
-        from triton.tools.triton_to_gluon_translater import translator
-        return translator.convert_triton_to_gluon(fns), translator.__name__
-    return convert_triton_to_gluon(fns, TranslatorTarget(target.removesuffix("a"))), convert_triton_to_gluon.__module__
+    return (_renamed(tma, "async_load", "async_copy_global_to_shared"),
+            _renamed(tma, "async_store", "async_copy_shared_to_global"))

@@ -8,10 +8,10 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma, warpgroup_mma, \
     warpgroup_mma_wait
 
-from interop.compat import gluon_copies
+from interop.compat import gluon_async_copy, gluon_tma_copies
 
-_copies = gluon_copies()
-tma_load, tma_store, cp_async = _copies["tma_load"], _copies["tma_store"], _copies["cp_async"]
+tma_load, tma_store = gluon_tma_copies()
+cp_async = gluon_async_copy()
 
 
 @gluon.jit
