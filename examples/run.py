@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from hybrid import report
-from hybrid.targets import TARGETS
+from hybrid.targets import TARGETS, current_gpu_target  # noqa: F401  (re-exported for bench/ and tests/)
 from scheduler import Cache, build, plan
 
 #: Example module -> its mixed kernel (signature and layouts come from the module's defaults):
@@ -39,20 +39,6 @@ def check(example, target: str, interpreted: bool = False) -> float:
         with hybrid.interpreting(target) if interpreted else contextlib.nullcontext():
             errors.append(example.error(example.run("hybrid", p, target), p))
     return next((e for e in errors if e != e), max(errors))
-
-
-def current_gpu_target() -> str | None:
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            return None
-        major, minor = torch.cuda.get_device_capability()
-    except Exception:
-        return None
-    if torch.version.hip:
-        arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
-        return arch if arch in TARGETS else None
-    return {(8, 0): "sm80", (9, 0): "sm90a", (10, 0): "sm100a"}.get((major, minor))
 
 
 def main(*modules: str) -> int:

@@ -27,3 +27,17 @@ def name_of(target: GPUTarget) -> str:
             return name
     return f"{target.backend}:{target.arch}"
 
+
+def current_gpu_target() -> str | None:
+    """The target name of the GPU torch sees here, or None (no GPU, or one no target fits)."""
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return None
+        major, minor = torch.cuda.get_device_capability()
+    except Exception:
+        return None
+    if torch.version.hip:
+        arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
+        return arch if arch in TARGETS else None
+    return {(8, 0): "sm80", (9, 0): "sm90a", (10, 0): "sm100a"}.get((major, minor))

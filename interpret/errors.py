@@ -8,7 +8,7 @@ import numpy
 import triton
 
 #: code that is never the kernel author's: the interpreter, Triton, numpy, the standard library
-_INTERNAL = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(triton.__file__).parent,
+INTERNAL_PATHS = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(triton.__file__).parent,
                                                     Path(numpy.__file__).parent, Path(sys.modules["os"].__file__).parent))
 
 
@@ -35,7 +35,7 @@ def user_site() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         path = str(Path(frame.f_code.co_filename).resolve()) if not frame.f_code.co_filename.startswith("<") else ""
-        if path and not path.startswith(_INTERNAL):
+        if path and not path.startswith(INTERNAL_PATHS):
             return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
         frame = frame.f_back
     return "?"

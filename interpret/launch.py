@@ -15,14 +15,14 @@ from typing import Iterator
 from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime import interpreter as _interp
 
-from hybrid.targets import name_of, resolve
+from hybrid.targets import current_gpu_target, name_of, resolve
 from interop.errors import LayoutError, RegionError, TargetError
 
 from . import patch, tma
 from . import program as prog
 from .barriers import Barriers
 from .builder import HybridInterpreterBuilder
-from .errors import InterpretError, _INTERNAL
+from .errors import InterpretError, INTERNAL_PATHS
 from .program import Frame, Program
 
 _switch: contextvars.ContextVar = contextvars.ContextVar("hybrid_interpret", default=None)
@@ -44,7 +44,6 @@ def default_target() -> str:
         return switch
     if os.environ.get("HYBRID_INTERPRET_TARGET"):
         return os.environ["HYBRID_INTERPRET_TARGET"]
-    from examples.run import current_gpu_target
     return current_gpu_target() or "sm100a"
 
 
@@ -107,6 +106,6 @@ def _run(fn, call_args: dict, name: str, pid: tuple) -> None:
 
 
 def _user_frame(exc: BaseException) -> str:
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_INTERNAL)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(INTERNAL_PATHS)
               and not f.filename.startswith("<")]
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
