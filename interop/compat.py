@@ -149,3 +149,21 @@ def gluon_tma_copies() -> tuple:
     from triton.experimental.gluon.language.nvidia.hopper import tma
     return (_renamed(tma, "async_load", "async_copy_global_to_shared"),
             _renamed(tma, "async_store", "async_copy_shared_to_global"))
+
+
+def triton_to_gluon(fns: list, target: str) -> tuple[str, str]:
+    """Upstream's Triton -> Gluon source translator on ``fns`` (``@triton.jit`` functions, kernels
+    or not): returns (the Gluon source text, the translator's module name).
+
+    3.9 ships it as ``triton.tools.triton_to_gluon_translator`` and takes a translator target
+    (``sm90``, ``gfx942``: it picks the module its layout helpers come from); 3.6 spells it
+    ``triton_to_gluon_translater`` and takes no target (its helpers assume NVIDIA, 32 threads a
+    warp). Both read the functions' Python source and translate whatever they call too.
+    """
+    try:
+        from triton.tools.triton_to_gluon_translator import convert_triton_to_gluon
+        from triton.tools.triton_to_gluon_translator.target import TranslatorTarget
+    except ImportError:
+        from triton.tools.triton_to_gluon_translater import translator
+        return translator.convert_triton_to_gluon(fns), translator.__name__
+    return convert_triton_to_gluon(fns, TranslatorTarget(target.removesuffix("a"))), convert_triton_to_gluon.__module__
