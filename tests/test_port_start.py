@@ -137,14 +137,14 @@ def test_the_compare_test_launches_as_the_modules_run_does(tmp_path, monkeypatch
     sys.modules.pop("row_stats_gluon", None)
     test = load(files.test)
     p = {"x": torch.randn(37, 97), "y": torch.empty(37, 97)}
-    monkeypatch.setattr(test.original, "problem", lambda *size: p)
+    monkeypatch.setattr(test.original, "problem", lambda *size, device: p)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     test.test_row_stats_gluon_matches_row_stats()
     kernel, kwargs = fake_compare.calls[0]
     assert kernel is softmax.softmax_triton and kwargs["region"] is softmax.row_stats
     assert kwargs["candidate"].fn.__name__ == "row_stats_gluon" and kwargs["grid"] == (3, )
     assert kwargs["args"][:2] == (p["x"], p["y"]) and kwargs["args"][2:] == (37, 97, 97)
-    assert kwargs["kwargs"] == {"BM": 16, "BN": 128, "num_warps": 4}
+    assert kwargs["kwargs"] == {"BM": 16, "BN": 128, "num_warps": 4} and kwargs["target"] == "sm90a"
     assert test.original.softmax_triton is softmax.softmax_triton     # put back after the recording
     with pytest.raises(AssertionError, match="max abs diff 1.0"):
         test.test_row_stats_gluon_matches_row_stats()
