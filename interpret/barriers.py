@@ -34,69 +34,51 @@ class MBarrier:
             self.pending, self.tx_bytes = self.count, 0
 
 
-class Barriers:
-    """The mbarriers of one program, keyed by their shared-memory address."""
+def init(key: tuple, count: int) -> None:
+    p = prog.program()
+    with p.lock:
+        p.mbarriers[key] = MBarrier(count, count, site=user_site())
 
-    def __init__(self):
-        self._bars: dict[tuple, MBarrier] = {}
 
-    def init(self, key: tuple, count: int) -> None:
-        with prog.program().lock:
-            self._bars[key] = MBarrier(count, count, site=user_site())
+def invalidate(key: tuple) -> None:
+    p = prog.program()
+    with p.lock:
+        p.mbarriers.pop(key, None)
 
-    def invalidate(self, key: tuple) -> None:
-        with prog.program().lock:
-            self._bars.pop(key, None)
 
-    def _get(self, key: tuple) -> MBarrier:
-        bar = self._bars.get(key)
-        if bar is None:
-            raise InterpretError(f"mbarrier used before mbarrier.init (at {user_site()})")
-        return bar
+def arrive(key: tuple, count: int = 1, tx_bytes: int = 0) -> None:
+    """``count`` arrivals; ``tx_bytes`` more to be delivered (``arrive.expect_tx``)."""
+    _update(key, -count, tx_bytes)
 
-    def arrive(self, key: tuple, count: int = 1, tx_bytes: int = 0) -> None:
-        p = prog.program()
-        with p.lock:
-            bar = self._get(key)
-            bar.pending -= count
-            bar.tx_bytes += tx_bytes
-            bar._maybe_complete()
-            _release(p, key, bar)
 
-    def complete_tx(self, key: tuple, nbytes: int) -> None:
-        """A copy tracked by the barrier (TMA) delivered ``nbytes``."""
-        p = prog.program()
-        with p.lock:
-            bar = self._get(key)
-            bar.tx_bytes -= nbytes
-            bar._maybe_complete()
-            _release(p, key, bar)
+def complete_tx(key: tuple, nbytes: int) -> None:
+    """A copy tracked by the barrier (TMA) delivered ``nbytes``."""
+    _update(key, 0, -nbytes)
 
-    def wait(self, key: tuple, phase: int) -> None:
-        p = prog.program()
-        me = threading.get_ident()
-        site = user_site()
-        with p.lock:
-            bar = self._get(key)
-            while bar.completed % 2 == phase:
-                if p.deadlock:
-                    raise DeadlockError(p.deadlock)
-                p.waiting[me] = key, phase, (f"{_partition()} waits at {site} for phase {phase} of the mbarrier initialised at "
-                                 f"{bar.site} (pending arrivals {bar.pending} of {bar.count}, "
-                                 f"{bar.tx_bytes} transaction bytes outstanding)")
-                if len(p.waiting) >= p.live:
-                    p.deadlock = "deadlock: every thread of the program is blocked on an mbarrier\n  " + \
-                        "\n  ".join(text for _, _, text in p.waiting.values()) + \
-                        "\n  hint: an arrive (or a TMA copy / MMA commit that signals the barrier) is missing, " \
-                        "or a wait uses the wrong phase"
-                    p.lock.notify_all()
-                    del p.waiting[me]
-                    raise DeadlockError(p.deadlock)
-                if not p.lock.wait(TIMEOUT_S) and bar.completed % 2 == phase:
-                    raise DeadlockError(f"{p.waiting.pop(me, (None, None, site))[2]}: no progress in {TIMEOUT_S:.0f} s "
-                                        f"(HYBRID_INTERPRET_TIMEOUT)")
-                p.waiting.pop(me, None)
-                bar = self._get(key)
+
+def wait(key: tuple, phase: int) -> None:
+    p = prog.program()
+    me = threading.get_ident()
+    site = user_site()
+    with p.lock:
+        bar = _get(p, key)
+        while bar.completed % 2 == phase:
+            if p.deadlock:
+                raise DeadlockError(p.deadlock)
+            p.waiting[me] = key, phase, (
+                f"{_partition()} waits at {site} for phase {phase} of the mbarrier initialised at {bar.site} "
+                f"(pending arrivals {bar.pending} of {bar.count}, {bar.tx_bytes} transaction bytes outstanding)")
+            if len(p.waiting) >= p.live:
+                message = _declare_deadlock(p, "every thread of the program is blocked on an mbarrier",
+                                            hint="an arrive (or a TMA copy / MMA commit that signals the barrier) is "
+                                                 "missing, or a wait uses the wrong phase")
+                del p.waiting[me]
+                raise DeadlockError(message)
+            if not p.lock.wait(TIMEOUT_S) and bar.completed % 2 == phase:
+                raise DeadlockError(f"{p.waiting.pop(me, (None, None, site))[2]}: no progress in {TIMEOUT_S:.0f} s "
+                                    f"(HYBRID_INTERPRET_TIMEOUT)")
+            p.waiting.pop(me, None)
+            bar = _get(p, key)
 
 
 def thread_exited() -> None:
@@ -104,10 +86,35 @@ def thread_exited() -> None:
     p = prog.program()
     with p.lock:
         p.live -= 1
-        p.lock.notify_all()
         if p.waiting and len(p.waiting) >= p.live and not p.deadlock:
-            p.deadlock = "deadlock: the threads still running all wait on mbarriers\n  " + \
-                "\n  ".join(text for _, _, text in p.waiting.values()) + "\n  hint: the partition that should arrive has returned"
+            _declare_deadlock(p, "the threads still running all wait on mbarriers",
+                              hint="the partition that should arrive has returned")
+        p.lock.notify_all()
+
+
+def _get(p, key: tuple) -> MBarrier:
+    bar = p.mbarriers.get(key)
+    if bar is None:
+        raise InterpretError(f"mbarrier used before mbarrier.init (at {user_site()})")
+    return bar
+
+
+def _update(key: tuple, arrivals: int, tx_bytes: int) -> None:
+    p = prog.program()
+    with p.lock:
+        bar = _get(p, key)
+        bar.pending += arrivals
+        bar.tx_bytes += tx_bytes
+        bar._maybe_complete()
+        _release(p, key, bar)
+
+
+def _declare_deadlock(p, what: str, hint: str) -> str:
+    """Record (and return) the report every waiter raises: each blocked thread, where, on what."""
+    waiters = "\n  ".join(text for _, _, text in p.waiting.values())
+    p.deadlock = f"deadlock: {what}\n  {waiters}\n  hint: {hint}"
+    p.lock.notify_all()
+    return p.deadlock
 
 
 def _release(p, key: tuple, bar: MBarrier) -> None:

@@ -9,7 +9,6 @@ and signal their mbarrier (``barriers.py``).
 """
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,7 +20,7 @@ from interop import arch
 
 from . import layouts, memory
 from . import program as prog
-from .barriers import Barriers
+from . import barriers
 from .errors import UnsupportedOpError
 
 #: builder method -> the ttg op it stands for (for the target check in ``interop.arch``)
@@ -54,7 +53,6 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
     def __init__(self, target, num_warps: int, num_ctas: int = 1):
         super().__init__()
         self.target = target
-        self.barriers = Barriers()
         opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
@@ -134,22 +132,22 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
 
     # -- mbarriers -----------------------------------------------------------------------------
     def create_mbarrier_init(self, bar, count):
-        self.barriers.init(bar.key(), int(count))
+        barriers.init(bar.key(), int(count))
 
     def create_mbarrier_inval(self, bar):
-        self.barriers.invalidate(bar.key())
+        barriers.invalidate(bar.key())
 
     def create_mbarrier_expect(self, bar, nbytes, pred=None, *rest):
         if _pred(pred):   # arrive.expect_tx: one arrival, and nbytes more to be delivered
-            self.barriers.arrive(bar.key(), 1, tx_bytes=int(nbytes))
+            barriers.arrive(bar.key(), 1, tx_bytes=int(nbytes))
 
     def create_mbarrier_arrive(self, bar, count=1, pred=None, *rest):
         if _pred(pred):
-            self.barriers.arrive(bar.key(), int(count))
+            barriers.arrive(bar.key(), int(count))
 
     def create_mbarrier_wait(self, bar, phase, pred=None, deps=()):
         if _pred(pred):
-            self.barriers.wait(bar.key(), int(_scalar(phase)) & 1)
+            barriers.wait(bar.key(), int(_scalar(phase)) & 1)
 
     # -- async copies (cp.async): complete at once -------------------------------------------
     def create_async_copy_global_to_local(self, smem, ptr, mask, other, *rest):
@@ -172,7 +170,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         # Every earlier copy is complete. With increment_count the pending count is raised by one
         # before the arrival, so the barrier is unchanged; without (noinc) it is one arrival.
         if not increment_count:
-            self.barriers.arrive(bar.key(), 1)
+            barriers.arrive(bar.key(), 1)
 
     def create_fence_async_shared(self, cluster=False):
         self._require("create_fence_async_shared")
@@ -183,7 +181,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         if not _pred(pred):
             return
         result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
-        self.barriers.complete_tx(bar.key(), result.nbytes)
+        barriers.complete_tx(bar.key(), result.nbytes)
 
     def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
         self._require("create_async_tma_copy_local_to_global")
@@ -241,12 +239,12 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
             acc.data[...] = out.astype(acc.data.dtype)
         for bar, bar_pred in zip(mbarriers, list(mbarrier_preds) + [None] * len(mbarriers)):
             if _pred(bar_pred):
-                self.barriers.arrive(bar.key(), 1)
+                barriers.arrive(bar.key(), 1)
 
     def create_tcgen05_commit(self, bar, pred=None, *rest):
         self._require("create_tcgen05_commit")
         if _pred(pred):   # every earlier MMA is complete: the commit is one arrival
-            self.barriers.arrive(bar.key(), 1)
+            barriers.arrive(bar.key(), 1)
 
     def __getattr__(self, name: str):
         # An op of Gluon's that this builder has no rule for: say which, never approximate.

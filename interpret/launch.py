@@ -12,7 +12,6 @@ import os
 import traceback
 from typing import Iterator
 
-from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime import interpreter as _interp
 
 from hybrid.targets import current_gpu_target, name_of, resolve
@@ -20,7 +19,6 @@ from interop.errors import LayoutError, RegionError, TargetError
 
 from . import patch, tma
 from . import program as prog
-from .barriers import Barriers
 from .builder import HybridInterpreterBuilder
 from .errors import InterpretError, INTERNAL_PATHS
 from .program import Frame, Program
@@ -68,9 +66,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     executor = _interp.GridExecutor(kernel.fn, kernel.arg_names, grid)
     args_hst, kwargs_hst = executor._init_args_hst(args, kwargs)
     constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
-    language = "gluon" if isinstance(kernel, GluonJITFunction) else "triton"
-    program = Program(name_of(target), target.warp_size, num_warps)
-    with patch.patched(), prog.running(program):
+    language = patch.language_of(kernel)
+    with patch.patched():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
         call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
         grid = grid(call_args) if callable(grid) else grid
@@ -82,9 +79,7 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
             for y in range(grid[1]):
                 for z in range(grid[2]):
                     builder.set_grid_idx(x, y, z)
-                    builder.barriers = Barriers()
-                    program.live, program.waiting, program.deadlock = 1, {}, None
-                    with prog.frame(frame):
+                    with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
     executor._restore_args_dev(args, args_hst, kwargs, kwargs_hst)
 

@@ -9,6 +9,7 @@ AST rewrite); a call into the other language crosses a boundary (``boundary.py``
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -28,7 +29,8 @@ from .program import Frame
 from .semantic import GluonInterpreterSemantic
 
 
-def _gluon_modules() -> list:
+@functools.lru_cache(maxsize=None)
+def _gluon_modules() -> tuple:
     mods = [gl]
     for info in pkgutil.walk_packages(gl.__path__, gl.__name__ + "."):
         if info.name.rsplit(".", 1)[-1] in ("_semantic", ):
@@ -37,7 +39,18 @@ def _gluon_modules() -> list:
             mods.append(importlib.import_module(info.name))
         except ImportError:   # an architecture's module this Triton build lacks
             continue
-    return mods
+    return tuple(mods)
+
+
+@functools.lru_cache(maxsize=None)
+def _layout_classes() -> tuple:
+    """Gluon's layout classes: those that define ``_to_ir``."""
+    return tuple({cls for module in _gluon_modules() for cls in vars(module).values()
+                  if inspect.isclass(cls) and "_to_ir" in vars(cls)})
+
+
+def language_of(fn: JITFunction) -> str:
+    return "gluon" if isinstance(fn, GluonJITFunction) else "triton"
 
 
 def _is_builtin(member) -> bool:
@@ -61,7 +74,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     ``triton.language`` library functions (as compiled code inlines them)."""
     caller = prog.current_frame()
     library = getattr(fn.fn, "__module__", "").startswith("triton.")
-    language = caller.language if library else ("gluon" if isinstance(fn, GluonJITFunction) else "triton")
+    language = caller.language if library else language_of(fn)
     num_warps = num_warps or caller.num_warps
     crossing = language != caller.language
     if crossing:
@@ -164,9 +177,7 @@ def _patch_layouts(scope) -> None:
     """A layout's "IR" for the interpreter's builder is the layout itself; upstream's builder
     (the layout inference in ``semantic.py``) still gets the real attribute."""
     from .builder import HybridInterpreterBuilder
-    classes = {cls for module in _gluon_modules() for cls in vars(module).values()
-               if inspect.isclass(cls) and "_to_ir" in vars(cls)}
-    for cls in classes:
+    for cls in _layout_classes():
         original = vars(cls)["_to_ir"]
         scope.set_attr(cls, "_to_ir", lambda self, builder, original=original:
                        self if isinstance(builder, HybridInterpreterBuilder) else original(self, builder))

@@ -18,18 +18,20 @@ class Frame:
     language: str          # "triton" or "gluon"
     semantic: object       # the TritonSemantic / GluonSemantic the builtins of this function use
     num_warps: int
-    partition: str         # "default" or "worker <i>": names a thread in deadlock reports
+    partition: str         # "default partition (fn)", "worker partition <i> (fn)": for deadlock reports
 
 
 @dataclass
 class Program:
-    """What all threads of one program share: the target and the live-thread bookkeeping."""
+    """What all threads of one program share: the target, its mbarriers and the live-thread
+    bookkeeping. One per program of the grid, so nothing carries over between programs."""
     target: str
     warp_size: int
     num_warps: int
     lock: threading.Condition = field(default_factory=threading.Condition)
     live: int = 1                                   # threads of this program still running
-    waiting: dict = field(default_factory=dict)     # thread id -> what it waits for (text)
+    mbarriers: dict = field(default_factory=dict)   # shared-memory address -> barriers.MBarrier
+    waiting: dict = field(default_factory=dict)     # thread id -> (mbarrier address, phase, report line)
     deadlock: str | None = None
 
 
