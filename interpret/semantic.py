@@ -7,6 +7,7 @@ asks its builder for the layout of some results (``expand_dims``, ``permute``, `
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 
@@ -14,13 +15,17 @@ from triton._C.libtriton import gluon_ir, ir
 from triton.compiler.compiler import make_backend
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._semantic import GluonSemantic
-from triton.language.semantic import TritonSemantic
 
+from .errors import UnsupportedOpError
 from .layouts import RegionLayout
 
+#: the op whose result layout ``_wrap_handle_infer_layout`` is asked for, per thread
+_request = threading.local()
 
 
 class GluonInterpreterSemantic(GluonSemantic):
+    """Upstream's ``GluonSemantic`` (every check it makes runs as written), except where it asks
+    its builder for a result's layout: the op being built says which inference to run."""
 
     def __init__(self, builder, num_warps: int):
         super().__init__(builder)
@@ -29,30 +34,45 @@ class GluonInterpreterSemantic(GluonSemantic):
     def num_warps(self, generator=None):
         return gl.constexpr(self._num_warps)
 
-    def _inferred(self, value, op: str, inputs: list, *args):
-        layout = _shadow(self.builder.target, self._num_warps).infer(op, [t.type for t in inputs], *args)
-        regions = [r for t in inputs for r in _regions(t.type.layout)]
-        return self.tensor(value.handle, gl.distributed_type(value.type.scalar, value.shape, _as_region(layout, regions)))
+    @contextlib.contextmanager
+    def _inferring(self, op: str, inputs: list, *args):
+        previous, _request.value = getattr(_request, "value", None), (op, [t.type for t in inputs], args)
+        try:
+            yield
+        finally:
+            _request.value = previous
+
+    def _wrap_handle_infer_layout(self, handle, scalar_ty, shape):
+        if not shape:
+            return self.tensor(handle, scalar_ty)
+        request = getattr(_request, "value", None)
+        if request is None:
+            raise UnsupportedOpError("this op's result layout", "the interpreter infers the layouts of expand_dims, "
+                                     "permute, reshape, join, split and reductions only")
+        op, types, args = request
+        layout = _shadow(self.builder.target, self._num_warps).infer(op, types, *args)
+        regions = [r for ty in types for r in _regions(ty.layout)]
+        return self.tensor(handle, gl.distributed_type(scalar_ty, shape, _as_region(layout, regions)))
 
     def expand_dims(self, input, axis):
-        value = TritonSemantic.expand_dims(self, input, axis)
-        return self._inferred(value, "create_expand_dims", [input], axis if axis >= 0 else axis + len(input.shape))
+        with self._inferring("create_expand_dims", [input], axis if axis >= 0 else axis + len(input.shape)):
+            return super().expand_dims(input, axis)
 
     def permute(self, input, dims):
-        return self._inferred(TritonSemantic.permute(self, input, dims), "create_trans", [input], list(dims))
+        with self._inferring("create_trans", [input], list(dims)):
+            return super().permute(input, dims)
 
     def reshape(self, input, dst_shape, can_reorder):
-        if can_reorder:
-            raise ValueError("can_reorder is not supported in gluon")
-        value = TritonSemantic.reshape(self, input, dst_shape, can_reorder)
-        return self._inferred(value, "create_reshape", [input], list(value.shape), False)
+        with self._inferring("create_reshape", [input], [int(d) for d in dst_shape], False):
+            return super().reshape(input, dst_shape, can_reorder)
 
     def join(self, a, b):
-        return self._inferred(TritonSemantic.join(self, a, b), "create_join", [a, b])
+        with self._inferring("create_join", [a, b]):
+            return super().join(a, b)
 
     def split(self, a):
-        lhs, rhs = TritonSemantic.split(self, a)
-        return self._inferred(lhs, "create_split", [a]), self._inferred(rhs, "create_split", [a])
+        with self._inferring("create_split", [a]):
+            return super().split(a)
 
 
 def _regions(layout) -> list:

@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch")
 
 import interpret  # noqa: E402
 from bench.kernels import SUITE  # noqa: E402
+from examples import softmax  # noqa: E402
 from examples.run import check  # noqa: E402
 from interop.errors import LayoutError, TargetError  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
@@ -29,7 +30,6 @@ def test_every_example_matches_torch_in_the_interpreter(name, target):
 
 
 def test_environment_variable_switches_launches_to_the_interpreter(monkeypatch):
-    from examples import softmax
     monkeypatch.setenv("HYBRID_INTERPRET", "1")
     monkeypatch.setenv("HYBRID_INTERPRET_TARGET", "sm80")
     assert interpret.enabled() and interpret.default_target() == "sm80"
@@ -104,11 +104,31 @@ def test_warpgroup_mma_computes_the_product():
     torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
 
 
-def test_hopper_op_on_sm80_and_amd_is_a_target_error():
+def test_hopper_op_on_sm80_is_a_target_error_and_its_layouts_fail_on_amd():
     a, b, c, constexprs = _wgmma_args()
-    for target in ("sm80", "gfx942"):
-        with pytest.raises((TargetError, LayoutError), match=r"interp_kernels.py:\d+"):
-            interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target=target)
+    with pytest.raises(TargetError, match=r"interp_kernels.py:\d+.*(wgmma|async-proxy).*sm90\+"):
+        interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target="sm80")
+    with pytest.raises(LayoutError, match=r"interp_kernels.py:\d+.*gfx942 runs 64-thread warps"):
+        interpret.launch(k.wgmma_kernel, (1, ), a, b, c, **constexprs, target="gfx942")
+
+
+def test_a_triton_result_used_in_gluon_without_conversion_names_its_marker_layout():
+    from triton.experimental import gluon
+
+    @gluon.jit
+    def unconverted(x_ptr, y_ptr, n_cols, BN: gl.constexpr, L: gl.constexpr):
+        rows = gl.arange(0, 16, layout=gl.SliceLayout(1, L))
+        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+        offsets = rows[:, None] * BN + cols[None, :]
+        x = gl.load(x_ptr + offsets)
+        m, s = softmax.row_stats(x, n_cols, BN)
+        gl.store(y_ptr + offsets, x - m[:, None])   # m still has the layout Triton chose
+
+    x = torch.randn(16, 128)
+    with pytest.raises(interpret.InterpretError, match=r"test_interpret.py:\d+.*RegionLayout\(the layout triton "
+                                                       r"region 'row_stats' returned"):
+        interpret.launch(unconverted, (1, ), x, torch.zeros_like(x), 128, BN=128, L=softmax.constexprs("sm90a")["L"],
+                         target="sm90a")
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])
