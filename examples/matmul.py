@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 import hybrid
+from examples import tile_matmul
 from examples.layouts import compile_pure, row_layout, store_tile
 from hybrid.targets import TARGETS
 
@@ -119,10 +120,7 @@ CHECK_SIZE, BENCH_SIZE = (1000, 520, 300), (8192, 8192, 8192)
 
 def problem(M: int, N: int, K: int, device: str = "cuda") -> dict:
     """Fresh random bf16 inputs on the GPU and a NaN-poisoned output."""
-    import torch
-    return {"a": torch.randn(M, K, device=device, dtype=torch.bfloat16),
-            "b": torch.randn(K, N, device=device, dtype=torch.bfloat16),
-            "c": torch.full((M, N), float("nan"), device=device, dtype=torch.bfloat16)}
+    return tile_matmul.problem(M, N, K, device, dtype="bfloat16")
 
 
 def work(M: int, N: int, K: int) -> tuple[float, str]:

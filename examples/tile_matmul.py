@@ -81,12 +81,13 @@ TOLERANCE = 1e-2
 CHECK_SIZE, BENCH_SIZE = (300, 200, 250), (4096, 4096, 4096)
 
 
-def problem(M: int, N: int, K: int, device: str = "cuda") -> dict:
-    """Fresh random fp16 inputs on the GPU and a NaN-poisoned output."""
+def problem(M: int, N: int, K: int, device: str = "cuda", dtype: str = "float16") -> dict:
+    """Fresh random inputs (fp16 unless told) on the GPU and a NaN-poisoned output."""
     import torch
-    return {"a": torch.randn(M, K, device=device, dtype=torch.float16),
-            "b": torch.randn(K, N, device=device, dtype=torch.float16),
-            "c": torch.full((M, N), float("nan"), device=device, dtype=torch.float16)}
+    dtype = getattr(torch, dtype)
+    return {"a": torch.randn(M, K, device=device, dtype=dtype),
+            "b": torch.randn(K, N, device=device, dtype=dtype),
+            "c": torch.full((M, N), float("nan"), device=device, dtype=dtype)}
 
 
 def run(variant: str, p: dict, target: str):

@@ -82,17 +82,22 @@ def _operands_in_shared(a_ptr, b_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.co
 
 
 @gluon.jit
+def _store_rows(c_ptr, acc, M: gl.constexpr, N: gl.constexpr, L: gl.constexpr):
+    """The row-major MxN result, converted to the blocked layout L and stored."""
+    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
+    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
+    gl.store(c_ptr + rm[:, None] * N + rn[None, :], gl.convert_layout(acc, L))
+
+
+@gluon.jit
 def wgmma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
                  SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr):
     """Tutorial 5: operands in NVMMA-swizzled shared memory, one warpgroup MMA (sm90)."""
     a, b = _operands_in_shared(a_ptr, b_ptr, M, N, K, L, SA, SB)
-    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
-    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
     fence_async_shared()
     acc = gl.zeros([M, N], gl.float32, ACC)
     acc = warpgroup_mma(a, b, acc, is_async=True)
-    acc = warpgroup_mma_wait(num_outstanding=0, deps=[acc])
-    gl.store(c_ptr + rm[:, None] * N + rn[None, :], gl.convert_layout(acc, L))
+    _store_rows(c_ptr, warpgroup_mma_wait(num_outstanding=0, deps=[acc]), M, N, L)
 
 
 @gluon.jit
@@ -147,8 +152,6 @@ def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.
                    SA: gl.constexpr, SB: gl.constexpr, REG: gl.constexpr):
     """Tutorial 8: a Blackwell MMA into tensor memory, completion signalled by tcgen05_commit."""
     a, b = _operands_in_shared(a_ptr, b_ptr, M, N, K, L, SA, SB)
-    rm = gl.arange(0, M, layout=gl.SliceLayout(1, L))
-    rn = gl.arange(0, N, layout=gl.SliceLayout(0, L))
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     fence_async_shared()
@@ -156,5 +159,4 @@ def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.
     blackwell.tcgen05_mma(a, b, acc, use_acc=False)
     blackwell.tcgen05_commit(bar)
     mbarrier.wait(bar, phase=0)
-    out = gl.convert_layout(acc.load(REG), L)
-    gl.store(c_ptr + rm[:, None] * N + rn[None, :], out)
+    _store_rows(c_ptr, acc.load(REG), M, N, L)
