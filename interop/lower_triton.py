@@ -18,7 +18,7 @@ from triton.compiler import code_generator as _cg
 from triton.compiler.compiler import make_backend
 from triton.language import core as tl
 
-from . import arguments, compat, opaque
+from . import arguments, compat, diagnostics, opaque
 
 REGION_FUNCTION = "hybrid_region"
 BODY_FUNCTION = "hybrid_region_body"
@@ -66,8 +66,9 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
     _add_stub_kernel(context, module, region, scalar_attrs or [])
     module.context = context
-    if not module.verify():
-        raise RuntimeError("the region's tt IR does not verify (see the diagnostics above)")
+    errors = diagnostics.verify(module)
+    if errors:
+        raise RuntimeError(f"the region's tt IR does not verify:\n{errors}")
 
     stages: dict = {}
     backend.add_stages(stages, options, Language.TRITON)

@@ -13,7 +13,7 @@ from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import arch, arguments, compat, instrument, locations, lower_gluon, opaque, stitch, triton_host
+from . import arch, arguments, compat, diagnostics, instrument, locations, lower_gluon, opaque, stitch, triton_host
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -137,12 +137,11 @@ class HybridSession:
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
             finally:
                 self._probing = False
-            if not probe_module.verify():
+            errors = diagnostics.verify(probe_module)
+            if errors:
                 raise RegionError(name, str(call_site), f"the Gluon function does not verify for "
                                   f"{arch.describe(self.target)} ({self.options.warp_size}-thread warps, num_warps="
-                                  f"{self.options.num_warps}); the MLIR diagnostics above name the file:line",
-                                  "a layout written in a Gluon region must match the target's warp size and the "
-                                  "kernel's num_warps; pass target-specific layouts as constexprs")
+                                  f"{self.options.num_warps}):\n{errors}", _verify_hint(errors))
             _check_arch(probe_module, self.target, name, str(call_site))
             self._probed[specialization] = (ret_type, probe_module)
         ret_type = lower_gluon.to_triton_type(self._probed[specialization][0])
@@ -218,29 +217,38 @@ class HybridSession:
         calls, self._gluon_calls = self._gluon_calls, []
         kept = []
         for call in calls:
-            ports = triton_host.find_ports(module, call.region.index)
-            if ports is None:   # the call sat in IR a loop's dry visit discarded (Triton 3.6)
+            copies = triton_host.find_ports(module, call.region.index)
+            if not copies:   # the call sat in IR a loop's dry visit discarded (Triton 3.6)
                 continue
             kept.append(call.region.index)
-            leaf_types = [gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
-                          if isinstance(t, tl.block_type) else t for t, v in zip(call.leaf_types, ports.operands)]
-            arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
-            try:
-                function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
-                                                               context=self.context, options=self.options,
-                                                               target=self.target, name=call.region.symbol)
-            except RegionError:
-                raise
-            except Exception as exc:
-                raise RegionError(call.region.function, str(call.region.call_site), _describe(exc),
-                                  _GLUON_HINT) from exc
-            produced = triton_host.splice(call, function, ports, self.context)
-            self._plan_gluon_boundaries(call, ports, produced)
+            built: dict[tuple, object] = {}   # one Gluon function per set of operand layouts
+            for ports in copies:
+                if ports.operand_types not in built:
+                    built[ports.operand_types] = self._build_gluon_call(call, ports, module, gluon_builder,
+                                                                        len(built))
+                produced = triton_host.splice(call, built[ports.operand_types], ports, self.context)
+            self._plan_gluon_boundaries(call, copies[-1], produced)
         stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.context)
         self.regions = [r for r in self.regions if r.language != "gluon" or r.index in kept]
         self._keep_called(module)
         self._splice_triton_regions(module)
         self._stitch(module)
+
+    def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int):
+        """``call``'s Gluon function built for the layouts its operands got in ``ports``."""
+        leaf_types = [gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
+                      if isinstance(t, tl.block_type) else t for t, v in zip(call.leaf_types, ports.operands)]
+        arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
+        name = call.region.symbol + (f"_v{variant}" if variant else "")
+        try:
+            function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
+                                                           context=self.context, options=self.options,
+                                                           target=self.target, name=name)
+        except RegionError:
+            raise
+        except Exception as exc:
+            raise RegionError(call.region.function, str(call.region.call_site), _describe(exc), _GLUON_HINT) from exc
+        return function
 
     def _keep_called(self, module) -> None:
         """Forget Triton regions whose call was discarded (a loop's dry visit on Triton 3.6). Their
@@ -278,9 +286,10 @@ class HybridSession:
         for k, operand in enumerate(ports.operands):
             if str(operand.get_type()).startswith("tensor<"):
                 self._plan(call.region, "in", k, names[k], str(operand.get_type()), str(operand.get_type()))
-        for j, wanted in enumerate(ports.result_types):
-            if str(wanted).startswith("tensor<"):
-                self._plan(call.region, "out", j, f"return[{j}]", produced[j], str(wanted))
+        for j, own in enumerate(produced):
+            if own.startswith("tensor<"):   # the host's first layout for it (a conversion per further one)
+                wanted = next((str(v.get_type()) for k, v in ports.outputs if k == j), own)
+                self._plan(call.region, "out", j, f"return[{j}]", own, wanted)
 
     def close(self) -> None:
         """Drop the region modules (empty shells after splicing, or abandoned after an error)."""
@@ -333,6 +342,13 @@ def _check_arch(module, target, function: str, call_site: str) -> None:
         raise RegionError(function, call_site, f"uses ops {arch.describe(target)} cannot run ({uses})",
                           "build this Gluon function only for targets that have these ops (branch on a "
                           "constexpr target in the host), or use an op every target has")
+
+
+def _verify_hint(errors: str) -> str:
+    if "threads per warp" in errors or "warps" in errors:
+        return ("a layout written in a Gluon region must match the target's warp size and the kernel's num_warps; "
+                "pass target-specific layouts as constexprs")
+    return "fix the Gluon function at the file:line above, or the values passed to it at the call site"
 
 
 def _describe(exc: Exception) -> str:

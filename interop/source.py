@@ -17,7 +17,7 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, compat
+from . import arch, compat, diagnostics
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
@@ -38,14 +38,15 @@ class HybridGluonSource(GluonASTSource):
         with _session(self, target, options, context) as (session, generator):
             with compat.code_generator_class(generator):
                 try:
-                    module = super().make_ir(target, options, codegen_fns, module_map, context)
+                    with diagnostics.capture() as found:
+                        module = super().make_ir(target, options, codegen_fns, module_map, context)
                 except RuntimeError as exc:
                     if "error encountered during parsing" not in str(exc):
                         raise
                     raise LayoutError(
                         f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
-                        f"({options.warp_size}-thread warps, num_warps={options.num_warps}); the MLIR diagnostics "
-                        "above name the file:line.\n  hint: a layout written in the kernel body must match the "
+                        f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n{found.errors()}"
+                        "\n  hint: a layout written in the kernel body must match the "
                         "target's warp size and the kernel's num_warps; pass target-specific layouts as "
                         "constexprs.") from exc
             session.finish(module)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from triton._C.libtriton import gluon_ir, ir, passes
 
-from . import opaque
+from . import diagnostics, opaque
 from .boundary import TAG, tag
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
@@ -148,7 +148,7 @@ def called_symbols(module) -> set[str]:
 def inline(module, context) -> None:
     pm = ir.pass_manager(context)
     passes.gluon.add_inliner(pm)
-    pm.run(module, "hybrid_inline")
+    diagnostics.run(pm, module, "hybrid_inline")
     _verify(module, "inlining the regions")
 
 
@@ -194,7 +194,7 @@ def fold_boundary_conversions(module, context) -> None:
 
     pm = ir.pass_manager(context)
     passes.gluon.add_canonicalizer(pm)
-    pm.run(module, "hybrid_fold_boundaries")
+    diagnostics.run(pm, module, "hybrid_fold_boundaries")
     _verify(module, "folding boundary conversions")
 
 
@@ -214,5 +214,6 @@ def live_boundary_conversions(module) -> dict[str, list[tuple[str, str]]]:
 
 
 def _verify(module, step: str) -> None:
-    if not module.verify():
-        raise StitchError(f"the stitched module does not verify after {step} (MLIR diagnostics above)")
+    errors = diagnostics.verify(module)
+    if errors:
+        raise StitchError(f"the stitched module does not verify after {step}:\n{errors}")

@@ -9,9 +9,10 @@ During the host's code generation each Gluon call becomes::
     } else { scf.yield poison... }
 
 Triton's own ``make_ttir``/``make_ttgir`` then lower the host with the call kept opaque and give
-its operands and results layouts. ``splice`` replaces the ``then`` block by a call of the Gluon
-function, built for the operands' final layouts, whose results are converted (tagged as
-boundary conversions) to the layouts the host chose; ``%enable`` becomes ``true``.
+its operands and results layouts (they may also copy, reorder or fill the boundary; see
+``Ports``). ``splice`` calls the Gluon function, built for the operands' final layouts, in each
+copy's ``then`` block and converts its results (tagged as boundary conversions) to the layouts
+the host chose; then the markers are deleted and ``%enable`` becomes ``true``.
 """
 from __future__ import annotations
 
@@ -57,59 +58,75 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
 
 
 def _produce(builder, ty, marker: str):
-    operands = [opaque.seed(builder, list(shape_and_dtype(str(ty))[0]))] if str(ty).startswith("tensor<") else []
-    return builder.create_inline_asm(marker, "=r" + ",r" * len(operands), operands, [ty], False, 1).get_result(0)
+    """An opaque value of ``ty``. A scalar one reads an ``i32`` too: Triton 3.6's layout passes
+    assume an inline asm without operands yields a tensor (and abort on a scalar)."""
+    is_tensor = str(ty).startswith("tensor<")
+    operand = opaque.seed(builder, list(shape_and_dtype(str(ty))[0])) if is_tensor else builder.get_int32(0)
+    return builder.create_inline_asm(marker, "=r,r", [operand], [ty], False, 1).get_result(0)
 
 
 @dataclass
 class Ports:
-    """Where one Gluon call's boundary ended up after the host's ttgir."""
-    operands: list          # sink operands: the values the Gluon function receives
-    result_types: list      # ttg types the host chose for the call's results (the scf.if's)
-    then_block: object
+    """One copy of a Gluon call's boundary after the host's ttgir.
+
+    Triton's passes may duplicate the boundary (a pipeliner peels a loop body), move operand
+    computations into its ``then`` block (``tmem_load`` next to its only user) and give one Gluon
+    result several producers (one per layout its users want), so a port is described by its
+    marker ops, not by the ``scf.if``'s result list.
+    """
+    operands: list              # sink operands: the values the Gluon function receives
+    last_sink: object           # the call goes right after it, where every operand is defined
+    outputs: list[tuple[int, object]]   # (Gluon result index, a producer's value) per layout the host wants
+    markers: list               # the sink and producer ops, deleted once the call replaces them
+
+    @property
+    def operand_types(self) -> tuple[str, ...]:
+        return tuple(str(v.get_type()) for v in self.operands)
 
 
-def find_ports(module, call_index: int) -> Ports | None:
-    """The boundary of call ``call_index``, or None where it was in IR that code generation
-    discarded (a loop body's dry visit on Triton 3.6)."""
-    sinks: dict[int, object] = {}
-    yields: dict[int, object] = {}   # block id -> its scf.yield (the then block's has the if's result types)
+def find_ports(module, call_index: int) -> list[Ports]:
+    """Every copy of call ``call_index``'s boundary, grouped by the block holding its sinks; none
+    where the call was in IR that code generation discarded (a loop body's dry visit on 3.6)."""
+    copies: dict[int, Ports] = {}
+    sinks: dict[int, dict[int, object]] = {}
+
+    def port(op) -> Ports:
+        return copies.setdefault(op.get_block().id(), Ports([], None, [], []))
 
     def visit(op):
-        if op.get_name() == "scf.yield":
-            yields[op.get_block().id()] = op
-        elif op.get_name() == _INLINE_ASM and (op.get_str_attr("asm_string") or "").startswith(f"{SINK}{call_index}."):
-            sinks[int(op.get_str_attr("asm_string").rsplit(".", 1)[1])] = op
+        marker = (op.get_str_attr("asm_string") or "") if op.get_name() == _INLINE_ASM else ""
+        if marker.startswith(f"{SINK}{call_index}."):
+            port(op).markers.append(op)
+            port(op).last_sink = op
+            sinks.setdefault(op.get_block().id(), {})[int(marker.rsplit(".", 1)[1])] = op
+        elif marker.startswith(f"{PRODUCER}{call_index}."):
+            port(op).markers.append(op)
+            port(op).outputs.append((int(marker.rsplit(".", 1)[1]), op.get_result(0)))
 
     module.walk(visit)
-    if not sinks:
-        return None
-    then_block = next(iter(sinks.values())).get_block()
-    terminator = yields[then_block.id()]
-    return Ports([sinks[k].get_operand(0) for k in sorted(sinks)],
-                 [terminator.get_operand(j).get_type() for j in range(terminator.get_num_operands())], then_block)
+    for block_id, found in copies.items():
+        found.operands = [sinks[block_id][k].get_operand(0) for k in sorted(sinks[block_id])]
+    return list(copies.values())
 
 
 def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
-    """Replace the boundary's ``then`` block by ``function(operands)`` converted to the host's
-    types; returns the types the Gluon function produced its results in."""
+    """Call ``function(operands)`` after the sinks, hand each producer's uses the result converted
+    to the producer's layout (tagged as a boundary conversion), and make the markers pure: unused,
+    the canonicalizer deletes them. Returns the types the Gluon function produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
-    block = builder.create_block_with_parent(ports.then_block.get_parent(), [])
-    builder.set_insertion_point_to_start(block)
+    builder.set_insertion_point_after(ports.last_sink)
     profiled = instrument.enabled()
     if profiled:
         instrument.record(builder, call.region, start=True)
     result = builder.call(function, ports.operands)
     if profiled:
         instrument.record(builder, call.region, start=False)
-    values, produced = [], []
-    for j, wanted in enumerate(ports.result_types):
+    for j, producer in ports.outputs:
         value = result.get_result(j)
-        produced.append(str(value.get_type()))
-        if str(value.get_type()) != str(wanted):
-            value = builder.create_convert_layout(wanted, value)
+        if str(value.get_type()) != str(producer.get_type()):
+            value = builder.create_convert_layout(producer.get_type(), value)
             value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
-        values.append(value)
-    builder.create_yield_op(values)
-    ports.then_block.erase()
-    return produced
+        producer.replace_all_uses_with(value)
+    for marker in ports.markers:
+        marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
+    return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]

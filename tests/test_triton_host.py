@@ -32,7 +32,7 @@ def layout_text(layout) -> str:
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
-@pytest.mark.parametrize("case", ["reduce", "smem", "control_flow"])
+@pytest.mark.parametrize("case", ["reduce", "smem", "control_flow", "pipelined_loop", "tile_and_scalar", "two_shapes"])
 def test_one_fused_kernel(built, case, target):
     fb = built(case, target)
     ttgir = fb.asm["ttgir"]
@@ -78,6 +78,37 @@ def test_regions_in_loops_branches_and_mixed_nesting(built):
         ("g_add_one", "gluon"), ("g_scale_then_triton", "gluon"), ("t_scale", "triton")]
     ttgir = fb.asm["ttgir"]
     assert "scf.for" in ttgir and "scf.if" in ttgir
+
+
+def local_buffers(ttgir: str) -> list[str]:
+    """The shapes of the shared-memory buffers a kernel allocates up front (a pipeliner's rings)."""
+    return sorted(re.findall(r"ttg\.local_alloc\s*:\s*\(\) -> !ttg\.memdesc<([\dx]+\w+)", ttgir))
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_gluon_region_in_a_pipelined_loop(built, target):
+    """Triton pipelines the loop around a Gluon call as it pipelines the same loop in pure Triton
+    (the same ring buffers), and every copy of the call a pipeliner peels is spliced: the region's
+    multiply runs in the author's layout once per copy of the loop body."""
+    fb = built("pipelined_loop", target)
+    kernel, signature, constexprs = triton_hosts.cases(target)["pipelined_loop"]
+    pure = hybrid.compile(kernel, signature, {**constexprs, "GLUON": False}, target=target, num_warps=NUM_WARPS)
+    ttgir, pure_ttgir = fb.asm["ttgir"], pure.asm["ttgir"]
+    assert local_buffers(ttgir) == local_buffers(pure_ttgir) and local_buffers(ttgir)
+    alias = re.search(r"^(#\w+) = " + re.escape(layout_text(constexprs["L"])), ttgir, re.M).group(1)
+    products = re.findall(r"arith\.mulf .* : tensor<64x64xf32, (#\w+)>", ttgir)
+    assert products and products == [alias] * pure_ttgir.count("arith.mulf")
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("case, shapes", [("tile_and_scalar", [(32, 64)]), ("two_shapes", [(32, 64), (32, )])])
+def test_gluon_region_with_several_results(built, case, shapes, target):
+    """Results of different shapes and kinds (a tile and a scalar or a row vector) each reach the
+    host's store, whatever order Triton gives them."""
+    fb = built(case, target)
+    ttgir = fb.asm["ttgir"]
+    assert len(re.findall(r"tt\.store|buffer_store", ttgir)) == 2 and "tt.reduce" in ttgir
+    assert [b.shape for b in fb.boundaries if b.direction == "out"] == shapes
 
 
 def test_regions_report_their_own_shared_memory(built):

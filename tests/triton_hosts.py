@@ -42,6 +42,24 @@ def g_add_one(x, L1: gl.constexpr):
     return gl.convert_layout(x, L1) + 1.0
 
 
+@gluon.jit
+def g_scale_acc(acc, L: gl.constexpr):
+    """Work in the author's layout, hand the result back in the host's."""
+    return gl.convert_layout(gl.convert_layout(acc, L) * 0.5, acc.type.layout)
+
+
+@gluon.jit
+def g_tile_and_max(x, L: gl.constexpr):
+    x = gl.convert_layout(x, L)
+    return x * 2.0, gl.max(gl.max(x, axis=1), axis=0)
+
+
+@gluon.jit
+def g_tile_and_row_sums(x, L: gl.constexpr):
+    x = gl.convert_layout(x, L)
+    return x * 2.0, gl.sum(x, axis=1)
+
+
 # -- Triton hosts (unported code) ---------------------------------------------------------------
 @hybrid.jit
 @triton.jit
@@ -84,6 +102,46 @@ def h_strided_rows(x_ptr, y_ptr, stride, BM: tl.constexpr, BN: tl.constexpr, L: 
     tl.store(y_ptr + rows, g_row_sum(x, L))
 
 
+@hybrid.jit
+@triton.jit
+def h_pipelined_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, L: tl.constexpr,
+                     GLUON: tl.constexpr):
+    """A Gluon region in a K loop Triton pipelines (``GLUON=False``: the same kernel in pure Triton)."""
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=3):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+        if GLUON:
+            acc = g_scale_acc(acc, L)
+        else:
+            acc = acc * 0.5
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+
+@hybrid.jit
+@triton.jit
+def h_tile_and_scalar(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    y, m = g_tile_and_max(tl.load(x_ptr + rows[:, None] * BN + cols[None, :]), L)
+    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y)
+    tl.store(z_ptr, m)
+
+
+@hybrid.jit
+@triton.jit
+def h_two_shapes(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    y, s = g_tile_and_row_sums(tl.load(x_ptr + rows[:, None] * BN + cols[None, :]), L)
+    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y)
+    tl.store(z_ptr + rows, s)
+
+
 def cases(target: str) -> dict:
     """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
     L, L1 = tile_2d(target), vec_1d(target)
@@ -94,4 +152,8 @@ def cases(target: str) -> dict:
         "smem": (h_smem, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L, "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),
+        "pipelined_loop": (h_pipelined_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": p32, "K": "i32"},
+                           {"BM": 64, "BN": 64, "BK": 32, "L": L, "GLUON": True}),
+        "tile_and_scalar": (h_tile_and_scalar, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "two_shapes": (h_two_shapes, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
     }
