@@ -1,13 +1,17 @@
-"""Per-target choices the examples make explicitly, the Gluon tile store several of them port, and
+"""Per-target choices the examples make explicitly, the Gluon tile stores several of them port, and
 the pure-Triton / pure-Gluon baseline builds."""
 import triton
 from triton.compiler import ASTSource
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
 from hybrid.compile import specialization
 from hybrid.targets import TARGETS
+from interop.compat import gluon_tma_copies
+
+_, tma_store = gluon_tma_copies()
 
 
 def tile_layout(target: str, num_warps: int) -> gl.BlockedLayout:
@@ -49,6 +53,33 @@ def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: 
     rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
+
+
+@gluon.jit
+def store_tile_tma(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr):
+    """The same epilogue through the tensor memory accelerator (sm90a, sm100a): the cast tile goes
+    once into an NVMMA-swizzled shared buffer, a fence hands it to the async proxy, one TMA store
+    writes it (the hardware clips at the tensor's bounds: no mask). The descriptor is made on the
+    device, in global scratch memory a launch asks ``triton.set_allocator``'s allocator for
+(``use_torch_allocator``)."""
+    dtype: gl.constexpr = c_ptr.dtype.element_ty
+    layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], dtype)
+    desc = tma.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BM, BN], layout)
+    smem = gl.allocate_shared_memory(dtype, [BM, BN], layout)
+    smem.store(acc.to(dtype))
+    fence_async_shared()
+    tma_store(desc, [pid_m * BM, pid_n * BN], smem)
+    tma.store_wait(0)
+
+
+def has_tma(target: str) -> bool:
+    return TARGETS[target].backend == "cuda" and int(TARGETS[target].arch) >= 90
+
+
+def use_torch_allocator() -> None:
+    """Let launches take their global scratch (device-made TMA descriptors) from torch's allocator."""
+    import torch
+    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
 
 
 def compile_pure(kernel, signature: dict, constexprs: dict, target: str, num_warps: int, divisible=(), **options):

@@ -12,13 +12,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+from triton._C.libtriton import ir
 from triton.experimental.gluon import language as gl
 from triton.runtime import interpreter as _interp
 from triton.runtime.interpreter import TensorHandle
 
 from interop import arch
 
-from . import layouts, memory
+from . import layouts, memory, tma
 from . import program as prog
 from . import barriers
 from .errors import UnsupportedOpError
@@ -182,6 +183,13 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
             return
         result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
         barriers.complete_tx(bar.key(), result.nbytes)
+
+    def create_make_tensor_descriptor(self, ty, base, shape, strides, padding, *rest):
+        """A descriptor made on the device (``tma.make_tensor_descriptor``): the same tiled view as a
+        host one; the TMA copies that use it check the target."""
+        pad = "nan" if padding == ir.PADDING_OPTION.PAD_NAN else "zero"
+        return tma.TMADescriptor(int(_scalar(base)), [int(_scalar(s)) for s in shape],
+                                 [int(_scalar(s)) for s in strides], base.dtype.element_ty, pad)
 
     def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
         self._require("create_async_tma_copy_local_to_global")

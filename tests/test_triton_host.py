@@ -4,6 +4,8 @@ import re
 import pytest
 
 import hybrid
+from examples import matmul_gluon_epilogue
+from examples.layouts import has_tma
 from hybrid.targets import TARGETS
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS
@@ -132,3 +134,24 @@ def test_divisible_integer_arguments_specialize_like_the_jit(target):
     assert "tt.divisibility = 16" in aligned.asm["ttgir"].split("%stride")[1].split(")")[0]
     with pytest.raises(TypeError, match="x_ptr"):
         hybrid.compile(triton_hosts.h_strided_rows, signature, constexprs, target=target, divisible=("x_ptr", ))
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_tma_store_epilogue(target):
+    """The matmul example's Gluon epilogue is a TMA store through NVMMA-swizzled shared memory on
+    sm90a/sm100a (descriptor made on the device, async-proxy fence, one bulk tensor copy), a plain
+    explicit-layout store elsewhere; the Triton mainloop is the same in both."""
+    fb = matmul_gluon_epilogue.build(target)
+    ttgir = fb.asm["ttgir"]
+    assert fb.kernel_entries == 1 and "tt.call" not in ttgir
+    tma_ops = ("ttng.tensormap_create", "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global",
+               "ttng.async_tma_store_wait")
+    if has_tma(target):
+        assert all(op in ttgir for op in tma_ops)
+        assert re.search(r"ttg\.local_alloc .*!ttg\.memdesc<64x64xf16, #shared\d*", ttgir)
+        assert "#ttg.nvmma_shared<{swizzlingByteWidth = 128" in ttgir
+        assert "cp.async.bulk.tensor" in fb.assembly and "fence.proxy.async" in fb.assembly
+        assert fb.metadata["global_scratch_size"] >= 128   # the device-made descriptor
+    else:
+        assert not any(op in ttgir for op in tma_ops)
+        assert "tt.store" in ttgir or "buffer_store" in ttgir
