@@ -19,6 +19,7 @@ _REQUIREMENTS = (
     ("ttng.async_tma", "cuda", 90, "a TMA copy"),
     ("ttng.tc_gen5", "cuda", 100, "a Blackwell tcgen05 op"),
     ("ttng.tmem", "cuda", 100, "Blackwell tensor memory"),
+    ("ttg.warp_", "cuda", 90, "warp specialization (gl.warp_specialize)"),
     ("ttng.", "cuda", None, "an NVIDIA-only op"),
     ("amdgpu.", "hip", None, "an AMD-only op"),
     ("amdg.", "hip", None, "an AMD-only op"),
@@ -32,15 +33,13 @@ class Misplaced:
 
 
 def misplaced_ops(module, target) -> list[Misplaced]:
-    """Ops in ``module`` that ``target`` (a ``GPUTarget``) cannot run, first occurrence each."""
+    """Ops in ``module`` that ``target`` (a ``GPUTarget``) cannot run: the first op per missing feature."""
     found: dict[str, Misplaced] = {}
 
     def visit(op):
-        name = op.get_name()
-        if name not in found:
-            needs = unmet(name, target)
-            if needs:
-                found[name] = Misplaced(name, needs)
+        needs = unmet(op.get_name(), target)
+        if needs and needs not in found:
+            found[needs] = Misplaced(op.get_name(), needs)
 
     module.walk(visit)
     return list(found.values())

@@ -32,6 +32,7 @@ _ARCH_OPS = {
     "create_tcgen05_mma": "ttng.tc_gen5_mma", "create_tcgen05_commit": "ttng.tc_gen5_commit",
     "create_tmem_alloc": "ttng.tmem_alloc", "create_mbarrier_init": "ttng.init_barrier",
     "create_async_copy_global_to_local": "ttg.async_copy_global_to_local",
+    "create_warp_specialize": "ttg.warp_specialize",
 }
 
 
@@ -58,7 +59,8 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
 
-    def _require(self, method: str) -> None:
+    def require(self, method: str) -> None:
+        """Raise ``TargetError`` where the target lacks the op builder ``method`` stands for."""
         unmet = arch.unmet(_ARCH_OPS[method], self.target)
         if unmet:
             raise arch_error(unmet, self.target)
@@ -174,11 +176,11 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
             barriers.arrive(bar.key(), 1)
 
     def create_fence_async_shared(self, cluster=False):
-        self._require("create_fence_async_shared")
+        self.require("create_fence_async_shared")
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
-        self._require("create_async_tma_copy_global_to_local")
+        self.require("create_async_tma_copy_global_to_local")
         if not _pred(pred):
             return
         result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
@@ -192,7 +194,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
                                  [int(_scalar(s)) for s in strides], base.dtype.element_ty, pad)
 
     def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
-        self._require("create_async_tma_copy_local_to_global")
+        self.require("create_async_tma_copy_local_to_global")
         desc.write([int(_scalar(c)) for c in coord], src.data)
 
     def create_async_tma_store_wait(self, pendings, *rest):
@@ -207,7 +209,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return TensorHandle(out.astype(d.data.dtype), d.dtype.scalar)
 
     def create_warpgroup_mma(self, a, b, acc, use_acc, precision, max_num_imprecise_acc, is_async, *rest):
-        self._require("create_warpgroup_mma")
+        self.require("create_warpgroup_mma")
         out = _matmul(a, b)
         if _pred(use_acc):
             out = out + acc.data.astype(np.float32)
@@ -217,7 +219,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return list(deps)
 
     def create_tmem_alloc(self, ty, value=None):
-        self._require("create_tmem_alloc")
+        self.require("create_tmem_alloc")
         handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout,
                                  space="tensor")
         if value is not None:
@@ -239,7 +241,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return src.view(src.data[tuple(window)], layout=ty.layout)
 
     def create_tcgen05_mma(self, a, b, acc, use_acc, pred, mbarriers=(), mbarrier_preds=(), *rest):
-        self._require("create_tcgen05_mma")
+        self.require("create_tcgen05_mma")
         if _pred(pred):
             out = _matmul(a, b)
             if _pred(use_acc):
@@ -250,7 +252,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
                 barriers.arrive(bar.key(), 1)
 
     def create_tcgen05_commit(self, bar, pred=None, *rest):
-        self._require("create_tcgen05_commit")
+        self.require("create_tcgen05_commit")
         if _pred(pred):   # every earlier MMA is complete: the commit is one arrival
             barriers.arrive(bar.key(), 1)
 

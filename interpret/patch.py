@@ -106,6 +106,8 @@ def rewritten(fn: JITFunction):
 
 
 def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs=None, generator=None):
+    self.builder.require("create_warp_specialize")
+
     def run_partition(fn, args, num_warps, partition):
         return call_jit(fn, tuple(args), {}, num_warps=num_warps, partition=partition)
     return warp_specialize.run(run_partition, list(functions_and_args), list(worker_num_warps))

@@ -9,6 +9,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import hopper
 
 import hybrid
+from tests import triton_hosts
 from tests.kernels import vec_1d
 
 
@@ -122,6 +123,7 @@ def main(case: str, target: str) -> None:
                                                       num_warps=int(target.split("/")[1]) if "/" in target else 4),
         "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
         "too_much_shared": lambda: hybrid.compile(h_too_much_shared, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
+        "gluon_warp_specialize": lambda: hybrid.compile(*triton_hosts.cases(target)["warp_specialized"], target=target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

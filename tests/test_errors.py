@@ -16,8 +16,8 @@ def run_case(case: str, target: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def line_of(text: str) -> int:
-    return next(i for i, line in enumerate((ROOT / BAD).read_text().splitlines(), 1) if text in line)
+def line_of(text: str, path: str = BAD) -> int:
+    return next(i for i, line in enumerate((ROOT / path).read_text().splitlines(), 1) if text in line)
 
 
 def assert_python_error(proc: subprocess.CompletedProcess, exception: str, *needles: str) -> None:
@@ -73,6 +73,13 @@ def test_gluon_region_with_an_op_of_another_architecture(target):
     proc = run_case("gluon_wrong_arch", target)
     assert_python_error(proc, "RegionError", "region 'g_hopper_fence'", f"{BAD}:{line_of('g_hopper_fence(tl.load(')}",
                         "ttng.fence_async_shared", "sm90+" if target == "sm80" else "cuda only", "hint:")
+
+
+def test_warp_specialize_in_a_gluon_region_before_sm90():
+    """An LLVM abort upstream (setmaxnreg cannot be selected on sm80)."""
+    proc = run_case("gluon_warp_specialize", "sm80")
+    call = f"tests/triton_hosts.py:{line_of('g_ring_sum(x_ptr, n_tiles, BLOCK, 2)', 'tests/triton_hosts.py')}"
+    assert_python_error(proc, "RegionError", "region 'g_ring_sum'", call, "warp specialization", "sm90+", "hint:")
 
 
 def test_gluon_kernel_with_an_op_of_another_architecture():

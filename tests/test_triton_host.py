@@ -2,11 +2,13 @@
 import re
 
 import pytest
+import torch
 
 import hybrid
 from examples import matmul_gluon_epilogue
 from examples.layouts import has_tma
 from hybrid.targets import TARGETS
+from interpret import interpreting
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS
 
@@ -155,3 +157,24 @@ def test_tma_store_epilogue(target):
     else:
         assert not any(op in ttgir for op in tma_ops)
         assert "tt.store" in ttgir or "buffer_store" in ttgir
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_warp_specialize_inside_a_gluon_region(built, target):
+    """The region forks a one-warp producer (its registers capped at 24) that streams tiles through
+    a shared ring under mbarriers; the default partition's sum is the region's result."""
+    fb = built("warp_specialized", target)
+    ttgir, ptx = fb.asm["ttgir"], fb.assembly
+    assert fb.kernel_entries == 1 and "tt.call" not in ttgir
+    assert "ttg.warp_specialize" in ttgir and "requestedRegisters = array<i32: 24>" in ttgir
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24\b", ptx)
+    assert "mbarrier.try_wait" in ptx and "mbarrier.arrive" in ptx
+    assert fb.regions[0]["shared_bytes"] >= 2 * 256 * 4   # the two-slot ring
+
+
+def test_warp_specialized_region_computes_the_sum_in_the_interpreter():
+    x = torch.randn(5 * 256)
+    y = torch.full((256, ), float("nan"))
+    with interpreting(target="sm90a"):
+        triton_hosts.h_warp_specialized[(1, )](x, y, 5, BLOCK=256)
+    torch.testing.assert_close(y, 2 * x.view(5, 256).sum(0), rtol=1e-5, atol=1e-5)

@@ -9,6 +9,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
 from interop.compat import gluon_barrier
 from tests.kernels import NUM_WARPS, t_scale, tile_2d, vec_1d
 
@@ -58,6 +60,44 @@ def g_tile_and_max(x, L: gl.constexpr):
 def g_tile_and_row_sums(x, L: gl.constexpr):
     x = gl.convert_layout(x, L)
     return x * 2.0, gl.sum(x, axis=1)
+
+
+@gluon.jit
+def _ring_producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    offs = gl.arange(0, BLOCK, layout=L)
+    for i in range(n_tiles):
+        s = i % STAGES
+        mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)   # the consumer released the slot
+        ring.index(s).store(gl.load(x_ptr + i * BLOCK + offs))
+        mbarrier.arrive(ready.index(s), count=1)
+
+
+@gluon.jit
+def _ring_consumer(ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+    acc = gl.zeros([BLOCK], gl.float32, L)
+    for i in range(n_tiles):
+        s = i % STAGES
+        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+        acc += ring.index(s).load(L)
+        mbarrier.arrive(empty.index(s), count=1)
+    return (acc, )   # a tuple: Triton 3.6's warp_specialize cannot flatten a lone tensor
+
+
+@gluon.jit
+def g_ring_sum(x_ptr, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
+    """Warp specialization inside a region: a one-warp worker streams tiles through a shared ring,
+    the default partition sums them and its result is the region's (sm90+)."""
+    ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    acc, = gl.warp_specialize([(_ring_consumer, (ring, ready, empty, n_tiles, BLOCK, STAGES)),
+                               (_ring_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES))], [1], [24])
+    return acc
 
 
 # -- Triton hosts (unported code) ---------------------------------------------------------------
@@ -142,6 +182,13 @@ def h_two_shapes(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.
     tl.store(z_ptr + rows, s)
 
 
+@hybrid.jit
+@triton.jit
+def h_warp_specialized(x_ptr, y_ptr, n_tiles, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, g_ring_sum(x_ptr, n_tiles, BLOCK, 2) * 2.0)
+
+
 def cases(target: str) -> dict:
     """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
     L, L1 = tile_2d(target), vec_1d(target)
@@ -155,5 +202,6 @@ def cases(target: str) -> dict:
         "pipelined_loop": (h_pipelined_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": p32, "K": "i32"},
                            {"BM": 64, "BN": 64, "BK": 32, "L": L, "GLUON": True}),
         "tile_and_scalar": (h_tile_and_scalar, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "warp_specialized": (h_warp_specialized, {"x_ptr": p32, "y_ptr": p32, "n_tiles": "i32"}, {"BLOCK": 256}),
         "two_shapes": (h_two_shapes, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
     }
