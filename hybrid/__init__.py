@@ -1,6 +1,7 @@
 """triton-hybrid: one kernel, Triton and Gluon regions, one fused binary per GPU target."""
 from interop.boundary import Boundary
 from interop.errors import RegionError
+from interop.handoff import shared, takes
 
 from .compile import FusedBinary, compile
 from .jit import jit
@@ -20,4 +21,5 @@ def load_bundle(path, **kwargs):
     return load(path, **kwargs)
 
 
-__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "interpreting", "jit", "load_bundle"]
+__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "interpreting", "jit", "load_bundle", "shared",
+           "takes"]

@@ -32,6 +32,9 @@ class Boundary:
     to_layout: str
     conversions: int     # ttg.convert_layout ops this boundary costs in the stitched module
     reason: str          # why: "layouts agree", "converted", "folded into ...", ...
+    handoff: str = "registers"   # or "shared": the value crosses in a shared buffer
+    shared_bytes: int = 0        # bytes the host stores into shared memory for the handoff
+    fences: int = 0              # async-proxy fences the handoff added
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -40,12 +43,19 @@ class Boundary:
 
 
 def layout_of(type_text: str) -> str:
-    """The encoding attribute of a printed ranked tensor type (``tensor<4x8xf32, #enc>`` -> ``#enc``)."""
-    inner = type_text[len("tensor<"):-1]
+    """The encoding of a printed tensor or shared-memory type (``tensor<4x8xf32, #enc>`` and
+    ``!ttg.memdesc<4x8xf32, #enc, #smem, mutable>`` -> ``#enc``)."""
+    inner = type_text[type_text.index("<") + 1:-1]
     _, _, encoding = inner.partition(", ")
+    if type_text.startswith("!ttg.memdesc"):
+        encoding = encoding.rsplit(", #ttg.shared_memory", 1)[0].rsplit(", #smem", 1)[0]
     return encoding or "-"
 
 
 def shape_and_dtype(type_text: str) -> tuple[tuple, str]:
-    dims = type_text[len("tensor<"):-1].partition(", ")[0].split("x")
+    dims = type_text[type_text.index("<") + 1:-1].partition(", ")[0].split("x")
     return tuple(int(d) for d in dims[:-1]), dims[-1]
+
+
+def is_shared(type_text: str) -> bool:
+    return type_text.startswith("!ttg.memdesc")

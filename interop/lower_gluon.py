@@ -29,10 +29,11 @@ def build_gluon_function(fn, args: list, arg_types: list, *, module, context, op
     return module.get_function(name), generator.ret_type
 
 
-def probe(fn, args: list, *, context, options, target) -> tuple[object, object]:
+def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[object, object]:
     """``fn``'s return type for ``args`` (tensors of Triton type) and the module of a throwaway
-    build in which every tensor argument has a placeholder blocked layout (its ops are the
-    ones the real build will have, so it is also where architecture checks look)."""
+    build in which every tensor argument has its declared type (``wants``, ``handoff.Want`` by
+    parameter name) or a placeholder blocked layout (its ops are the ones the real build will
+    have, so it is also where architecture checks look)."""
     builder = ir.builder(context)
     module = builder.create_module()
     backend = make_backend(target)
@@ -40,7 +41,8 @@ def probe(fn, args: list, *, context, options, target) -> tuple[object, object]:
     module.set_attr("ttg.num-warps", builder.get_int32_attr(options.num_warps))
     module.set_attr("ttg.num-ctas", builder.get_int32_attr(options.num_ctas))
     module.set_attr("ttg.threads-per-warp", builder.get_int32_attr(options.warp_size))
-    placeholder_types = [_placeholder_type(arg.type, options) for arg in args]
+    placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else _placeholder_type(arg.type, options)
+                         for name, arg in zip(fn.arg_names, args)]
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
                                        target=target, name="hybrid_gluon_probe")
     return ret_type, module
@@ -58,9 +60,10 @@ def _placeholder_type(ty, options):
 
 
 def to_triton_type(ty):
-    """The Triton type of a Gluon value type (a distributed tensor loses its layout)."""
+    """The Triton type of a Gluon value type (a distributed tensor loses its layout; a shared
+    buffer is loaded into one at the boundary)."""
     if isinstance(ty, tl.tuple_type):
         return tl.tuple_type([to_triton_type(t) for t in ty.types], ty.fields)
-    if isinstance(ty, tl.block_type):
+    if isinstance(ty, (tl.block_type, gl.shared_memory_descriptor_type)):
         return tl.block_type(ty.element_ty, ty.shape)
     return ty

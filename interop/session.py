@@ -8,12 +8,15 @@ Gluon regions (``triton_host.py``). Calls within one language are left to upstre
 """
 from __future__ import annotations
 
+import math
+
 from triton._C.libtriton import gluon_ir
 from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import arch, arguments, compat, diagnostics, instrument, locations, lower_gluon, opaque, stitch, triton_host
+from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
+               opaque, stitch, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -25,8 +28,17 @@ _REGION_HINT = ("the Triton function is lowered on its own for the call site's a
                 "fix it or the arguments passed at the call site")
 
 
+_TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
+               "either given directly or as the name of a constexpr parameter holding it")
+
+
 class HybridCodeGenerator(_cg.CodeGenerator):
     session: "HybridSession"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.is_gluon:
+            guarded_builder.guard(self.builder)
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):
         if _is_library(fn):   # triton.language's own helpers (reduce combiners, ...) serve both languages
@@ -126,13 +138,14 @@ class HybridSession:
         call_site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
+        wants = self._wants(fn, args, call_site)
         arg_types = [arg.type for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if specialization not in self._probed:
             self._probing = True   # Triton calls inside it are typed, not stitched (as in a dry visit)
             try:
-                ret_type, probe_module = lower_gluon.probe(fn, args, context=self.context, options=self.options,
-                                                           target=self.target)
+                ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=self.context,
+                                                           options=self.options, target=self.target)
             except Exception as exc:
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
             finally:
@@ -145,7 +158,8 @@ class HybridSession:
             _check_arch(probe_module, self.target, name, str(call_site))
             self._probed[specialization] = (ret_type, probe_module)
         ret_type = lower_gluon.to_triton_type(self._probed[specialization][0])
-        leaves = [leaf for _, leaf in arguments.leaves(args, fn.arg_names)]
+        named_leaves = arguments.leaves(args, fn.arg_names)
+        leaves = [leaf for _, leaf in named_leaves]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
         ir_types = [ty.to_ir(gen.builder) for ty in result_types]
         if compat.in_loop_carry_discovery(gen):
@@ -157,13 +171,28 @@ class HybridSession:
                             shared_bytes=arch.allocated_shared_bytes(self._probed[specialization][1]),
                             lines=tuple(locations.lines_of(str(self._probed[specialization][1]))))
             self.regions.append(region)
-            self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves]))
+            self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves],
+                                                           [wants.get(leaf_name) for leaf_name, _ in named_leaves],
+                                                           handoff.reads_async_proxy(self._probed[specialization][1])))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
             results = triton_host.emit_boundary(gen.builder, index, [leaf.handle for leaf in leaves], ir_types,
                                                 enable)
         if ret_type in (None, tl.void):
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
+
+    def _wants(self, fn, args: list, call_site: CallSite) -> dict:
+        """The call's ``@hybrid.takes`` declarations, checked against the arguments and the target."""
+        try:
+            wants = handoff.wants(fn, dict(zip(fn.arg_names, args)))
+        except ValueError as exc:
+            raise RegionError(fn.__name__, str(call_site), str(exc), _TAKES_HINT) from exc
+        for param, want in wants.items():
+            problem = None if want.in_shared else validate.layout_problem(
+                want.layout, self.options.warp_size, self.options.num_warps, arch.describe(self.target))
+            if problem:
+                raise RegionError(fn.__name__, str(call_site), f"the layout declared for '{param}': {problem}")
+        return wants
 
     def _scalar_attrs(self, gen, leaves: list) -> list[list]:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
@@ -196,11 +225,14 @@ class HybridSession:
             if str(ty).startswith("tensor<"):
                 self._plan(region, "out", j, f"return[{j}]", source or str(ty), str(ty))
 
-    def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str) -> None:
+    def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str,
+              **handoff) -> None:
+        """One boundary record to complete after stitching; ``handoff`` holds a shared-memory
+        handoff's ``Boundary`` fields (and its ``reason``)."""
         shape, dtype = bd.shape_and_dtype(expected)
         self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
                                   value=value, shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
-                                  to_layout=bd.layout_of(expected), agree=given == expected))
+                                  to_layout=bd.layout_of(expected), agree=given == expected, **handoff))
 
     # -- after code generation -----------------------------------------------------------------
     def finish(self, module) -> None:
@@ -236,8 +268,10 @@ class HybridSession:
 
     def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int):
         """``call``'s Gluon function built for the layouts its operands got in ``ports``."""
-        leaf_types = [gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
-                      if isinstance(t, tl.block_type) else t for t, v in zip(call.leaf_types, ports.operands)]
+        leaf_types = [want.gluon_type(t) if want else
+                      gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
+                      if isinstance(t, tl.block_type) else t
+                      for t, v, want in zip(call.leaf_types, ports.operands, call.wants)]
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         try:
@@ -281,14 +315,31 @@ class HybridSession:
         self.boundaries = [_record(planned, live) for planned in self._planned]
 
     def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
-        """Gluon regions take the host's layouts as they are; results convert to the host's."""
+        """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own
+        when none is declared) or into a shared buffer; results convert (or, returned in shared
+        memory, are loaded) to the layouts the host wants."""
+        builder = gluon_ir.GluonOpBuilder(self.context)
         names = [name for name, _ in arguments.leaves(call.args, call.fn.arg_names)]
-        for k, operand in enumerate(ports.operands):
-            if str(operand.get_type()).startswith("tensor<"):
-                self._plan(call.region, "in", k, names[k], str(operand.get_type()), str(operand.get_type()))
+        fenced = call.reads_async_proxy
+        for k, (operand, want, ty) in enumerate(zip(ports.operands, call.wants, call.leaf_types)):
+            given = str(operand.get_type())
+            if not given.startswith("tensor<"):
+                continue
+            wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
+            if want and want.in_shared:
+                nbytes = math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8
+                self._plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
+                           fences=int(fenced), reason="stored once into the declared shared layout"
+                           + (", then one async-proxy fence for the region's wgmma/tcgen05/TMA" if fenced else ""))
+                fenced = False   # one fence serves every buffer stored before it
+            else:
+                self._plan(call.region, "in", k, names[k], given, wanted)
         for j, own in enumerate(produced):
-            if own.startswith("tensor<"):   # the host's first layout for it (a conversion per further one)
-                wanted = next((str(v.get_type()) for k, v in ports.outputs if k == j), own)
+            wanted = next((str(v.get_type()) for k, v in ports.outputs if k == j), own)
+            if bd.is_shared(own):
+                self._plan(call.region, "out", j, f"return[{j}]", own, wanted, handoff="shared",
+                           reason="loaded from the shared buffer the region returned")
+            elif own.startswith("tensor<"):   # the host's first layout for it (a conversion per further one)
                 self._plan(call.region, "out", j, f"return[{j}]", own, wanted)
 
     def close(self) -> None:
@@ -298,9 +349,11 @@ class HybridSession:
 
 
 def _record(planned: dict, live: dict) -> bd.Boundary:
-    fields = {k: v for k, v in planned.items() if k != "agree"}
+    fields = {k: v for k, v in planned.items() if k not in ("agree", "reason")}
     remaining = live.get(bd.tag(planned["region"], planned["direction"], planned["index"]), [])
-    if planned["agree"]:
+    if "reason" in planned:
+        reason = planned["reason"]
+    elif planned["agree"]:
         reason = "layouts agree"
     elif not remaining:
         reason = "folded away (the neighbouring conversion already yields the needed layout)" \

@@ -36,6 +36,8 @@ class GluonCall:
     fn: object
     args: list              # normalized call arguments (tl values and constexprs)
     leaf_types: list        # Triton types of the runtime leaves, in flattening order
+    wants: list             # per leaf, its ``handoff.Want`` (declared layout or shared memory) or None
+    reads_async_proxy: bool  # the function feeds shared memory to wgmma/tcgen05/TMA: a handoff needs a fence
 
 
 def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types: list, enable) -> list:
@@ -115,18 +117,43 @@ def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
     the canonicalizer deletes them. Returns the types the Gluon function produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
+    operands = _hand_over(builder, call, ports.operands)
     profiled = instrument.enabled()
     if profiled:
         instrument.record(builder, call.region, start=True)
-    result = builder.call(function, ports.operands)
+    result = builder.call(function, operands)
     if profiled:
         instrument.record(builder, call.region, start=False)
     for j, producer in ports.outputs:
         value = result.get_result(j)
-        if str(value.get_type()) != str(producer.get_type()):
+        if str(value.get_type()).startswith("!ttg.memdesc"):   # a returned buffer: load it as the host wants
+            value = builder.create_local_load(producer.get_type(), value)
+            value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
+        elif str(value.get_type()) != str(producer.get_type()):
             value = builder.create_convert_layout(producer.get_type(), value)
             value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
         producer.replace_all_uses_with(value)
     for marker in ports.markers:
         marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
+
+
+def _hand_over(builder, call: GluonCall, operands: list) -> list:
+    """The operands as the Gluon function declared them (``handoff``): converted to a declared
+    layout, or stored once into a shared buffer of the declared shared layout, followed by one
+    async-proxy fence where the function reads shared memory through that proxy. Every op made
+    here is tagged as the boundary's, for the records."""
+    handed, stored = [], False
+    for k, (value, want, ty) in enumerate(zip(operands, call.wants, call.leaf_types)):
+        if want is not None:
+            wanted = want.gluon_type(ty).to_ir(builder)
+            if want.in_shared:
+                value, stored = builder.create_local_alloc(wanted, value), True
+            elif str(wanted) != str(value.get_type()):
+                value = builder.create_convert_layout(wanted, value)
+            if want.in_shared or str(wanted) != str(operands[k].get_type()):
+                value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "in", k)))
+        handed.append(value)
+    if stored and call.reads_async_proxy:
+        builder.create_fence_async_shared(False)
+    return handed

@@ -84,9 +84,11 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     semantic = caller.semantic if language == caller.language and num_warps == caller.num_warps else \
         semantic_for(language, num_warps, caller.semantic.builder)
     with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition)):
+        if crossing and language == "gluon":
+            args, kwargs = boundary.declared(fn, args, kwargs, semantic)
         result = rewritten(fn)(*args, **kwargs)
-    if crossing:
-        result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned")
+        if crossing:
+            result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic)
     return result
 
 

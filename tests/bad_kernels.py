@@ -104,6 +104,38 @@ def h_too_much_shared(x_ptr, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, g_big_buffer(tl.load(x_ptr + offs)))
 
 
+@hybrid.takes(x=gl.BlockedLayout([1], [64], [4], [0]))        # a wave64 layout
+@gluon.jit
+def g_takes_wave64(x):
+    return x + 1.0
+
+
+@hybrid.jit
+@triton.jit
+def h_takes_wave64(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_takes_wave64(tl.load(x_ptr + offs)))
+
+
+@hybrid.takes(n=gl.BlockedLayout([1], [32], [4], [0]))
+@gluon.jit
+def g_takes_scalar(x, n):
+    return x + n
+
+
+@hybrid.jit
+@triton.jit
+def h_takes_scalar(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_takes_scalar(tl.load(x_ptr + offs), n))
+
+
+def _mma_with_swizzled_a(target: str):
+    from examples import mma_handoff
+    constexprs = {**mma_handoff.constexprs(target), "SA": gl.SwizzledSharedLayout(1, 1, 1, [1, 0])}
+    return hybrid.compile(mma_handoff.mma_kernel, mma_handoff.SIGNATURE, constexprs, target=target)
+
+
 def main(case: str, target: str) -> None:
     L1 = vec_1d("sm90a")   # a 32-thread layout: wrong on AMD targets
     builds = {
@@ -124,6 +156,10 @@ def main(case: str, target: str) -> None:
         "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
         "too_much_shared": lambda: hybrid.compile(h_too_much_shared, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
         "gluon_warp_specialize": lambda: hybrid.compile(*triton_hosts.cases(target)["warp_specialized"], target=target),
+        "takes_wave64": lambda: hybrid.compile(h_takes_wave64, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
+        "takes_scalar": lambda: hybrid.compile(h_takes_scalar, {"x_ptr": "*fp32", "n": "fp32"}, {"BLOCK": 256},
+                                               target=target),
+        "handoff_swizzled_wgmma": lambda: _mma_with_swizzled_a(target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

@@ -82,6 +82,25 @@ def test_warp_specialize_in_a_gluon_region_before_sm90():
     assert_python_error(proc, "RegionError", "region 'g_ring_sum'", call, "warp specialization", "sm90+", "hint:")
 
 
+def test_declared_layout_for_another_warp_size():
+    proc = run_case("takes_wave64", "sm90a")
+    assert_python_error(proc, "RegionError", "region 'g_takes_wave64'", f"{BAD}:{line_of('g_takes_wave64(tl.load(')}",
+                        "the layout declared for 'x'", "64 threads per warp", "32-thread warps", "hint:")
+
+
+def test_declared_layout_for_a_scalar():
+    proc = run_case("takes_scalar", "sm90a")
+    assert_python_error(proc, "RegionError", "region 'g_takes_scalar'", f"{BAD}:{line_of('g_takes_scalar(tl.load(')}",
+                        "parameter 'n' declares a layout", "not a tensor", "hint:")
+
+
+def test_shared_handoff_in_a_layout_wgmma_cannot_read():
+    """An LLVM abort upstream (warp_group_dot's result type cannot be inferred)."""
+    proc = run_case("handoff_swizzled_wgmma", "sm90a")
+    assert_python_error(proc, "RegionError", "region 'wgmma_tile'", "examples/mma_handoff.py:", "operand A",
+                        "swizzled_shared", "NVMMASharedLayout")
+
+
 def test_gluon_kernel_with_an_op_of_another_architecture():
     proc = run_case("host_wrong_arch", "sm80")
     assert_python_error(proc, "TargetError", "k_hopper_op", "ttng.fence_async_shared", "sm90+", "cuda:80", "hint:")

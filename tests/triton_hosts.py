@@ -24,6 +24,20 @@ def g_row_sum(x, L: gl.constexpr):
     return gl.sum(x * 2.0, axis=1)
 
 
+@hybrid.takes(x="L")
+@gluon.jit
+def g_row_sum_declared(x, L: gl.constexpr):
+    """``g_row_sum`` with its input layout declared instead of converted in the body."""
+    return gl.sum(x * 2.0, axis=1)
+
+
+@hybrid.takes(x=hybrid.shared(gl.SwizzledSharedLayout(1, 1, 1, [1, 0])))
+@gluon.jit
+def g_transpose_shared(x, LT: gl.constexpr):
+    """``g_transpose_through_smem`` with the tile handed over in shared memory by the host."""
+    return x.permute((1, 0)).load(LT)
+
+
 @gluon.jit
 def g_transpose_through_smem(x, L: gl.constexpr, LT: gl.constexpr):
     """Stage a tile in shared memory and read it back transposed, with a barrier between."""
@@ -113,10 +127,27 @@ def h_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
 
 @hybrid.jit
 @triton.jit
+def h_declared_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
+    tl.store(y_ptr + rows, g_row_sum_declared(x, L) + 1.0)
+
+
+@hybrid.jit
+@triton.jit
 def h_smem(x_ptr, y_ptr, B: tl.constexpr, L: tl.constexpr, LT: tl.constexpr):
     r = tl.arange(0, B)
     x = tl.load(x_ptr + r[:, None] * B + r[None, :])
     y = g_transpose_through_smem(x, L, LT)
+    tl.store(y_ptr + r[:, None] * B + r[None, :], y)
+
+
+@hybrid.jit
+@triton.jit
+def h_shared_handoff(x_ptr, y_ptr, B: tl.constexpr, LT: tl.constexpr):
+    r = tl.arange(0, B)
+    y = g_transpose_shared(tl.load(x_ptr + r[:, None] * B + r[None, :]), LT)
     tl.store(y_ptr + r[:, None] * B + r[None, :], y)
 
 
@@ -196,6 +227,8 @@ def cases(target: str) -> dict:
     p32 = "*fp32"
     return {
         "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "declared_reduce": (h_declared_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "shared_handoff": (h_shared_handoff, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "LT": LT}),
         "smem": (h_smem, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L, "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),

@@ -1,0 +1,93 @@
+"""How a Gluon region takes its tensors from a Triton host: declared layouts and shared memory.
+
+By default a Gluon function called from Triton code receives each tensor in the layout
+Triton's passes gave it, and converts it itself. ``@hybrid.takes`` declares instead, per
+parameter, either a distributed layout (the host converts to it at the boundary, and the
+conversion folds with the host's own where it can) or ``hybrid.shared(layout)``: the host
+stores the tensor once into a shared buffer of that layout and the function receives the
+``shared_memory_descriptor`` (an MMA operand, a TMA source). A layout may be given as the name
+of a constexpr parameter, so that each target gets its own. Results need no declaration: a
+returned descriptor is loaded in whatever layout the Triton code around the call wants.
+
+The compiler (``triton_host.splice``) and the interpreter (``interpret/boundary.py``) both
+apply these declarations; this module only records and resolves them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
+from triton.language import core as tl
+
+_ATTR = "_hybrid_takes"
+#: ops that read shared memory through the async proxy: a generic store before them needs a fence
+ASYNC_PROXY_READERS = ("ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.async_tma_copy_local_to_global")
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A parameter handed over in shared memory: ``layout`` is a shared layout or a constexpr's name."""
+    layout: object
+
+
+def shared(layout) -> Shared:
+    return Shared(layout)
+
+
+@dataclass(frozen=True)
+class Want:
+    """What one parameter asks of the host, resolved for one call."""
+    layout: object          # a distributed layout, or a shared layout when ``in_shared``
+    in_shared: bool
+
+    def gluon_type(self, ty: tl.block_type):
+        """The type the Gluon function is built with for a host tensor of type ``ty``."""
+        if self.in_shared:
+            return gl.shared_memory_descriptor_type(ty.element_ty, list(ty.shape), self.layout, list(ty.shape))
+        return gl.distributed_type(ty.element_ty, list(ty.shape), self.layout)
+
+
+def takes(**params):
+    """Decorate a ``@gluon.jit`` function with the layout (or ``shared(layout)``) each named
+    tensor parameter wants; see the module docstring."""
+    def decorate(fn):
+        unknown = sorted(set(params) - set(fn.arg_names))
+        if unknown:
+            raise TypeError(f"hybrid.takes on '{fn.__name__}': no parameter named {', '.join(unknown)} "
+                            f"(parameters: {', '.join(fn.arg_names)})")
+        setattr(fn, _ATTR, dict(params))
+        return fn
+    return decorate
+
+
+def wants(fn, arguments: dict) -> dict[str, Want]:
+    """``fn``'s declarations for one call (``arguments``: parameter name -> bound value), with
+    constexpr names resolved; ``ValueError`` names the parameter where a declaration is unusable."""
+    resolved = {}
+    for name, declared in getattr(fn, _ATTR, {}).items():
+        in_shared = isinstance(declared, Shared)
+        layout = _value_of(declared.layout if in_shared else declared, arguments, name)
+        kind, expected = (SharedLayout, "a shared layout") if in_shared else (DistributedLayout, "a distributed layout")
+        if not isinstance(layout, kind):
+            raise ValueError(f"parameter '{name}' declares {layout!r}, which is not {expected}")
+        value = arguments[name]
+        if not isinstance(getattr(value, "type", None), tl.block_type):
+            raise ValueError(f"parameter '{name}' declares a layout but receives {value!r}, not a tensor")
+        resolved[name] = Want(layout, in_shared)
+    return resolved
+
+
+def _value_of(layout, arguments: dict, name: str):
+    if not isinstance(layout, str):
+        return layout
+    if layout not in arguments:
+        raise ValueError(f"parameter '{name}' declares the layout of '{layout}', which is not a parameter")
+    return tl._unwrap_if_constexpr(arguments[layout])
+
+
+def reads_async_proxy(module) -> bool:
+    """Whether ``module`` has an op that reads shared memory through the async proxy."""
+    found = []
+    module.walk(lambda op: found.append(op.get_name()) if op.get_name().startswith(ASYNC_PROXY_READERS) else None)
+    return bool(found)

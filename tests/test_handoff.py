@@ -1,0 +1,117 @@
+"""Declared boundaries of Gluon regions in Triton hosts (``@hybrid.takes``): layouts and
+shared-memory handoffs, compiled for every target on the CPU."""
+import re
+
+import pytest
+import torch
+
+import hybrid
+from examples import mma_handoff
+from hybrid.targets import TARGETS
+from tests import triton_hosts
+from tests.kernels import NUM_WARPS
+from tests.test_triton_host import layout_text
+
+
+@pytest.fixture(scope="module")
+def mma_builds():
+    return {target: mma_handoff.build(target) for target in TARGETS}
+
+
+def tagged(ttgir: str, op: str) -> dict[str, list[str]]:
+    """Boundary tag -> the result types of the ``op`` ops carrying it."""
+    found: dict[str, list[str]] = {}
+    for tag, ty in re.findall(op + r' %\S+ \{hybrid\.boundary = "([^"]+)"\} : \([^)]*\) -> (!ttg\.memdesc<[^>]*>)',
+                              ttgir):
+        found.setdefault(tag, []).append(ty)
+    return found
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_shared_handoff_writes_each_operand_once_in_its_declared_layout(mma_builds, target):
+    fb = mma_builds[target]
+    ttgir = fb.asm["ttgir"]
+    constexprs = mma_handoff.constexprs(target)
+    stores = tagged(ttgir, "ttg.local_alloc")
+    assert sorted(stores) == ["0:in:0", "0:in:1"] and all(len(types) == 1 for types in stores.values())
+    for (tag, (ty, )), declared in zip(sorted(stores.items()), (constexprs["SA"], constexprs["SB"])):
+        alias = ty.split(", ")[1]
+        layout = re.search(rf"^{alias} = (.*)$", ttgir, re.M).group(1)
+        assert layout.startswith("#ttg.nvmma_shared") and f"swizzlingByteWidth = {declared.swizzle_byte_width}" in layout
+    a_in, b_in = [b for b in fb.boundaries if b.direction == "in"]
+    assert (a_in.value, a_in.handoff, a_in.shared_bytes) == ("a", "shared", mma_handoff.BM * mma_handoff.K * 2)
+    assert (b_in.value, b_in.handoff, b_in.shared_bytes) == ("b", "shared", mma_handoff.K * mma_handoff.BN * 2)
+    assert a_in.to_layout.startswith("#ttg.nvmma_shared") and a_in.conversions == b_in.conversions == 0
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_shared_handoff_fences_once_for_the_async_proxy(mma_builds, target):
+    """One fence after both stores (the MMA reads them through the async proxy); the tcgen05 region
+    writes one more itself, after its mbarrier init."""
+    fb = mma_builds[target]
+    own = {"sm90a": 0, "sm100a": 1}[target]
+    assert sum(b.fences for b in fb.boundaries) == 1
+    assert fb.asm["ttgir"].count("ttng.fence_async_shared") == 1 + own
+    mma = {"sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma"}[target]
+    ptx = fb.assembly
+    assert ptx.index("fence.proxy.async") < ptx.index(mma) and "bar.sync" in ptx[:ptx.index(mma)]
+
+
+def test_no_fence_without_an_async_proxy_reader():
+    """A shared handoff to a region that only reads with ld.shared needs no fence."""
+    fb = hybrid.compile(*triton_hosts.cases("sm90a")["shared_handoff"], target="sm90a", num_warps=NUM_WARPS)
+    (handoff, ) = [b for b in fb.boundaries if b.direction == "in"]
+    assert handoff.handoff == "shared" and handoff.fences == 0
+    assert "fence_async_shared" not in fb.asm["ttgir"] and "fence.proxy.async" not in fb.assembly
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942", "gfx950"])
+def test_targets_without_wgmma_or_tcgen05_keep_the_dot_in_triton(mma_builds, target):
+    fb = mma_builds[target]
+    assert fb.kernel_entries == 1 and fb.regions == [] and fb.boundaries == []
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_declared_register_layout_is_what_the_region_computes_in(target):
+    """``@hybrid.takes(x="L")``: the body has no conversion of its own, the reduction runs in ``L``
+    and the boundary records the host -> ``L`` conversion (or its folding)."""
+    kernel, signature, constexprs = triton_hosts.cases(target)["declared_reduce"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, num_warps=NUM_WARPS)
+    ttgir = fb.asm["ttgir"]
+    alias = re.search(r"^(#\w+) = " + re.escape(layout_text(constexprs["L"])), ttgir, re.M).group(1)
+    assert re.search(rf"tt\.reduce.*\n(?:.*\n)*?.*\) : \(tensor<32x64xf32, {alias}>\)", ttgir)
+    inbound = fb.boundaries[0]
+    assert inbound.direction == "in" and inbound.to_layout == layout_text(constexprs["L"])
+    assert inbound.conversions == (0 if inbound.reason in ("layouts agree", ) or "folded" in inbound.reason else 1)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_shared_handoff_in_the_interpreter(target):
+    """The interpreter applies the same declarations (a buffer per operand, the declared layout)."""
+    p = mma_handoff.problem(200, 100, device="cpu")
+    with hybrid.interpreting(target=target):
+        out = mma_handoff.run("hybrid", p, target)
+    assert mma_handoff.error(out, p) <= mma_handoff.TOLERANCE
+
+
+def test_declared_register_layout_in_the_interpreter():
+    kernel, _, constexprs = triton_hosts.cases("gfx942")["declared_reduce"]
+    x = torch.randn(32, 64)
+    y = torch.full((32, ), float("nan"))
+    with hybrid.interpreting(target="gfx942"):
+        kernel[(1, )](x, y, **constexprs)
+    torch.testing.assert_close(y, 2 * x.sum(1) + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_takes_rejects_a_name_that_is_not_a_parameter():
+    with pytest.raises(TypeError, match="no parameter named y"):
+        hybrid.takes(y="L")(triton_hosts.g_row_sum)
+
+
+def test_shared_handoff_of_a_plain_tile_in_the_interpreter():
+    kernel, _, constexprs = triton_hosts.cases("gfx942")["shared_handoff"]
+    x = torch.randn(32, 32)
+    y = torch.full_like(x, float("nan"))
+    with hybrid.interpreting(target="gfx942"):
+        kernel[(1, )](x, y, **constexprs)
+    assert torch.equal(y, x.T)
