@@ -33,9 +33,9 @@ from examples.run import current_gpu_target  # noqa: E402
 from hybrid.resources import resources  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
-#: The suite, by kernel family: copies, row reductions, matmuls, attention.
+#: The suite, by kernel family: copies, row reductions, matmuls (and a shared-memory handoff), attention.
 SUITE = ("memcpy", "strided_copy", "softmax", "softmax_gluon_stats", "layernorm", "tile_matmul",
-         "matmul_gluon_epilogue", "matmul", "matmul_wgmma", "attention")
+         "matmul_gluon_epilogue", "mma_handoff", "matmul", "matmul_wgmma", "attention")
 PURE = ("gluon", "triton")
 #: Every hybrid kernel: at least this fraction of the speed of the faster of its pure versions.
 PURE_GOAL = 0.98

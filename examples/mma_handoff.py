@@ -113,6 +113,10 @@ def mma(target: str) -> str:
     return "wgmma" if int(spec.arch) < 100 else "tcgen05"
 
 
+#: Targets where the kernel has no Gluon region (no wgmma or tcgen05): the product stays in Triton.
+REGIONLESS = tuple(t for t in TARGETS if mma(t) == "dot")
+
+
 def constexprs(target: str) -> dict:
     kind = mma(target)
     if kind == "dot":
