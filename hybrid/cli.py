@@ -100,7 +100,9 @@ def report_table(rep: dict) -> Table:
         table.add_column(column, overflow="fold")
     for row in rep["rows"]:
         share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
-        boundaries = ", ".join(f"{b['direction']} {b['value']}: {b['conversions']} cvt" for b in row.get("boundaries", []))
+        boundaries = ", ".join(f"{b['direction']} {b['value']}: {b['conversions']} cvt"
+                               + (f", shared {b['shared_bytes']} B" if b.get("handoff") == "shared" else "")
+                               for b in row.get("boundaries", []))
         table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
                       str(row.get("shared_bytes", "")), boundaries)
     return table

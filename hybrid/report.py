@@ -20,13 +20,16 @@ def boundary_line(b: dict) -> str:
     arrow = "->" if b["direction"] == "in" else "<-"
     shape = "x".join(str(d) for d in b["shape"])
     cost = f"{b['conversions']} cvt" if b["conversions"] else "free"
+    if b.get("handoff") == "shared":   # records made before handoffs existed have no such field
+        cost = "shared" + (f" {b['shared_bytes']} B" if b.get("shared_bytes") else "") + \
+            (f" + {b['fences']} fence" if b.get("fences") else "") + (f", {cost}" if b["conversions"] else "")
     return (f"r{b['region']} {b['direction']} {b['value']} {shape}x{b['dtype']} {arrow} "
             f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost} ({b['reason']})")
 
 
 def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") -> Table:
     out = Table(title=title, show_lines=True)
-    for column in ("kernel", "target", "regions", "boundaries (layout conversions)", "entries", "shared B",
+    for column in ("kernel", "target", "regions", "boundaries (conversions, shared-memory handoffs)", "entries", "shared B",
                    "binary B"):
         out.add_column(column, overflow="fold")
     for s in summaries:
