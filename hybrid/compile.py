@@ -79,27 +79,29 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
                               options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]
     regions = module_json_attr(ttgir, REGIONS_ATTR)
-    _check_shared_memory(compiled.metadata, regions, gpu_target)
+    boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]
+    _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=regions,
-                       boundaries=[Boundary(**{**b, "shape": tuple(b["shape"])})
-                                   for b in module_json_attr(ttgir, BOUNDARIES_ATTR)],
-                       kernel=compiled)
+                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled)
 
 
-def _check_shared_memory(metadata, regions: list[dict], target) -> None:
+def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundary], target) -> None:
     """Over the target's shared memory, a kernel only fails at launch upstream; say it now,
-    with what each region allocates itself and what the rest (host buffers, conversion
-    scratch, the allocator's padding) takes."""
+    with what each region allocates itself, what each boundary puts through shared memory (a
+    handoff's buffer, conversion scratch; buffers whose lifetimes do not overlap share space,
+    so parts may add up to more than the kernel uses) and the kernel's total."""
     limit = arch.shared_memory_limit(target)
     if limit is None or metadata.shared <= limit:
         return
     parts = [f"r{r['index']} {r['function']} ({r['language']}, {r['call_site']}): {r.get('shared_bytes', 0)} B"
              for r in regions]
-    rest = metadata.shared - sum(r.get("shared_bytes", 0) for r in regions)
+    crossings = [f"r{b.region} {b.direction} {b.value}: {b.shared_bytes} B ({b.handoff} handoff"
+                 + (f", conversion via {b.movement}" if b.conversions else "") + ")"
+                 for b in boundaries if b.shared_bytes]
     raise SharedMemoryError(
         f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
-        "  per region: " + ("; ".join(parts) if parts else "none") + f"; the rest of the kernel: {rest} B\n"
+        "  per region: " + ("; ".join(parts) if parts else "none") + "\n"
+        "  per boundary: " + ("; ".join(crossings) if crossings else "none through shared memory") + "\n"
         "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
 
 

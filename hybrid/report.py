@@ -20,8 +20,10 @@ def boundary_line(b: dict) -> str:
     arrow = "->" if b["direction"] == "in" else "<-"
     shape = "x".join(str(d) for d in b["shape"])
     cost = f"{b['conversions']} cvt" if b["conversions"] else "free"
-    if b.get("handoff") == "shared":   # records made before handoffs existed have no such field
-        cost = "shared" + (f" {b['shared_bytes']} B" if b.get("shared_bytes") else "") + \
+    if b["conversions"] and b.get("movement"):   # records made before movements were known have none
+        cost += f" via {b['movement']}" + (f" {b['shared_bytes']} B" if b["movement"] == "shared" else "")
+    if b.get("handoff") == "shared":
+        cost = "shared handoff" + (f" {b['shared_bytes']} B" if b.get("shared_bytes") else "") + \
             (f" + {b['fences']} fence" if b.get("fences") else "") + (f", {cost}" if b["conversions"] else "")
     return (f"r{b['region']} {b['direction']} {b['value']} {shape}x{b['dtype']} {arrow} "
             f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost} ({b['reason']})")

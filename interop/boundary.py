@@ -33,8 +33,10 @@ class Boundary:
     conversions: int     # ttg.convert_layout ops this boundary costs in the stitched module
     reason: str          # why: "layouts agree", "converted", "folded into ...", ...
     handoff: str = "registers"   # or "shared": the value crosses in a shared buffer
-    shared_bytes: int = 0        # bytes the host stores into shared memory for the handoff
-    fences: int = 0              # async-proxy fences the handoff added
+    movement: str = "none"       # what its conversions move: none, registers, shuffles (in warps), shared
+    shared_bytes: int = 0        # bytes through shared memory: a handoff's buffer, conversion scratch
+    barriers: int = 0            # barriers its conversions need (a shared-memory round trip)
+    fences: int = 0              # async-proxy fences a handoff added
 
     def to_json(self) -> dict:
         data = asdict(self)

@@ -311,7 +311,7 @@ class HybridSession:
             names = ", ".join(r.function for r in self.regions) or "?"
             site = str(self.regions[0].call_site) if self.regions else "?"
             raise RegionError(names, site, f"stitching failed: {exc}") from exc
-        live = stitch.live_boundary_conversions(module)
+        live = stitch.live_boundary_conversions(module, self.context)
         self.boundaries = [_record(planned, live) for planned in self._planned]
 
     def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
@@ -360,8 +360,13 @@ def _record(planned: dict, live: dict) -> bd.Boundary:
             if planned["direction"] == "in" else "folded into the host's own conversion"
     else:
         reason = "converted"
-        src, dst = remaining[0]
-        fields["from_layout"], fields["to_layout"] = bd.layout_of(src), bd.layout_of(dst)
+        fields["from_layout"], fields["to_layout"] = bd.layout_of(remaining[0].source), bd.layout_of(remaining[0].result)
+    if remaining:   # what the conversions move: the costliest decides the kind, bytes and barriers add up
+        moves = [c.movement for c in remaining]
+        fields["movement"] = max((m.kind for m in moves), key=("none", "registers", "shuffles", "shared").index)
+        fields["shared_bytes"] = fields.get("shared_bytes", 0) + sum(m.shared_bytes for m in moves)
+        fields["barriers"] = sum(m.barriers for m in moves)
+        reason += f" ({fields['movement']})"
     return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
 
 

@@ -7,10 +7,13 @@ step that changes it, so a malformed module raises here instead of aborting late
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from triton._C.libtriton import gluon_ir, ir, passes
 
-from . import diagnostics, opaque
+from . import diagnostics, movement, opaque
 from .boundary import TAG, tag
+from .movement import Movement
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
 SINK = "hybrid.sink"
@@ -198,16 +201,25 @@ def fold_boundary_conversions(module, context) -> None:
     _verify(module, "folding boundary conversions")
 
 
-def live_boundary_conversions(module) -> dict[str, list[tuple[str, str]]]:
-    """Per boundary tag, the (source type, result type) of each conversion still in the module."""
-    found: dict[str, list[tuple[str, str]]] = {}
+@dataclass(frozen=True)
+class LiveConversion:
+    source: str          # printed types
+    result: str
+    movement: Movement
+
+
+def live_boundary_conversions(module, context) -> dict[str, list[LiveConversion]]:
+    """Per boundary tag, each conversion still in the module and what it moves."""
+    builder = gluon_ir.GluonOpBuilder(context)
+    found: dict[str, list[LiveConversion]] = {}
 
     def visit(op):
         if op.get_name() == "ttg.convert_layout":
             boundary_tag = op.get_str_attr(TAG)
             if boundary_tag:
-                found.setdefault(boundary_tag, []).append(
-                    (str(op.get_operand(0).get_type()), str(op.get_result(0).get_type())))
+                source, result = op.get_operand(0), op.get_result(0)
+                found.setdefault(boundary_tag, []).append(LiveConversion(
+                    str(source.get_type()), str(result.get_type()), movement.of_conversion(builder, source, result)))
 
     module.walk(visit)
     return found

@@ -130,6 +130,21 @@ def h_takes_scalar(x_ptr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs, g_takes_scalar(tl.load(x_ptr + offs), n))
 
 
+@hybrid.takes(x=hybrid.shared(gl.SwizzledSharedLayout(1, 1, 1, [1, 0])),
+              y=hybrid.shared(gl.SwizzledSharedLayout(1, 1, 1, [1, 0])))
+@gluon.jit
+def g_two_shared_tiles(x, y, L: gl.constexpr):
+    return x.load(L) + y.load(L)
+
+
+@hybrid.jit
+@triton.jit
+def h_big_handoff(x_ptr, B: tl.constexpr, L: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
+    tl.store(x_ptr + r[:, None] * B + r[None, :], g_two_shared_tiles(x, x * 2.0, L))   # 2 x 64 KiB handed over
+
+
 def _mma_with_swizzled_a(target: str):
     from examples import mma_handoff
     constexprs = {**mma_handoff.constexprs(target), "SA": gl.SwizzledSharedLayout(1, 1, 1, [1, 0])}
@@ -160,6 +175,9 @@ def main(case: str, target: str) -> None:
         "takes_scalar": lambda: hybrid.compile(h_takes_scalar, {"x_ptr": "*fp32", "n": "fp32"}, {"BLOCK": 256},
                                                target=target),
         "handoff_swizzled_wgmma": lambda: _mma_with_swizzled_a(target),
+        "big_handoff": lambda: hybrid.compile(h_big_handoff, {"x_ptr": "*fp32"},
+                                              {"B": 128, "L": gl.BlockedLayout([1, 4], [8, 8], [4, 1], [1, 0])},
+                                              target=target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

@@ -113,6 +113,13 @@ def test_shared_memory_over_the_target_limit_is_broken_down_by_region(target):
                         f"{BAD}:{line_of('g_big_buffer(tl.load(')}", f"{512 * 256 * 4} B", "hint:")
 
 
+def test_shared_memory_over_the_limit_is_broken_down_by_boundary():
+    proc = run_case("big_handoff", "gfx942")
+    assert_python_error(proc, "SharedMemoryError", "h_big_handoff", "has 65536 B", "g_two_shared_tiles (gluon",
+                        f"r0 in x: {128 * 128 * 4} B (shared handoff)", f"r0 in y: {128 * 128 * 4} B (shared handoff)",
+                        "hint:")
+
+
 @pytest.mark.parametrize("target", ["gfx942", "sm90a/8"])
 def test_layout_written_in_a_gluon_region_that_does_not_fit_the_target(target):
     """Wrong warp size (wave64) or wrong num_warps: named, with the region's call site, before lowering."""

@@ -1,0 +1,85 @@
+"""What a layout conversion moves (``interop.movement``), checked against the instructions
+Triton emits for that very conversion in a one-conversion Gluon kernel."""
+import math
+
+import pytest
+import triton
+from triton._C.libtriton import gluon_ir, ir
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+
+from hybrid.targets import TARGETS
+from interop import movement
+
+M, N = 32, 64
+PAIRS = {   # name -> (source layout, result layout) for 4 warps of 32 threads
+    "same": (gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])),
+    "register order": (gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), gl.BlockedLayout([1, 4], [4, 8], [4, 1], [0, 1])),
+    "narrower vectors": (gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), gl.BlockedLayout([1, 2], [4, 8], [4, 1], [1, 0])),
+    "lanes": (gl.BlockedLayout([1, 4], [4, 8], [1, 4], [1, 0]), gl.BlockedLayout([1, 4], [8, 4], [1, 4], [1, 0])),
+    "warps": (gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), gl.BlockedLayout([1, 4], [4, 8], [1, 4], [1, 0])),
+}
+
+
+@gluon.jit
+def convert(x_ptr, y_ptr, A: gl.constexpr, B: gl.constexpr, M: gl.constexpr, N: gl.constexpr):
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, A))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, A))
+    y = gl.convert_layout(gl.load(x_ptr + rows[:, None] * N + cols[None, :]), B)
+    rows = gl.arange(0, M, layout=gl.SliceLayout(1, B))
+    cols = gl.arange(0, N, layout=gl.SliceLayout(0, B))
+    gl.store(y_ptr + rows[:, None] * N + cols[None, :], y)
+
+
+@pytest.fixture(scope="module")
+def builder():
+    context = ir.context()
+    ir.load_dialects(context)
+    try:
+        return context, gluon_ir.GluonOpBuilder(context, "sm90")   # 3.9 takes the arch
+    except TypeError:
+        return context, gluon_ir.GluonOpBuilder(context)
+
+
+def compiled_ptx_and_shared(a, b) -> tuple[str, int]:
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "A": "constexpr", "B": "constexpr", "M": "constexpr",
+                 "N": "constexpr"}
+    kernel = triton.compile(GluonASTSource(convert, signature, {"A": a, "B": b, "M": M, "N": N}),
+                            target=TARGETS["sm90a"])
+    return kernel.asm["ptx"], kernel.metadata.shared
+
+
+def register_permuted(builder, layout):
+    """``layout`` with each thread's registers in another order: the same elements per thread."""
+    linear = builder.to_linear_layout(layout._to_ir(builder), [M, N])
+    return gl.DistributedLinearLayout(list(reversed(linear.reg_bases)), linear.lane_bases, linear.warp_bases,
+                                      linear.block_bases, [M, N])
+
+
+@pytest.mark.parametrize("name", [*PAIRS, "registers permuted"])
+def test_prediction_matches_the_instructions_triton_emits(builder, name):
+    a, b = PAIRS[name] if name in PAIRS else (PAIRS["same"][0], register_permuted(builder[1], PAIRS["same"][0]))
+    predicted = movement.between(builder[1], a, b, [M, N], 32)
+    ptx, shared = compiled_ptx_and_shared(a, b)
+    assert ("shfl.sync" in ptx) == (predicted.kind == "shuffles"), (name, predicted)
+    assert ("st.shared" in ptx or "stmatrix" in ptx) == (predicted.kind == "shared") == (shared > 0), (name, predicted)
+    assert predicted.shared_bytes == (M * N * 4 if predicted.kind == "shared" else 0)
+    assert predicted.barriers == (1 if predicted.kind == "shared" else 0)
+    expected = {"same": "none", "registers permuted": "registers", "lanes": "shared", "warps": "shared"}
+    assert predicted.kind == expected.get(name, "shuffles")
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_boundary_records_say_what_their_conversions_move(target):
+    from examples import softmax
+    fb = softmax.build(target)
+    for b in fb.boundaries:
+        if not b.conversions:
+            assert (b.movement, b.shared_bytes, b.barriers) == ("none", 0, 0), b
+            continue
+        assert b.reason.endswith(f"({b.movement})") and b.movement != "none", b
+        if b.movement == "shared":
+            assert b.shared_bytes == b.conversions * 4 * math.prod(b.shape), b
+            assert b.barriers == b.conversions
+    assert any(b.movement == "shared" for b in fb.boundaries)
