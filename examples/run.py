@@ -17,7 +17,8 @@ from scheduler import Cache, build, plan
 EXAMPLES = {"examples.softmax": "softmax_kernel", "examples.tile_matmul": "matmul_kernel",
             "examples.softmax_gluon_stats": "softmax_kernel", "examples.matmul_gluon_epilogue": "matmul_kernel",
             "examples.memcpy": "copy_kernel", "examples.strided_copy": "transpose_copy_kernel",
-            "examples.layernorm": "layernorm_kernel", "examples.mma_handoff": "mma_kernel"}
+            "examples.layernorm": "layernorm_kernel", "examples.mma_handoff": "mma_kernel",
+            "examples.matmul": "matmul_kernel", "examples.attention": "attention_kernel"}
 
 
 def example_modules() -> list:

@@ -2,8 +2,10 @@
 
 Jobs hold only names and JSON values, so any executor can ship them to another process or
 machine; the worker imports the kernel itself. A kernel's module may provide defaults that the
-command line cannot spell: ``SIGNATURE`` (a dict) and ``constexprs(target)`` (for example
-target-specific layouts); values given in the job override them.
+command line cannot spell: ``SIGNATURE`` (a dict), ``constexprs(target)`` (for example
+target-specific layouts), ``options(target)`` (``num_warps``, ``num_stages``) and ``DIVISIBLE``
+(integer arguments a launch specializes as multiples of 16); values given in the job override
+them, and ``DEFAULT_OPTIONS`` fill in the rest.
 """
 from __future__ import annotations
 
@@ -81,7 +83,7 @@ def expand_targets(targets) -> list[str]:
 def plan(kernels: list[str], targets, signature: dict | None = None, constexprs: dict | None = None,
          options: dict | None = None) -> list[Job]:
     """Every (kernel, target) job, kernel-major; path references are made absolute."""
-    return [Job(absolute_ref(k), t, dict(signature or {}), dict(constexprs or {}), {**DEFAULT_OPTIONS, **(options or {})})
+    return [Job(absolute_ref(k), t, dict(signature or {}), dict(constexprs or {}), dict(options or {}))
             for k in kernels for t in expand_targets(targets)]
 
 
@@ -121,4 +123,8 @@ def resolve(job: Job) -> Spec:
     constexprs = {**(defaults(job.target) if callable(defaults) else {}), **job.constexprs}
     given = {**getattr(module, "SIGNATURE", {}), **job.signature}
     signature = {a: given[a] for a in fn.arg_names if a in given and a not in constexprs}
-    return Spec(job, fn, signature, constexprs, {**DEFAULT_OPTIONS, **job.options})
+    module_options = getattr(module, "options", None)
+    divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
+    options = {**DEFAULT_OPTIONS, **(module_options(job.target) if callable(module_options) else {}), **divisible,
+               **job.options}
+    return Spec(job, fn, signature, constexprs, options)

@@ -125,7 +125,9 @@ def test_boundary_records_are_complete(built):
     assert outbound.shape == (32, ) and outbound.direction == "out"
     assert (inbound.value, outbound.value) == ("x", "return[0]")
     assert set(inbound.to_json()) == {"region", "function", "direction", "index", "value", "shape", "dtype",
-                                      "from_layout", "to_layout", "conversions", "reason"}
+                                      "from_layout", "to_layout", "conversions", "reason", "handoff", "movement",
+                                      "shared_bytes", "barriers", "fences"}
+    assert inbound.handoff == outbound.handoff == "registers" and inbound.fences == 0
 
 
 def test_gluon_layouts_survive_unchanged(built):
