@@ -74,6 +74,10 @@ def wants(fn, arguments: dict) -> dict[str, Want]:
         value = arguments[name]
         if not isinstance(getattr(value, "type", None), tl.block_type):
             raise ValueError(f"parameter '{name}' declares a layout but receives {value!r}, not a tensor")
+        rank = len(getattr(layout, "order", None) or value.type.shape)
+        if rank != len(value.type.shape):
+            raise ValueError(f"parameter '{name}' declares a rank-{rank} layout ({layout!r}) for a rank-"
+                             f"{len(value.type.shape)} tensor of shape {list(value.type.shape)}")
         resolved[name] = Want(layout, in_shared)
     return resolved
 

@@ -145,6 +145,19 @@ def h_big_handoff(x_ptr, B: tl.constexpr, L: tl.constexpr):
     tl.store(x_ptr + r[:, None] * B + r[None, :], g_two_shared_tiles(x, x * 2.0, L))   # 2 x 64 KiB handed over
 
 
+@hybrid.takes(x=hybrid.shared(gl.SwizzledSharedLayout(1, 1, 1, [0])))   # rank 1, for a 2-D tile
+@gluon.jit
+def g_rank_mismatch(x, L: gl.constexpr):
+    return x.load(L)
+
+
+@hybrid.jit
+@triton.jit
+def h_rank_mismatch(x_ptr, B: tl.constexpr, L: tl.constexpr):
+    r = tl.arange(0, B)
+    tl.store(x_ptr + r[:, None] * B + r[None, :], g_rank_mismatch(tl.load(x_ptr + r[:, None] * B + r[None, :]), L))
+
+
 def _mma_with_swizzled_a(target: str):
     from examples import mma_handoff
     constexprs = {**mma_handoff.constexprs(target), "SA": gl.SwizzledSharedLayout(1, 1, 1, [1, 0])}
@@ -175,6 +188,9 @@ def main(case: str, target: str) -> None:
         "takes_scalar": lambda: hybrid.compile(h_takes_scalar, {"x_ptr": "*fp32", "n": "fp32"}, {"BLOCK": 256},
                                                target=target),
         "handoff_swizzled_wgmma": lambda: _mma_with_swizzled_a(target),
+        "takes_rank": lambda: hybrid.compile(h_rank_mismatch, {"x_ptr": "*fp32"},
+                                             {"B": 32, "L": gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])},
+                                             target=target),
         "big_handoff": lambda: hybrid.compile(h_big_handoff, {"x_ptr": "*fp32"},
                                               {"B": 128, "L": gl.BlockedLayout([1, 4], [8, 8], [4, 1], [1, 0])},
                                               target=target),

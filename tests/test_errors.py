@@ -94,6 +94,12 @@ def test_declared_layout_for_a_scalar():
                         "parameter 'n' declares a layout", "not a tensor", "hint:")
 
 
+def test_declared_shared_layout_of_another_rank():
+    proc = run_case("takes_rank", "sm90a")
+    assert_python_error(proc, "RegionError", "region 'g_rank_mismatch'",
+                        f"{BAD}:{line_of('g_rank_mismatch(tl.load(')}", "rank-1 layout", "rank-2 tensor", "hint:")
+
+
 def test_shared_handoff_in_a_layout_wgmma_cannot_read():
     """An LLVM abort upstream (warp_group_dot's result type cannot be inferred)."""
     proc = run_case("handoff_swizzled_wgmma", "sm90a")

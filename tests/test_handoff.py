@@ -115,3 +115,24 @@ def test_shared_handoff_of_a_plain_tile_in_the_interpreter():
     with hybrid.interpreting(target="gfx942"):
         kernel[(1, )](x, y, **constexprs)
     assert torch.equal(y, x.T)
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_a_returned_shared_buffer_is_loaded_once_for_the_host(target):
+    kernel, signature, constexprs = triton_hosts.cases(target)["shared_result"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, num_warps=NUM_WARPS)
+    ttgir = fb.asm["ttgir"]
+    assert fb.kernel_entries == 1 and re.findall(r'ttg\.local_load %\S+ \{hybrid\.boundary = "0:out:0"\}', ttgir)
+    assert ttgir.count("ttg.local_load") == 1
+    (out, ) = [b for b in fb.boundaries if b.direction == "out"]
+    assert (out.handoff, out.shape, out.conversions) == ("shared", (32, 32), 0)
+    assert out.from_layout.startswith("#ttg.swizzled_shared")
+
+
+def test_a_returned_shared_buffer_in_the_interpreter():
+    kernel, _, constexprs = triton_hosts.cases("sm80")["shared_result"]
+    x = torch.randn(32, 32)
+    y = torch.full_like(x, float("nan"))
+    with hybrid.interpreting(target="sm80"):
+        kernel[(1, )](x, y, **constexprs)
+    torch.testing.assert_close(y, 3 * x + 1)

@@ -39,6 +39,13 @@ def g_transpose_shared(x, LT: gl.constexpr):
 
 
 @gluon.jit
+def g_stage_in_shared(x, L: gl.constexpr):
+    """Returns a shared buffer: the host gets it loaded in the layout its own code wants."""
+    return gl.allocate_shared_memory(x.dtype, x.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
+                                     gl.convert_layout(x * 3.0, L))
+
+
+@gluon.jit
 def g_transpose_through_smem(x, L: gl.constexpr, LT: gl.constexpr):
     """Stage a tile in shared memory and read it back transposed, with a barrier between."""
     smem = gl.allocate_shared_memory(x.dtype, x.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
@@ -153,6 +160,14 @@ def h_shared_handoff(x_ptr, y_ptr, B: tl.constexpr, LT: tl.constexpr):
 
 @hybrid.jit
 @triton.jit
+def h_shared_result(x_ptr, y_ptr, B: tl.constexpr, L: tl.constexpr):
+    r = tl.arange(0, B)
+    y = g_stage_in_shared(tl.load(x_ptr + r[:, None] * B + r[None, :]), L)
+    tl.store(y_ptr + r[:, None] * B + r[None, :], y + 1.0)
+
+
+@hybrid.jit
+@triton.jit
 def h_control_flow(x_ptr, y_ptr, n_iter, flag, BLOCK: tl.constexpr, L1: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -228,6 +243,7 @@ def cases(target: str) -> dict:
     return {
         "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
         "declared_reduce": (h_declared_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "shared_result": (h_shared_result, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L}),
         "shared_handoff": (h_shared_handoff, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "LT": LT}),
         "smem": (h_smem, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L, "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
