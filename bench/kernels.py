@@ -34,7 +34,7 @@ from hybrid.resources import resources  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
 #: The suite, by kernel family: copies, row reductions, matmuls (and a shared-memory handoff), attention.
-SUITE = ("memcpy", "strided_copy", "softmax", "softmax_gluon_stats", "layernorm", "tile_matmul",
+SUITE = ("memcpy", "strided_copy", "softmax", "softmax_gluon_stats", "layernorm", "tma_stage", "tile_matmul",
          "matmul_gluon_epilogue", "mma_handoff", "matmul", "matmul_wgmma", "attention")
 PURE = ("gluon", "triton")
 #: Every hybrid kernel: at least this fraction of the speed of the faster of its pure versions.

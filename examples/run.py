@@ -18,6 +18,7 @@ EXAMPLES = {"examples.softmax": "softmax_kernel", "examples.tile_matmul": "matmu
             "examples.softmax_gluon_stats": "softmax_kernel", "examples.matmul_gluon_epilogue": "matmul_kernel",
             "examples.memcpy": "copy_kernel", "examples.strided_copy": "transpose_copy_kernel",
             "examples.layernorm": "layernorm_kernel", "examples.mma_handoff": "mma_kernel",
+            "examples.tma_stage": "stage_kernel",
             "examples.matmul": "matmul_kernel", "examples.attention": "attention_kernel"}
 
 

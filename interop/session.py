@@ -305,14 +305,14 @@ class HybridSession:
         try:
             stitch.inline(module, self.context)
             stitch.connect_results(module, self.context)
-            stitch.fold_boundary_conversions(module, self.context)
+            loaded = stitch.fold_boundary_conversions(module, self.context)
             stitch.check_no_markers(module)
         except (stitch.StitchError, RuntimeError) as exc:
             names = ", ".join(r.function for r in self.regions) or "?"
             site = str(self.regions[0].call_site) if self.regions else "?"
             raise RegionError(names, site, f"stitching failed: {exc}") from exc
         live = stitch.live_boundary_conversions(module, self.context)
-        self.boundaries = [_record(planned, live) for planned in self._planned]
+        self.boundaries = [_record(planned, live, loaded) for planned in self._planned]
 
     def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
         """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own
@@ -348,11 +348,15 @@ class HybridSession:
         self._spare.clear()
 
 
-def _record(planned: dict, live: dict) -> bd.Boundary:
+def _record(planned: dict, live: dict, loaded: set[str]) -> bd.Boundary:
     fields = {k: v for k, v in planned.items() if k not in ("agree", "reason")}
-    remaining = live.get(bd.tag(planned["region"], planned["direction"], planned["index"]), [])
+    boundary_tag = bd.tag(planned["region"], planned["direction"], planned["index"])
+    remaining = live.get(boundary_tag, [])
     if "reason" in planned:
         reason = planned["reason"]
+    elif boundary_tag in loaded and not remaining:
+        reason = "loaded from shared memory straight in the region's layout (no conversion)"
+        fields["handoff"] = "shared"
     elif planned["agree"]:
         reason = "layouts agree"
     elif not remaining:

@@ -155,8 +155,10 @@ def inline(module, context) -> None:
     _verify(module, "inlining the regions")
 
 
-def fold_boundary_conversions(module, context) -> None:
-    """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's.
+def fold_boundary_conversions(module, context) -> set[str]:
+    """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
+    and a boundary's conversion of a shared-memory load to a load in its layout; returns the
+    tags of the boundaries that became loads.
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
     author wrote between their own values stay as written. The folded conversion keeps the
@@ -195,10 +197,48 @@ def fold_boundary_conversions(module, context) -> None:
         folded.set_attr(TAG, builder.get_string_attr(boundary_tag))
         result.replace_all_uses_with(folded)
 
+    _canonicalize(module, context)   # drops the conversions the rewrites left dead
+    loaded = _fold_into_shared_loads(module, builder)
+    if loaded:
+        _canonicalize(module, context)
+    _verify(module, "folding boundary conversions")
+    return loaded
+
+
+def _canonicalize(module, context) -> None:
     pm = ir.pass_manager(context)
     passes.gluon.add_canonicalizer(pm)
     diagnostics.run(pm, module, "hybrid_fold_boundaries")
-    _verify(module, "folding boundary conversions")
+
+
+def _fold_into_shared_loads(module, builder) -> set[str]:
+    """A boundary conversion of a value just loaded from shared memory becomes a load in the
+    layout the conversion produces, right beside the original load (same data): a shared-memory
+    read instead of a round trip through scratch. The original load stays for other users and
+    is dead otherwise. Returns the tags of the boundaries folded so."""
+    loads: dict[int, object] = {}   # result id -> its ttg.local_load
+    conversions: list = []
+
+    def visit(op):
+        if op.get_name() == "ttg.local_load":
+            loads[op.get_result(0).id()] = op
+        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+            conversions.append(op)
+
+    module.walk(visit)
+    folded = set()
+    for op in conversions:
+        load = loads.get(op.get_operand(0).id())
+        if load is None:
+            continue
+        builder.set_insertion_point_after(load)
+        result = op.get_result(0)
+        direct = builder.create_local_load(result.get_type(), load.get_operand(0))
+        direct.set_loc(result.get_loc())
+        direct.set_attr(TAG, builder.get_string_attr(op.get_str_attr(TAG)))
+        result.replace_all_uses_with(direct)
+        folded.add(op.get_str_attr(TAG))
+    return folded
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import hybrid
-from examples import mma_handoff
+from examples import mma_handoff, tma_stage
+from examples.layouts import has_tma
 from hybrid.targets import TARGETS
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS
@@ -136,3 +137,21 @@ def test_a_returned_shared_buffer_in_the_interpreter():
     with hybrid.interpreting(target="sm80"):
         kernel[(1, )](x, y, **constexprs)
     torch.testing.assert_close(y, 3 * x + 1)
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_gluon_stage_hands_tiles_to_a_triton_region_through_shared_memory(target):
+    """``examples/tma_stage.py``: the boundary conversion is folded into the host's read of the
+    staged tile, which loads it straight in the layout Triton chose for the region."""
+    fb = tma_stage.build(target)
+    ttgir = fb.asm["ttgir"]
+    inbound = next(b for b in fb.boundaries if b.direction == "in")
+    assert (inbound.handoff, inbound.conversions, inbound.movement) == ("shared", 0, "none")
+    assert "loaded from shared memory" in inbound.reason
+    (load, ) = re.findall(r'ttg\.local_load %\S+ \{hybrid\.boundary = "0:in:0"\} : !ttg\.memdesc<[^>]*> -> '
+                          r'tensor<64x128xf16, (#\w+)>', ttgir)
+    host = re.search(r"^(#\w+) = " + re.escape(layout_text(tma_stage.constexprs(target)["L"])), ttgir, re.M).group(1)
+    assert load != host and ttgir.count("ttg.local_load") == 1
+    assert ttgir.count("ttg.convert_layout") == 1   # the author's own, of the region's result
+    if has_tma(target):
+        assert "cp.async.bulk.tensor" in fb.assembly and "mbarrier.try_wait" in fb.assembly
