@@ -101,7 +101,19 @@ def wgmma_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.co
 
 
 @gluon.jit
-def _producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr, ARRIVE: gl.constexpr):
+def ring_buffers(BLOCK: gl.constexpr, STAGES: gl.constexpr):
+    """A ring of ``STAGES`` fp32 tiles and its ``ready``/``empty`` mbarriers, initialized."""
+    ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    return ring, ready, empty
+
+
+@gluon.jit
+def ring_producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr, ARRIVE: gl.constexpr):
     L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
     offs = gl.arange(0, BLOCK, layout=L)
     for i in range(n_tiles):
@@ -113,8 +125,9 @@ def _producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: g
 
 
 @gluon.jit
-def _consumer(y_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr,
-              ARRIVE: gl.constexpr):
+def ring_sum(ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
+    """Sum the tiles a producer passes through ``ring``; returns a 1-tuple (Triton 3.6's
+    ``warp_specialize`` cannot flatten a lone tensor a default partition returns)."""
     L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
     acc = gl.zeros([BLOCK], gl.float32, L)
     for i in range(n_tiles):
@@ -122,21 +135,23 @@ def _consumer(y_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: g
         mbarrier.wait(ready.index(s), (i // STAGES) & 1)
         acc += ring.index(s).load(L)
         mbarrier.arrive(empty.index(s), count=1)
-    gl.store(y_ptr + gl.arange(0, BLOCK, layout=L), acc)
+    return (acc, )
+
+
+@gluon.jit
+def _consumer(y_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr,
+              ARRIVE: gl.constexpr):
+    acc, = ring_sum(ring, ready, empty, n_tiles, BLOCK, STAGES)
+    gl.store(y_ptr + gl.arange(0, BLOCK, layout=acc.type.layout), acc)
 
 
 @gluon.jit
 def pipeline_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr, ARRIVE: gl.constexpr):
     """Tutorial 6: a warp-specialised producer fills a ring; the default partition sums it.
     With ARRIVE=False the producer never signals ``ready``: a deadlock."""
-    ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    ring, ready, empty = ring_buffers(BLOCK, STAGES)
     gl.warp_specialize([(_consumer, (y_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, ARRIVE)),
-                        (_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, ARRIVE))], [1], [24])
+                        (ring_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, ARRIVE))], [1], [24])
 
 
 @gluon.jit

@@ -109,13 +109,16 @@ def test_takes_rejects_a_name_that_is_not_a_parameter():
         hybrid.takes(y="L")(triton_hosts.g_row_sum)
 
 
-def test_shared_handoff_of_a_plain_tile_in_the_interpreter():
-    kernel, _, constexprs = triton_hosts.cases("gfx942")["shared_handoff"]
+@pytest.mark.parametrize("case, target, expected", [("shared_handoff", "gfx942", lambda x: x.T),
+                                                     ("shared_result", "sm80", lambda x: 3 * x)])
+def test_shared_handoffs_in_the_interpreter(case, target, expected):
+    """A tile handed in through shared memory (read back transposed), and one handed back."""
+    kernel, _, constexprs = triton_hosts.cases(target)[case]
     x = torch.randn(32, 32)
     y = torch.full_like(x, float("nan"))
-    with hybrid.interpreting(target="gfx942"):
+    with hybrid.interpreting(target=target):
         kernel[(1, )](x, y, **constexprs)
-    assert torch.equal(y, x.T)
+    torch.testing.assert_close(y, expected(x))
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
@@ -128,15 +131,6 @@ def test_a_returned_shared_buffer_is_loaded_once_for_the_host(target):
     (out, ) = [b for b in fb.boundaries if b.direction == "out"]
     assert (out.handoff, out.shape, out.conversions) == ("shared", (32, 32), 0)
     assert out.from_layout.startswith("#ttg.swizzled_shared")
-
-
-def test_a_returned_shared_buffer_in_the_interpreter():
-    kernel, _, constexprs = triton_hosts.cases("sm80")["shared_result"]
-    x = torch.randn(32, 32)
-    y = torch.full_like(x, float("nan"))
-    with hybrid.interpreting(target="sm80"):
-        kernel[(1, )](x, y, **constexprs)
-    torch.testing.assert_close(y, 3 * x + 1)
 
 
 @pytest.mark.parametrize("target", list(TARGETS))

@@ -12,6 +12,7 @@ import hybrid
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from interop.compat import gluon_barrier
+from tests.interp_kernels import ring_buffers, ring_producer, ring_sum
 from tests.kernels import NUM_WARPS, t_scale, tile_2d, vec_1d
 
 barrier = gluon_barrier()
@@ -33,13 +34,13 @@ def g_row_sum_declared(x, L: gl.constexpr):
 
 @hybrid.takes(x=hybrid.shared(gl.SwizzledSharedLayout(1, 1, 1, [1, 0])))
 @gluon.jit
-def g_transpose_shared(x, LT: gl.constexpr):
+def g_transpose_shared(x, L: gl.constexpr, LT: gl.constexpr):
     """``g_transpose_through_smem`` with the tile handed over in shared memory by the host."""
     return x.permute((1, 0)).load(LT)
 
 
 @gluon.jit
-def g_stage_in_shared(x, L: gl.constexpr):
+def g_stage_in_shared(x, L: gl.constexpr, LT: gl.constexpr):
     """Returns a shared buffer: the host gets it loaded in the layout its own code wants."""
     return gl.allocate_shared_memory(x.dtype, x.shape, gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
                                      gl.convert_layout(x * 3.0, L))
@@ -84,40 +85,12 @@ def g_tile_and_row_sums(x, L: gl.constexpr):
 
 
 @gluon.jit
-def _ring_producer(x_ptr, ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
-    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    offs = gl.arange(0, BLOCK, layout=L)
-    for i in range(n_tiles):
-        s = i % STAGES
-        mbarrier.wait(empty.index(s), ((i // STAGES) & 1) ^ 1)   # the consumer released the slot
-        ring.index(s).store(gl.load(x_ptr + i * BLOCK + offs))
-        mbarrier.arrive(ready.index(s), count=1)
-
-
-@gluon.jit
-def _ring_consumer(ring, ready, empty, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
-    L: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
-    acc = gl.zeros([BLOCK], gl.float32, L)
-    for i in range(n_tiles):
-        s = i % STAGES
-        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        acc += ring.index(s).load(L)
-        mbarrier.arrive(empty.index(s), count=1)
-    return (acc, )   # a tuple: Triton 3.6's warp_specialize cannot flatten a lone tensor
-
-
-@gluon.jit
 def g_ring_sum(x_ptr, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
     """Warp specialization inside a region: a one-warp worker streams tiles through a shared ring,
     the default partition sums them and its result is the region's (sm90+)."""
-    ring = gl.allocate_shared_memory(gl.float32, [STAGES, BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
-    acc, = gl.warp_specialize([(_ring_consumer, (ring, ready, empty, n_tiles, BLOCK, STAGES)),
-                               (_ring_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES))], [1], [24])
+    ring, ready, empty = ring_buffers(BLOCK, STAGES)
+    acc, = gl.warp_specialize([(ring_sum, (ring, ready, empty, n_tiles, BLOCK, STAGES)),
+                               (ring_producer, (x_ptr, ring, ready, empty, n_tiles, BLOCK, STAGES, True))], [1], [24])
     return acc
 
 
@@ -143,27 +116,11 @@ def h_declared_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.co
 
 @hybrid.jit
 @triton.jit
-def h_smem(x_ptr, y_ptr, B: tl.constexpr, L: tl.constexpr, LT: tl.constexpr):
+def h_square_tile(x_ptr, y_ptr, B: tl.constexpr, REGION: tl.constexpr, L: tl.constexpr, LT: tl.constexpr):
+    """A ``B x B`` tile through the Gluon function ``REGION(x, L, LT)``."""
     r = tl.arange(0, B)
-    x = tl.load(x_ptr + r[:, None] * B + r[None, :])
-    y = g_transpose_through_smem(x, L, LT)
+    y = REGION(tl.load(x_ptr + r[:, None] * B + r[None, :]), L, LT)
     tl.store(y_ptr + r[:, None] * B + r[None, :], y)
-
-
-@hybrid.jit
-@triton.jit
-def h_shared_handoff(x_ptr, y_ptr, B: tl.constexpr, LT: tl.constexpr):
-    r = tl.arange(0, B)
-    y = g_transpose_shared(tl.load(x_ptr + r[:, None] * B + r[None, :]), LT)
-    tl.store(y_ptr + r[:, None] * B + r[None, :], y)
-
-
-@hybrid.jit
-@triton.jit
-def h_shared_result(x_ptr, y_ptr, B: tl.constexpr, L: tl.constexpr):
-    r = tl.arange(0, B)
-    y = g_stage_in_shared(tl.load(x_ptr + r[:, None] * B + r[None, :]), L)
-    tl.store(y_ptr + r[:, None] * B + r[None, :], y + 1.0)
 
 
 @hybrid.jit
@@ -210,20 +167,11 @@ def h_pipelined_loop(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
 
 @hybrid.jit
 @triton.jit
-def h_tile_and_scalar(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+def h_two_results(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, REGION: tl.constexpr, L: tl.constexpr):
+    """``REGION(x, L)`` returns a tile and a second result (a scalar or a row vector): both are stored."""
     rows = tl.arange(0, BM)
     cols = tl.arange(0, BN)
-    y, m = g_tile_and_max(tl.load(x_ptr + rows[:, None] * BN + cols[None, :]), L)
-    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y)
-    tl.store(z_ptr, m)
-
-
-@hybrid.jit
-@triton.jit
-def h_two_shapes(x_ptr, y_ptr, z_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
-    rows = tl.arange(0, BM)
-    cols = tl.arange(0, BN)
-    y, s = g_tile_and_row_sums(tl.load(x_ptr + rows[:, None] * BN + cols[None, :]), L)
+    y, s = REGION(tl.load(x_ptr + rows[:, None] * BN + cols[None, :]), L)
     tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y)
     tl.store(z_ptr + rows, s)
 
@@ -243,14 +191,19 @@ def cases(target: str) -> dict:
     return {
         "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
         "declared_reduce": (h_declared_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
-        "shared_result": (h_shared_result, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L}),
-        "shared_handoff": (h_shared_handoff, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "LT": LT}),
-        "smem": (h_smem, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "L": L, "LT": LT}),
+        "smem": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_transpose_through_smem, "L": L,
+                                                                "LT": LT}),
+        "shared_handoff": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_transpose_shared, "L": L,
+                                                                          "LT": LT}),
+        "shared_result": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_stage_in_shared, "L": L,
+                                                                         "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),
         "pipelined_loop": (h_pipelined_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": p32, "K": "i32"},
                            {"BM": 64, "BN": 64, "BK": 32, "L": L, "GLUON": True}),
-        "tile_and_scalar": (h_tile_and_scalar, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "tile_and_scalar": (h_two_results, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32},
+                            {"BM": 32, "BN": 64, "REGION": g_tile_and_max, "L": L}),
         "warp_specialized": (h_warp_specialized, {"x_ptr": p32, "y_ptr": p32, "n_tiles": "i32"}, {"BLOCK": 256}),
-        "two_shapes": (h_two_shapes, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "two_shapes": (h_two_results, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32},
+                       {"BM": 32, "BN": 64, "REGION": g_tile_and_row_sums, "L": L}),
     }
