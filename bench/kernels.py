@@ -40,7 +40,7 @@ PURE = ("gluon", "triton")
 #: Every hybrid kernel: at least this fraction of the speed of the faster of its pure versions.
 PURE_GOAL = 0.98
 STATIC_COLUMNS = ("example", "case", "target", "variant", "registers", "spills", "shared B", "convert_layout",
-                  "boundary cvt", "binary B")
+                  "boundary cvt", "boundary smem B", "binary B")
 GPU_COLUMNS = ("example", "case", "size", "variant", "max error", "median ms", "throughput", "speedup of hybrid",
                "goal")
 
@@ -76,6 +76,7 @@ def static_rows(examples, targets: list[str]) -> list[dict]:
                 fb = example.build(target, **case)
                 rows.append({**key, "variant": "hybrid", **resources(fb.asm, fb.metadata),
                              "boundary_conversions": sum(b.conversions for b in fb.boundaries),
+                             "boundary_shared_bytes": sum(b.shared_bytes for b in fb.boundaries),
                              "boundaries": len(fb.boundaries), "regions": [r["function"] for r in fb.regions]})
                 for variant in PURE:
                     if variant in variants(example):
@@ -166,10 +167,10 @@ def _driver_version() -> str | None:
 
 def static_cells(r: dict) -> list[str]:
     if "skipped" in r:
-        return [r["example"], r["case"], r["target"], "-", f"skipped: {r['skipped']}", "", "", "", "", ""]
+        return [r["example"], r["case"], r["target"], "-", f"skipped: {r['skipped']}", "", "", "", "", "", ""]
     return [r["example"], r["case"], r["target"], r["variant"], str(r["registers"]), str(r["spills"]),
             str(r["shared_bytes"]), str(r["conversions"]), str(r.get("boundary_conversions", "")),
-            str(r["binary_bytes"])]
+            str(r.get("boundary_shared_bytes", "")), str(r["binary_bytes"])]
 
 
 def gpu_cells(r: dict) -> list[str]:

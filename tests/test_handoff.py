@@ -149,3 +149,14 @@ def test_gluon_stage_hands_tiles_to_a_triton_region_through_shared_memory(target
     assert ttgir.count("ttg.convert_layout") == 1   # the author's own, of the region's result
     if has_tma(target):
         assert "cp.async.bulk.tensor" in fb.assembly and "mbarrier.try_wait" in fb.assembly
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_boundaries_whose_lifetimes_do_not_overlap_share_shared_memory(mma_builds, target):
+    """The operand buffers are dead once the MMA has read them; the result's conversion scratch
+    reuses their space, so the kernel needs less than its boundaries put through shared memory."""
+    fb = mma_builds[target]
+    through = sum(b.shared_bytes for b in fb.boundaries)
+    out = next(b for b in fb.boundaries if b.direction == "out")
+    assert out.movement == "shared" and out.shared_bytes > 0
+    assert fb.metadata["shared"] < through
