@@ -20,6 +20,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
 from triton.language import core as tl
 
+from . import swizzle
+
 _ATTR = "_hybrid_takes"
 #: ops that read shared memory through the async proxy: a generic store before them needs a fence
 ASYNC_PROXY_READERS = ("ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.async_tma_copy_local_to_global")
@@ -27,11 +29,13 @@ ASYNC_PROXY_READERS = ("ttng.warp_group_dot", "ttng.tc_gen5_mma", "ttng.async_tm
 
 @dataclass(frozen=True)
 class Shared:
-    """A parameter handed over in shared memory: ``layout`` is a shared layout or a constexpr's name."""
-    layout: object
+    """A parameter handed over in shared memory: ``layout`` is a shared layout, a constexpr's
+    name, or None: the compiler plans a swizzled layout (``swizzle.plan``) from the host's
+    layout for the tensor (the writer) and the layouts the function loads it in (the readers)."""
+    layout: object = None
 
 
-def shared(layout) -> Shared:
+def shared(layout=None) -> Shared:
     return Shared(layout)
 
 
@@ -40,6 +44,7 @@ class Want:
     """What one parameter asks of the host, resolved for one call."""
     layout: object          # a distributed layout, or a shared layout when ``in_shared``
     in_shared: bool
+    planned: bool = False   # a shared layout the compiler chooses (``layout`` is a placeholder until then)
 
     def gluon_type(self, ty: tl.block_type):
         """The type the Gluon function is built with for a host tensor of type ``ty``."""
@@ -66,14 +71,17 @@ def wants(fn, arguments: dict) -> dict[str, Want]:
     constexpr names resolved; ``ValueError`` names the parameter where a declaration is unusable."""
     resolved = {}
     for name, declared in getattr(fn, _ATTR, {}).items():
+        value = arguments[name]
+        if not isinstance(getattr(value, "type", None), tl.block_type):
+            raise ValueError(f"parameter '{name}' declares a layout but receives {value!r}, not a tensor")
         in_shared = isinstance(declared, Shared)
+        if in_shared and declared.layout is None:
+            resolved[name] = Want(swizzle.plain(len(value.type.shape)), True, planned=True)
+            continue
         layout = _value_of(declared.layout if in_shared else declared, arguments, name)
         kind, expected = (SharedLayout, "a shared layout") if in_shared else (DistributedLayout, "a distributed layout")
         if not isinstance(layout, kind):
             raise ValueError(f"parameter '{name}' declares {layout!r}, which is not {expected}")
-        value = arguments[name]
-        if not isinstance(getattr(value, "type", None), tl.block_type):
-            raise ValueError(f"parameter '{name}' declares a layout but receives {value!r}, not a tensor")
         rank = len(getattr(layout, "order", None) or value.type.shape)
         if rank != len(value.type.shape):
             raise ValueError(f"parameter '{name}' declares a rank-{rank} layout ({layout!r}) for a rank-"
@@ -95,3 +103,19 @@ def reads_async_proxy(module) -> bool:
     found = []
     module.walk(lambda op: found.append(op.get_name()) if op.get_name().startswith(ASYNC_PROXY_READERS) else None)
     return bool(found)
+
+
+def readers(module, function_name: str, builder) -> dict[int, list]:
+    """Per argument index of ``function_name`` in ``module``, the layouts its ``ttg.local_load``
+    ops read that argument (a shared buffer) in."""
+    function = module.get_function(function_name)
+    arguments = {function.args(i).id(): i for i in range(function.get_num_args())}
+    found: dict[int, list] = {}
+
+    def visit(op):
+        if op.get_name() == "ttg.local_load" and op.get_operand(0).id() in arguments:
+            found.setdefault(arguments[op.get_operand(0).id()], []).append(
+                builder.get_gluon_layout_from_tensor(op.get_result(0)))
+
+    module.walk(visit)
+    return found

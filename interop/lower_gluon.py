@@ -15,6 +15,9 @@ from triton.language import core as tl
 
 from . import compat
 
+#: the function a probe build creates
+PROBE = "hybrid_gluon_probe"
+
 
 def build_gluon_function(fn, args: list, arg_types: list, *, module, context, options, target, name: str):
     """Generate ``fn`` for ``arg_types`` into ``module`` as the private function ``name`` (the
@@ -44,7 +47,7 @@ def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[obj
     placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else _placeholder_type(arg.type, options)
                          for name, arg in zip(fn.arg_names, args)]
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
-                                       target=target, name="hybrid_gluon_probe")
+                                       target=target, name=PROBE)
     return ret_type, module
 
 

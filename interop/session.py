@@ -16,7 +16,7 @@ from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
 from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
-               opaque, stitch, triton_host, validate)
+               opaque, stitch, swizzle, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -171,9 +171,13 @@ class HybridSession:
                             shared_bytes=arch.allocated_shared_bytes(self._probed[specialization][1]),
                             lines=tuple(locations.lines_of(str(self._probed[specialization][1]))))
             self.regions.append(region)
-            self._gluon_calls.append(triton_host.GluonCall(region, fn, args, [leaf.type for leaf in leaves],
-                                                           [wants.get(leaf_name) for leaf_name, _ in named_leaves],
-                                                           handoff.reads_async_proxy(self._probed[specialization][1])))
+            probe_module = self._probed[specialization][1]
+            planned = any(want.planned for want in wants.values())
+            self._gluon_calls.append(triton_host.GluonCall(
+                region, fn, args, [leaf.type for leaf in leaves], [wants.get(leaf_name) for leaf_name, _ in named_leaves],
+                handoff.reads_async_proxy(probe_module),
+                handoff.readers(probe_module, lower_gluon.PROBE, gluon_ir.GluonOpBuilder(self.context)) if planned
+                else {}))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
             results = triton_host.emit_boundary(gen.builder, index, [leaf.handle for leaf in leaves], ir_types,
                                                 enable)
@@ -253,25 +257,33 @@ class HybridSession:
             if not copies:   # the call sat in IR a loop's dry visit discarded (Triton 3.6)
                 continue
             kept.append(call.region.index)
-            built: dict[tuple, object] = {}   # one Gluon function per set of operand layouts
+            built: dict[tuple, tuple] = {}   # per set of operand layouts: (Gluon function, wants, plans)
             for ports in copies:
                 if ports.operand_types not in built:
                     built[ports.operand_types] = self._build_gluon_call(call, ports, module, gluon_builder,
                                                                         len(built))
-                produced = triton_host.splice(call, built[ports.operand_types], ports, self.context)
-            self._plan_gluon_boundaries(call, copies[-1], produced)
+                function, wants, plans = built[ports.operand_types]
+                produced = triton_host.splice(call, function, wants, ports, self.context)
+            self._plan_gluon_boundaries(call, wants, plans, copies[-1], produced)
         stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.context)
         self.regions = [r for r in self.regions if r.language != "gluon" or r.index in kept]
         self._keep_called(module)
         self._splice_triton_regions(module)
         self._stitch(module)
 
-    def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int):
-        """``call``'s Gluon function built for the layouts its operands got in ``ports``."""
+    def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int) -> tuple:
+        """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
+        shared layouts of planned handoffs chosen for them; returns (function, wants, plans)."""
+        wants, plans = list(call.wants), {}
+        for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
+            if want is not None and want.planned:
+                plans[k] = swizzle.plan(gluon_builder, gluon_builder.get_gluon_layout_from_tensor(value),
+                                        call.readers.get(k, []), list(ty.shape), ty.element_ty.primitive_bitwidth)
+                wants[k] = handoff.Want(plans[k].layout, True, planned=True)
         leaf_types = [want.gluon_type(t) if want else
                       gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
                       if isinstance(t, tl.block_type) else t
-                      for t, v, want in zip(call.leaf_types, ports.operands, call.wants)]
+                      for t, v, want in zip(call.leaf_types, ports.operands, wants)]
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         try:
@@ -282,7 +294,7 @@ class HybridSession:
             raise
         except Exception as exc:
             raise RegionError(call.region.function, str(call.region.call_site), _describe(exc), _GLUON_HINT) from exc
-        return function
+        return function, wants, plans
 
     def _keep_called(self, module) -> None:
         """Forget Triton regions whose call was discarded (a loop's dry visit on Triton 3.6). Their
@@ -314,22 +326,25 @@ class HybridSession:
         live = stitch.live_boundary_conversions(module, self.context)
         self.boundaries = [_record(planned, live, loaded) for planned in self._planned]
 
-    def _plan_gluon_boundaries(self, call, ports, produced: list[str]) -> None:
+    def _plan_gluon_boundaries(self, call, wants: list, plans: dict, ports, produced: list[str]) -> None:
         """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own
         when none is declared) or into a shared buffer; results convert (or, returned in shared
         memory, are loaded) to the layouts the host wants."""
         builder = gluon_ir.GluonOpBuilder(self.context)
         names = [name for name, _ in arguments.leaves(call.args, call.fn.arg_names)]
         fenced = call.reads_async_proxy
-        for k, (operand, want, ty) in enumerate(zip(ports.operands, call.wants, call.leaf_types)):
+        for k, (operand, want, ty) in enumerate(zip(ports.operands, wants, call.leaf_types)):
             given = str(operand.get_type())
             if not given.startswith("tensor<"):
                 continue
             wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
             if want and want.in_shared:
                 nbytes = math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8
+                how = "the declared shared layout" if k not in plans else (
+                    f"a planned swizzle ({plans[k].write} wavefronts per warp to write, {plans[k].read} to read; "
+                    f"unswizzled: {plans[k].plain_write} and {plans[k].plain_read})")
                 self._plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
-                           fences=int(fenced), reason="stored once into the declared shared layout"
+                           fences=int(fenced), reason=f"stored once into {how}"
                            + (", then one async-proxy fence for the region's wgmma/tcgen05/TMA" if fenced else ""))
                 fenced = False   # one fence serves every buffer stored before it
             else:

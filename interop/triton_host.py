@@ -38,6 +38,7 @@ class GluonCall:
     leaf_types: list        # Triton types of the runtime leaves, in flattening order
     wants: list             # per leaf, its ``handoff.Want`` (declared layout or shared memory) or None
     reads_async_proxy: bool  # the function feeds shared memory to wgmma/tcgen05/TMA: a handoff needs a fence
+    readers: dict           # leaf index -> layouts the function loads that shared leaf in (for planning)
 
 
 def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types: list, enable) -> list:
@@ -111,13 +112,14 @@ def find_ports(module, call_index: int) -> list[Ports]:
     return list(copies.values())
 
 
-def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
+def splice(call: GluonCall, function, wants: list, ports: Ports, context) -> list[str]:
     """Call ``function(operands)`` after the sinks, hand each producer's uses the result converted
     to the producer's layout (tagged as a boundary conversion), and make the markers pure: unused,
-    the canonicalizer deletes them. Returns the types the Gluon function produced its results in."""
+    the canonicalizer deletes them. ``wants`` are the call's, with planned shared layouts chosen.
+    Returns the types the Gluon function produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
-    operands = _hand_over(builder, call, ports.operands)
+    operands = _hand_over(builder, call, wants, ports.operands)
     profiled = instrument.enabled()
     if profiled:
         instrument.record(builder, call.region, start=True)
@@ -138,13 +140,13 @@ def splice(call: GluonCall, function, ports: Ports, context) -> list[str]:
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
 
 
-def _hand_over(builder, call: GluonCall, operands: list) -> list:
+def _hand_over(builder, call: GluonCall, wants: list, operands: list) -> list:
     """The operands as the Gluon function declared them (``handoff``): converted to a declared
     layout, or stored once into a shared buffer of the declared shared layout, followed by one
     async-proxy fence where the function reads shared memory through that proxy. Every op made
     here is tagged as the boundary's, for the records."""
     handed, stored = [], False
-    for k, (value, want, ty) in enumerate(zip(operands, call.wants, call.leaf_types)):
+    for k, (value, want, ty) in enumerate(zip(operands, wants, call.leaf_types)):
         if want is not None:
             wanted = want.gluon_type(ty).to_ir(builder)
             if want.in_shared:

@@ -4,6 +4,8 @@ import re
 
 import pytest
 import torch
+from triton._C.libtriton import gluon_ir, ir
+from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples import mma_handoff, tma_stage
@@ -110,7 +112,8 @@ def test_takes_rejects_a_name_that_is_not_a_parameter():
 
 
 @pytest.mark.parametrize("case, target, expected", [("shared_handoff", "gfx942", lambda x: x.T),
-                                                     ("shared_result", "sm80", lambda x: 3 * x)])
+                                                     ("shared_result", "sm80", lambda x: 3 * x),
+                                                     ("planned_handoff", "sm90a", lambda x: 2 * x)])
 def test_shared_handoffs_in_the_interpreter(case, target, expected):
     """A tile handed in through shared memory (read back transposed), and one handed back."""
     kernel, _, constexprs = triton_hosts.cases(target)[case]
@@ -160,3 +163,34 @@ def test_boundaries_whose_lifetimes_do_not_overlap_share_shared_memory(mma_build
     out = next(b for b in fb.boundaries if b.direction == "out")
     assert out.movement == "shared" and out.shared_bytes > 0
     assert fb.metadata["shared"] < through
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_planned_shared_layout_avoids_the_readers_bank_conflicts(target):
+    """``hybrid.shared()``: the host writes rows, the region reads columns; the planned swizzle
+    serves both in the fewest wavefronts, the unswizzled layout serializes the column reads."""
+    kernel, signature, constexprs = triton_hosts.cases(target)["planned_handoff"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, num_warps=NUM_WARPS)
+    (inbound, ) = [b for b in fb.boundaries if b.direction == "in"]
+    assert inbound.handoff == "shared" and "planned swizzle" in inbound.reason
+    counts = re.search(r"\((\d+) wavefronts per warp to write, (\d+) to read; unswizzled: (\d+) and (\d+)\)",
+                       inbound.reason)
+    write, read, plain_write, plain_read = map(int, counts.groups())
+    assert read < plain_read and write <= plain_write
+    (stored, ) = tagged(fb.asm["ttgir"], "ttg.local_alloc")["0:in:0"]
+    alias = stored.split(", ")[1]
+    assert re.search(rf"^{alias} = (.*)$", fb.asm["ttgir"], re.M).group(1) == inbound.to_layout
+    assert "maxPhase = 1," not in inbound.to_layout   # swizzled
+
+
+def test_swizzle_plan_reaches_the_ideal_for_rows_written_and_columns_read():
+    from interop import swizzle
+    context = ir.context()
+    ir.load_dialects(context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    writer = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    reader = gl.BlockedLayout([4, 1], [8, 4], [1, 4], [0, 1])
+    plan = swizzle.plan(builder, writer, [reader], [32, 64], 32)
+    ideal = 32 * 64 // 4 * 4 // 128   # one warp's quarter of the tile, 128 bytes per wavefront
+    assert (plan.write, plan.read) == (ideal, ideal) and plan.plain_read == 8 * ideal
+    assert swizzle.plan(builder, writer, [writer], [32, 64], 32).layout.max_phase == 1   # nothing to fix

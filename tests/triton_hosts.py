@@ -39,6 +39,13 @@ def g_transpose_shared(x, L: gl.constexpr, LT: gl.constexpr):
     return x.permute((1, 0)).load(LT)
 
 
+@hybrid.takes(x=hybrid.shared())   # the compiler plans the swizzle
+@gluon.jit
+def g_read_columns(x, L: gl.constexpr, LT: gl.constexpr):
+    """Reads the handed-over tile column-wise (``LT``), the host wrote it row-wise."""
+    return x.load(LT) * 2.0
+
+
 @gluon.jit
 def g_stage_in_shared(x, L: gl.constexpr, LT: gl.constexpr):
     """Returns a shared buffer: the host gets it loaded in the layout its own code wants."""
@@ -195,6 +202,8 @@ def cases(target: str) -> dict:
                                                                 "LT": LT}),
         "shared_handoff": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_transpose_shared, "L": L,
                                                                           "LT": LT}),
+        "planned_handoff": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_read_columns, "L": L,
+                                                                           "LT": LT}),
         "shared_result": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_stage_in_shared, "L": L,
                                                                          "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
