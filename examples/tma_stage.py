@@ -1,9 +1,10 @@
 """A Gluon load stage handing tiles to a Triton compute region through shared memory: the Gluon
 host brings a tile of fp16 rows into shared memory (a TMA load completing on an mbarrier on
 sm90a/sm100a, plain loads elsewhere) and reads it back for the Triton region that computes the
-row softmax. The boundary's conversion is folded into that read: the tile is loaded from shared
-memory straight in the layout Triton's passes chose for the region (``stitch`` records the
-boundary as a shared-memory handoff), so it costs no shuffle and no round trip through scratch.
+row softmax. It reads it in the 16-byte row layout that Triton's lowering of the region also
+computes in (that of a coalesced load of the tile), so the boundary costs nothing; read in
+another layout, the boundary's conversion would be folded into the read instead (the tile
+loaded from shared memory straight in the region's layout, no round trip through scratch).
 
     python examples/tma_stage.py   # builds for every target; on a GPU also checks vs torch
 """

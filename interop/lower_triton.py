@@ -97,7 +97,7 @@ def _add_region_function(context, module, body, leaves: list):
     values, next_scalar = [], 0
     for k, ty in enumerate(leaves):
         if isinstance(ty, tl.block_type):
-            values.append(opaque.produce(builder, body.args(k).get_type(), list(ty.shape), k))
+            values.append(opaque.produce(builder, body.args(k).get_type(), ty.element_ty, list(ty.shape), k))
         else:
             values.append(region.args(next_scalar))
             next_scalar += 1

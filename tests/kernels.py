@@ -166,8 +166,28 @@ def k_void_region(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
     t_store_block(y_ptr, x * 2.0, BLOCK)
 
 
-def default_1d(target: str, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
-    """Triton's default layout for a 1D region argument (what the lowering puts on the signature)."""
+@hybrid.jit
+@gluon.jit
+def k_read_staged_columns(x_ptr, y_ptr, B: gl.constexpr, L: gl.constexpr, LC: gl.constexpr):
+    """Stages a tile in shared memory, reads it back column-wise (``LC``) for a Triton region that
+    computes in rows: the boundary conversion becomes a read in the region's layout."""
+    rows = gl.arange(0, B, layout=gl.SliceLayout(1, L))
+    cols = gl.arange(0, B, layout=gl.SliceLayout(0, L))
+    smem = gl.allocate_shared_memory(gl.float32, [B, B], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
+                                     gl.load(x_ptr + rows[:, None] * B + cols[None, :]))
+    y = t_scale(smem.load(LC), 2.0)
+    gl.store(y_ptr + rows[:, None] * B + cols[None, :], gl.convert_layout(y, L))
+
+
+def region_1d(target: str, block: int, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
+    """The layout a Triton region computes a 1D fp32 input of ``block`` elements in: that of a
+    coalesced load of it (up to 16 bytes per thread), as in an all-Triton kernel."""
+    warp = TARGETS[target].warp_size
+    return gl.BlockedLayout([max(1, min(4, block // (warp * num_warps)))], [warp], [num_warps], [0])
+
+
+def scalar_1d(target: str, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
+    """One element per thread: a layout no Triton region picks for a loaded fp32 vector."""
     return gl.BlockedLayout([1], [TARGETS[target].warp_size], [num_warps], [0])
 
 
@@ -182,7 +202,7 @@ def vec_1d(target: str) -> gl.BlockedLayout:
 
 def cases(target: str) -> dict:
     """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
-    L, L1, D1 = tile_2d(target), vec_1d(target), default_1d(target)
+    L, L1, D1 = tile_2d(target), vec_1d(target), region_1d(target, 512)
     p32 = "*fp32"
     return {
         "arange_load": (k_arange_load, {"x_ptr": p32, "y_ptr": p32, "n": "i32"}, {"BLOCK": 256, "L1": L1}),
@@ -195,6 +215,9 @@ def cases(target: str) -> dict:
         "agree": (k_agree, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1}),
         "aligned": (k_aligned, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
         "fold": (k_fold, {"x_ptr": p32, "y_ptr": "*fp16", "n": "i32"}, {"BLOCK": 256, "L1": L1}),
-        "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": L1}),
+        "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": scalar_1d(target)}),
+        "staged_columns": (k_read_staged_columns, {"x_ptr": p32, "y_ptr": p32},
+                           {"B": 64, "L": L, "LC": gl.BlockedLayout([4, 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
+                                                                    [1, NUM_WARPS], [0, 1])}),
         "void": (k_void_region, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
     }

@@ -11,7 +11,7 @@ import hybrid
 from examples import mma_handoff, tma_stage
 from examples.layouts import has_tma
 from hybrid.targets import TARGETS
-from tests import triton_hosts
+from tests import kernels, triton_hosts
 from tests.kernels import NUM_WARPS
 from tests.test_triton_host import layout_text
 
@@ -138,20 +138,31 @@ def test_a_returned_shared_buffer_is_loaded_once_for_the_host(target):
 
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_gluon_stage_hands_tiles_to_a_triton_region_through_shared_memory(target):
-    """``examples/tma_stage.py``: the boundary conversion is folded into the host's read of the
-    staged tile, which loads it straight in the layout Triton chose for the region."""
+    """``examples/tma_stage.py``: the staged tile is read back in the row layout Triton's lowering
+    of the region also computes in (a coalesced load's): the boundary costs nothing."""
     fb = tma_stage.build(target)
+    ttgir = fb.asm["ttgir"]
+    assert [(b.direction, b.conversions, b.reason) for b in fb.boundaries] == [
+        ("in", 0, "layouts agree"), ("out", 0, "layouts agree")]
+    assert ttgir.count("ttg.local_load") == 1
+    assert ttgir.count("ttg.convert_layout") == 1   # the author's own, to a layout equal to its input's
+    if has_tma(target):
+        assert "cp.async.bulk.tensor" in fb.assembly and "mbarrier.try_wait" in fb.assembly
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_boundary_conversion_of_a_shared_memory_read_becomes_a_read_in_the_regions_layout(target):
+    kernel, signature, constexprs = kernels.cases(target)["staged_columns"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, num_warps=NUM_WARPS)
     ttgir = fb.asm["ttgir"]
     inbound = next(b for b in fb.boundaries if b.direction == "in")
     assert (inbound.handoff, inbound.conversions, inbound.movement) == ("shared", 0, "none")
     assert "loaded from shared memory" in inbound.reason
-    (load, ) = re.findall(r'ttg\.local_load %\S+ \{hybrid\.boundary = "0:in:0"\} : !ttg\.memdesc<[^>]*> -> '
-                          r'tensor<64x128xf16, (#\w+)>', ttgir)
-    host = re.search(r"^(#\w+) = " + re.escape(layout_text(tma_stage.constexprs(target)["L"])), ttgir, re.M).group(1)
-    assert load != host and ttgir.count("ttg.local_load") == 1
-    assert ttgir.count("ttg.convert_layout") == 1   # the author's own, of the region's result
-    if has_tma(target):
-        assert "cp.async.bulk.tensor" in fb.assembly and "mbarrier.try_wait" in fb.assembly
+    (read, ) = re.findall(r'ttg\.local_load %\S+ \{hybrid\.boundary = "0:in:0"\} : !ttg\.memdesc<[^>]*> -> '
+                          r'tensor<64x64xf32, (#\w+)>', ttgir)
+    columns = re.search(r"^(#\w+) = " + re.escape(layout_text(constexprs["LC"])), ttgir, re.M)
+    assert columns is None or read != columns.group(1)
+    assert ttgir.count("ttg.local_load") == 1   # the column-wise read is gone
 
 
 @pytest.mark.parametrize("target", ["sm90a", "sm100a"])
