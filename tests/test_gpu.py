@@ -1,14 +1,14 @@
 """The examples on a real GPU against torch (skipped without one)."""
 import pytest
 
-from examples import (attention, layernorm, matmul, matmul_gluon_epilogue, matmul_wgmma, memcpy, softmax,
-                      softmax_gluon_stats, strided_copy, tile_matmul)
+from examples import (attention, layernorm, matmul, matmul_gluon_epilogue, matmul_wgmma, memcpy, mma_handoff, softmax,
+                      softmax_gluon_stats, strided_copy, tile_matmul, tma_stage)
 from examples.run import check, current_gpu_target
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("example", [softmax, tile_matmul, softmax_gluon_stats, matmul_gluon_epilogue, memcpy,
-                                     strided_copy, layernorm, matmul, matmul_wgmma, attention])
+                                     strided_copy, layernorm, matmul, matmul_wgmma, attention, mma_handoff, tma_stage])
 def test_example_matches_torch(example):
     target = current_gpu_target()
     if target is None:
