@@ -39,7 +39,7 @@ def of_conversion(builder, source, result) -> Movement:
 def between(builder, source_layout, result_layout, shape: list, bits: int) -> Movement:
     """The movement of converting a ``shape`` tensor of ``bits``-bit elements between two Gluon
     layouts (``builder``: a ``GluonOpBuilder``, for Triton's linear-layout conversion)."""
-    src_layout, dst_layout = _linear(builder, source_layout, shape), _linear(builder, result_layout, shape)
+    src_layout, dst_layout = linear(builder, source_layout, shape), linear(builder, result_layout, shape)
     if _bases(src_layout) == _bases(dst_layout):
         return Movement("none", 0, 0)
     src, dst = _owners(src_layout), _owners(dst_layout)
@@ -55,7 +55,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
     return Movement(kind, math.prod(shape) * bits // 8, 1)
 
 
-def _linear(builder, layout, shape: list) -> DistributedLinearLayout:
+def linear(builder, layout, shape: list) -> DistributedLinearLayout:
     if isinstance(layout, DistributedLinearLayout):
         return layout
     return builder.to_linear_layout(layout._to_ir(builder), list(shape))
@@ -69,16 +69,16 @@ def _owners(layout: DistributedLinearLayout) -> dict[tuple, set[tuple[int, int]]
     """Tensor coordinate -> the (warp, lane) pairs holding it (several where a layout broadcasts)."""
     owners: dict[tuple, set[tuple[int, int]]] = {}
     rank = len((layout.reg_bases or layout.lane_bases or layout.warp_bases or [[0]])[0])
-    registers = _span(layout.reg_bases, rank)
-    for (warp, w_coord), (lane, l_coord) in product(enumerate(_span(layout.warp_bases, rank)),
-                                                    enumerate(_span(layout.lane_bases, rank))):
+    registers = span(layout.reg_bases, rank)
+    for (warp, w_coord), (lane, l_coord) in product(enumerate(span(layout.warp_bases, rank)),
+                                                    enumerate(span(layout.lane_bases, rank))):
         base = tuple(a ^ b for a, b in zip(w_coord, l_coord))
         for r_coord in registers:
             owners.setdefault(tuple(a ^ b for a, b in zip(base, r_coord)), set()).add((warp, lane))
     return owners
 
 
-def _span(bases: list, rank: int) -> list[tuple]:
+def span(bases: list, rank: int) -> list[tuple]:
     """The coordinate of every index 0..2^len(bases)-1: the XOR of the bases of its set bits."""
     coords = [(0, ) * rank]
     for basis in bases:

@@ -15,7 +15,7 @@ from itertools import product
 import numpy as np
 from triton.experimental.gluon import language as gl
 
-from .movement import _linear, _span
+from .movement import linear, span
 
 _BANKS, _WORD, _WAVEFRONT = 32, 4, 128
 
@@ -37,7 +37,7 @@ def plain(rank: int) -> gl.SwizzledSharedLayout:
 def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
     """The swizzled layout for a ``shape`` tile of ``bits``-bit elements that costs ``writer``
     (a distributed layout) and ``readers`` the fewest wavefronts; ties go to the simpler layout."""
-    threads = [_thread_coords(_linear(builder, layout, shape)) for layout in [writer, *readers]]
+    threads = [_thread_coords(linear(builder, layout, shape)) for layout in [writer, *readers]]
     nbytes = max(1, bits // 8)
     orders = [list(reversed(range(len(shape))))] + ([[0, 1]] if len(shape) == 2 else [])
     candidates = [gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)
@@ -57,8 +57,8 @@ def _powers(limit: int) -> list[int]:
 def _thread_coords(layout) -> np.ndarray:
     """``[register, lane, dim]``: the coordinate each lane of one warp holds in each register."""
     rank = len((layout.reg_bases or layout.lane_bases)[0])
-    registers = np.array(_span(layout.reg_bases, rank))
-    lanes = np.array(_span(layout.lane_bases, rank))
+    registers = np.array(span(layout.reg_bases, rank))
+    lanes = np.array(span(layout.lane_bases, rank))
     return registers[:, None, :] ^ lanes[None, :, :]
 
 
