@@ -56,6 +56,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
 
 
 def linear(builder, layout, shape: list) -> DistributedLinearLayout:
+    """Triton's linear layout (register, lane, warp bases) of a distributed layout over ``shape``."""
     if isinstance(layout, DistributedLinearLayout):
         return layout
     return builder.to_linear_layout(layout._to_ir(builder), list(shape))

@@ -26,8 +26,6 @@ _GLUON_HINT = ("the Gluon function is built with the layouts the Triton host giv
                "convert them explicitly inside the Gluon function to the layouts it needs")
 _REGION_HINT = ("the Triton function is lowered on its own for the call site's argument types; "
                 "fix it or the arguments passed at the call site")
-
-
 _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
                "either given directly or as the name of a constexpr parameter holding it")
 
@@ -230,13 +228,13 @@ class HybridSession:
                 self._plan(region, "out", j, f"return[{j}]", source or str(ty), str(ty))
 
     def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str,
-              **handoff) -> None:
-        """One boundary record to complete after stitching; ``handoff`` holds a shared-memory
+              **shared) -> None:
+        """One boundary record to complete after stitching; ``shared`` holds a shared-memory
         handoff's ``Boundary`` fields (and its ``reason``)."""
         shape, dtype = bd.shape_and_dtype(expected)
         self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
                                   value=value, shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
-                                  to_layout=bd.layout_of(expected), agree=given == expected, **handoff))
+                                  to_layout=bd.layout_of(expected), agree=given == expected, **shared))
 
     # -- after code generation -----------------------------------------------------------------
     def finish(self, module) -> None:
