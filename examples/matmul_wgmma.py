@@ -6,7 +6,6 @@ version stores with ``the Gluon epilogue ``examples.layouts.store_tile``; pure T
 
     python examples/matmul_wgmma.py   # builds for sm90a; on an H100/H200 also checks vs torch
 """
-import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
