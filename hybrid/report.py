@@ -25,8 +25,9 @@ def boundary_line(b: dict) -> str:
     if b.get("handoff") == "shared":
         cost = "shared handoff" + (f" {b['shared_bytes']} B" if b.get("shared_bytes") else "") + \
             (f" + {b['fences']} fence" if b.get("fences") else "") + (f", {cost}" if b["conversions"] else "")
+    why = "" if b["reason"].startswith("converted") else f" ({b['reason']})"   # the cost already says it
     return (f"r{b['region']} {b['direction']} {b['value']} {shape}x{b['dtype']} {arrow} "
-            f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost} ({b['reason']})")
+            f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost}{why}")
 
 
 def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") -> Table:
