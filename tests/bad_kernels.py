@@ -63,9 +63,10 @@ def g_inline_layout(x):
 
 @hybrid.jit
 @triton.jit
-def h_gluon_inline_layout(x_ptr, BLOCK: tl.constexpr):
+def h_call_1d(x_ptr, BLOCK: tl.constexpr, REGION: tl.constexpr):
+    """A Triton host handing a loaded vector to the Gluon function ``REGION``."""
     offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, g_inline_layout(tl.load(x_ptr + offs)))
+    tl.store(x_ptr + offs, REGION(tl.load(x_ptr + offs)))
 
 
 @hybrid.jit
@@ -73,13 +74,6 @@ def h_gluon_inline_layout(x_ptr, BLOCK: tl.constexpr):
 def h_gluon_shape_bug(x_ptr, BLOCK: tl.constexpr, L1: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, g_shape_bug(tl.load(x_ptr + offs), L1))
-
-
-@hybrid.jit
-@triton.jit
-def h_hopper_op(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, g_hopper_fence(tl.load(x_ptr + offs)))
 
 
 @hybrid.jit
@@ -108,13 +102,6 @@ def h_too_much_shared(x_ptr, BLOCK: tl.constexpr):
 @gluon.jit
 def g_takes_wave64(x):
     return x + 1.0
-
-
-@hybrid.jit
-@triton.jit
-def h_takes_wave64(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(x_ptr + offs, g_takes_wave64(tl.load(x_ptr + offs)))
 
 
 @hybrid.takes(n=gl.BlockedLayout([1], [32], [4], [0]))
@@ -178,13 +165,16 @@ def main(case: str, target: str) -> None:
         "inline_layout": lambda: hybrid.compile(k_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
         "gluon_shape_bug": lambda: hybrid.compile(h_gluon_shape_bug, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
-        "gluon_inline_layout": lambda: hybrid.compile(h_gluon_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 256},
+        "gluon_inline_layout": lambda: hybrid.compile(h_call_1d, {"x_ptr": "*fp32"},
+                                                      {"BLOCK": 256, "REGION": g_inline_layout},
                                                       target=target.split("/")[0],
                                                       num_warps=int(target.split("/")[1]) if "/" in target else 4),
-        "gluon_wrong_arch": lambda: hybrid.compile(h_hopper_op, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+        "gluon_wrong_arch": lambda: hybrid.compile(h_call_1d, {"x_ptr": "*fp32"},
+                                                   {"BLOCK": 512, "REGION": g_hopper_fence}, target=target),
         "too_much_shared": lambda: hybrid.compile(h_too_much_shared, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
         "gluon_warp_specialize": lambda: hybrid.compile(*triton_hosts.cases(target)["warp_specialized"], target=target),
-        "takes_wave64": lambda: hybrid.compile(h_takes_wave64, {"x_ptr": "*fp32"}, {"BLOCK": 256}, target=target),
+        "takes_wave64": lambda: hybrid.compile(h_call_1d, {"x_ptr": "*fp32"},
+                                               {"BLOCK": 256, "REGION": g_takes_wave64}, target=target),
         "takes_scalar": lambda: hybrid.compile(h_takes_scalar, {"x_ptr": "*fp32", "n": "fp32"}, {"BLOCK": 256},
                                                target=target),
         "handoff_swizzled_wgmma": lambda: _mma_with_swizzled_a(target),

@@ -71,7 +71,7 @@ def test_bug_inside_gluon_region_names_it_and_the_call_site(target):
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
 def test_gluon_region_with_an_op_of_another_architecture(target):
     proc = run_case("gluon_wrong_arch", target)
-    assert_python_error(proc, "RegionError", "region 'g_hopper_fence'", f"{BAD}:{line_of('g_hopper_fence(tl.load(')}",
+    assert_python_error(proc, "RegionError", "region 'g_hopper_fence'", f"{BAD}:{line_of('REGION(tl.load(')}",
                         "ttng.fence_async_shared", "sm90+" if target == "sm80" else "cuda only", "hint:")
 
 
@@ -84,7 +84,7 @@ def test_warp_specialize_in_a_gluon_region_before_sm90():
 
 def test_declared_layout_for_another_warp_size():
     proc = run_case("takes_wave64", "sm90a")
-    assert_python_error(proc, "RegionError", "region 'g_takes_wave64'", f"{BAD}:{line_of('g_takes_wave64(tl.load(')}",
+    assert_python_error(proc, "RegionError", "region 'g_takes_wave64'", f"{BAD}:{line_of('REGION(tl.load(')}",
                         "the layout declared for 'x'", "64 threads per warp", "32-thread warps", "hint:")
 
 
@@ -130,5 +130,5 @@ def test_shared_memory_over_the_limit_is_broken_down_by_boundary():
 def test_layout_written_in_a_gluon_region_that_does_not_fit_the_target(target):
     """Wrong warp size (wave64) or wrong num_warps: named, with the region's call site, before lowering."""
     proc = run_case("gluon_inline_layout", target)
-    assert_python_error(proc, "RegionError", "region 'g_inline_layout'", f"{BAD}:{line_of('g_inline_layout(tl.load(')}",
+    assert_python_error(proc, "RegionError", "region 'g_inline_layout'", f"{BAD}:{line_of('REGION(tl.load(')}",
                         "does not verify for", f"{BAD}:{line_of('32-wide warps, 4 warps only')}", "hint:")

@@ -102,21 +102,12 @@ def g_ring_sum(x_ptr, n_tiles, BLOCK: gl.constexpr, STAGES: gl.constexpr):
 # -- Triton hosts (unported code) ---------------------------------------------------------------
 @hybrid.jit
 @triton.jit
-def h_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+def h_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, REGION: tl.constexpr, L: tl.constexpr):
+    """Row sums of a ``BM x BN`` tile by the Gluon function ``REGION(x, L)``."""
     rows = tl.arange(0, BM)
     cols = tl.arange(0, BN)
     x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
-    s = g_row_sum(x, L)
-    tl.store(y_ptr + rows, s + 1.0)
-
-
-@hybrid.jit
-@triton.jit
-def h_declared_reduce(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
-    rows = tl.arange(0, BM)
-    cols = tl.arange(0, BN)
-    x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
-    tl.store(y_ptr + rows, g_row_sum_declared(x, L) + 1.0)
+    tl.store(y_ptr + rows, REGION(x, L) + 1.0)
 
 
 @hybrid.jit
@@ -194,8 +185,9 @@ def cases(target: str) -> dict:
     LT = gl.BlockedLayout([4, 1], [8, L.threads_per_warp[0]], [1, NUM_WARPS], [0, 1])
     p32 = "*fp32"
     return {
-        "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
-        "declared_reduce": (h_declared_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "L": L}),
+        "reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32}, {"BM": 32, "BN": 64, "REGION": g_row_sum, "L": L}),
+        "declared_reduce": (h_reduce, {"x_ptr": p32, "y_ptr": p32},
+                            {"BM": 32, "BN": 64, "REGION": g_row_sum_declared, "L": L}),
         "smem": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_transpose_through_smem, "L": L,
                                                                 "LT": LT}),
         "shared_handoff": (h_square_tile, {"x_ptr": p32, "y_ptr": p32}, {"B": 32, "REGION": g_transpose_shared, "L": L,
