@@ -66,6 +66,11 @@ def takes(**params):
     return decorate
 
 
+def declares(fn) -> bool:
+    """Whether ``fn`` has ``@hybrid.takes`` declarations."""
+    return bool(getattr(fn, _ATTR, None))
+
+
 def wants(fn, arguments: dict) -> dict[str, Want]:
     """``fn``'s declarations for one call (``arguments``: parameter name -> bound value), with
     constexpr names resolved; ``ValueError`` names the parameter where a declaration is unusable."""

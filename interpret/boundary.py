@@ -44,6 +44,8 @@ def declared(fn, args: tuple, kwargs: dict, semantic) -> tuple[tuple, dict]:
     """The arguments of a Gluon function called from Triton code as its ``@hybrid.takes``
     declarations ask: in the declared layout (checked against the target), or stored into a
     new shared buffer of the declared shared layout."""
+    if not handoff.declares(fn):   # most calls: nothing to bind
+        return args, kwargs
     bound = inspect.signature(fn.fn).bind(*args, **kwargs)
     bound.apply_defaults()
     wants = handoff.wants(fn, dict(bound.arguments))

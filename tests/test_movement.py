@@ -36,10 +36,7 @@ def convert(x_ptr, y_ptr, A: gl.constexpr, B: gl.constexpr, M: gl.constexpr, N: 
 def builder():
     context = ir.context()
     ir.load_dialects(context)
-    try:
-        return context, gluon_ir.GluonOpBuilder(context, "sm90")   # 3.9 takes the arch
-    except TypeError:
-        return context, gluon_ir.GluonOpBuilder(context)
+    return context, gluon_ir.GluonOpBuilder(context)
 
 
 def compiled_ptx_and_shared(a, b) -> tuple[str, int]:
