@@ -12,6 +12,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from .movement import element_bits
+
 #: op-name prefix -> (backend, minimum NVIDIA compute capability or None, what it is)
 _REQUIREMENTS = (
     ("ttng.warp_group_dot", "cuda", 90, "Hopper warpgroup MMA (wgmma)"),
@@ -65,7 +67,6 @@ def describe(target) -> str:
 #: Shared memory (LDS) one CTA may use, by NVIDIA compute capability or AMD architecture.
 _SHARED_LIMIT = {80: 166912, 86: 101376, 89: 101376, 90: 232448, 100: 232448, 120: 101376,
                  "gfx942": 65536, "gfx950": 163840}
-_ELEMENT_BYTES = {"f64": 8, "i64": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2, "i16": 2, "i8": 1, "i1": 1}
 
 
 def shared_memory_limit(target) -> int | None:
@@ -88,5 +89,4 @@ def allocated_shared_bytes(module) -> int:
 def _memdesc_bytes(type_text: str) -> int:
     dims = re.match(r"!ttg\.memdesc<([^,>]+)", type_text).group(1).split("x")
     element = dims[-1]
-    size = _ELEMENT_BYTES.get(element, 1 if element.startswith("f8") else 4)
-    return math.prod(int(d) for d in dims[:-1]) * size
+    return math.prod(int(d) for d in dims[:-1]) * element_bits(element) // 8

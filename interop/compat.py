@@ -167,3 +167,20 @@ def triton_to_gluon(fns: list, target: str) -> tuple[str, str]:
         from triton.tools.triton_to_gluon_translater import translator
         return translator.convert_triton_to_gluon(fns), translator.__name__
     return convert_triton_to_gluon(fns, TranslatorTarget(target.removesuffix("a"))), convert_triton_to_gluon.__module__
+
+
+def add_shared_memory_allocation(pm, target, options) -> None:
+    """The backend's own shared-memory allocation pass for ``target``, as its ``make_llir`` adds
+    it: NVIDIA's takes the capability and PTX version; AMD's takes the architecture from 3.7 on
+    and nothing in 3.6."""
+    if target.backend == "hip":
+        from triton._C.libtriton import amd
+        try:
+            amd.passes.ttgpuir.add_allocate_shared_memory(pm, target.arch)
+        except TypeError:
+            amd.passes.ttgpuir.add_allocate_shared_memory(pm)
+        return
+    from triton._C.libtriton import nvidia
+    from triton.backends.nvidia.compiler import get_ptx_version_from_options
+    nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, target.arch,
+                                                        get_ptx_version_from_options(options, target.arch))

@@ -2,10 +2,12 @@
 
 Triton lowers ``ttg.convert_layout`` by what the layouts require: a permutation of each
 thread's registers, warp shuffles where every element a thread needs is held in its own warp,
-and a round trip through shared-memory scratch (a barrier between the stores and the loads)
-where it has to cross warps. Both layouts are turned into Triton's own linear layouts
-(``to_linear_layout``: register, lane and warp bases), and for every element each thread of
-the result needs, the threads of the source that hold it decide the class.
+and a round trip through shared-memory scratch where it has to cross warps. Both layouts are
+turned into Triton's own linear layouts (``to_linear_layout``: register, lane and warp bases),
+and for every element each thread of the result needs, the threads of the source that hold it
+decide the class. A shuffle moves one 32-bit register per lane; a round trip moves the tile in
+as many rounds as Triton's scratch for it takes (``scratch.ScratchProbe``), each a store, a
+barrier, a load and (between rounds) another barrier.
 """
 from __future__ import annotations
 
@@ -18,27 +20,38 @@ from triton.experimental.gluon.language._layouts import DistributedLinearLayout
 from .boundary import shape_and_dtype
 
 _ORDER = ("none", "registers", "shuffles", "shared")
-_BITS = {"i1": 8, "i8": 8, "f8E4M3FN": 8, "f8E5M2": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32,
-         "i64": 64, "f64": 64}
+_BITS = {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64, "f64": 64}
 
 
 @dataclass(frozen=True)
 class Movement:
     kind: str           # "none" (same layout), "registers" (within each thread), "shuffles" (within warps), "shared"
-    shared_bytes: int   # bytes stored to (and loaded from) shared-memory scratch
-    barriers: int       # barriers the shared round trip needs between its stores and loads
+    shared_bytes: int   # shared-memory scratch the round trip uses
+    barriers: int       # barriers of the round trip: 2 per round, less the one after the last load
+    shuffles: int = 0   # warp shuffles per thread
 
 
-def of_conversion(builder, source, result) -> Movement:
-    """The movement of ``convert_layout(source) -> result`` (two IR tensor values)."""
+def of_conversion(builder, source, result, probe=None) -> Movement:
+    """The movement of ``convert_layout(source) -> result`` (two IR tensor values); ``probe`` (a
+    ``scratch.ScratchProbe``) sizes a round trip's scratch as Triton will, else it is the tile."""
     shape, dtype = shape_and_dtype(str(source.get_type()))
-    return between(builder, builder.get_gluon_layout_from_tensor(source), builder.get_gluon_layout_from_tensor(result),
-                   list(shape), _BITS.get(dtype, 32))
+    move = between(builder, builder.get_gluon_layout_from_tensor(source), builder.get_gluon_layout_from_tensor(result),
+                   list(shape), element_bits(dtype))
+    if move.kind != "shared" or probe is None:
+        return move
+    return _round_trip(math.prod(shape) * element_bits(dtype) // 8,
+                       probe.conversion_bytes(source.get_type(), result.get_type()))
+
+
+def element_bits(dtype: str) -> int:
+    """Bits an element of MLIR type ``dtype`` takes in registers and shared memory (an ``i1`` a byte)."""
+    return 8 if dtype.startswith("f8") else _BITS.get(dtype, 32)
 
 
 def between(builder, source_layout, result_layout, shape: list, bits: int) -> Movement:
     """The movement of converting a ``shape`` tensor of ``bits``-bit elements between two Gluon
-    layouts (``builder``: a ``GluonOpBuilder``, for Triton's linear-layout conversion)."""
+    layouts (``builder``: a ``GluonOpBuilder``, for Triton's linear-layout conversion), a round
+    trip taken as staging the whole tile at once."""
     src_layout, dst_layout = linear(builder, source_layout, shape), linear(builder, result_layout, shape)
     if _bases(src_layout) == _bases(dst_layout):
         return Movement("none", 0, 0)
@@ -50,9 +63,17 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
             if (warp, lane) in held:
                 continue
             kind = max(kind, "shuffles" if any(w == warp for w, _ in held) else "shared", key=_ORDER.index)
-    if kind != "shared":
+    if kind == "registers":
         return Movement(kind, 0, 0)
-    return Movement(kind, math.prod(shape) * bits // 8, 1)
+    if kind == "shuffles":
+        return Movement(kind, 0, 0, -(-(2 ** len(dst_layout.reg_bases)) * bits // 32))
+    tile = math.prod(shape) * bits // 8
+    return _round_trip(tile, tile)
+
+
+def _round_trip(tile_bytes: int, scratch_bytes: int) -> Movement:
+    rounds = max(1, -(-tile_bytes // max(1, scratch_bytes)))
+    return Movement("shared", min(scratch_bytes, tile_bytes) if scratch_bytes else tile_bytes, 2 * rounds - 1)
 
 
 def linear(builder, layout, shape: list) -> DistributedLinearLayout:

@@ -248,8 +248,9 @@ class LiveConversion:
     movement: Movement
 
 
-def live_boundary_conversions(module, context) -> dict[str, list[LiveConversion]]:
-    """Per boundary tag, each conversion still in the module and what it moves."""
+def live_boundary_conversions(module, context, probe=None) -> dict[str, list[LiveConversion]]:
+    """Per boundary tag, each conversion still in the module and what it moves (``probe``: a
+    ``scratch.ScratchProbe`` for the scratch Triton gives a round trip)."""
     builder = gluon_ir.GluonOpBuilder(context)
     found: dict[str, list[LiveConversion]] = {}
 
@@ -259,7 +260,8 @@ def live_boundary_conversions(module, context) -> dict[str, list[LiveConversion]
             if boundary_tag:
                 source, result = op.get_operand(0), op.get_result(0)
                 found.setdefault(boundary_tag, []).append(LiveConversion(
-                    str(source.get_type()), str(result.get_type()), movement.of_conversion(builder, source, result)))
+                    str(source.get_type()), str(result.get_type()),
+                    movement.of_conversion(builder, source, result, probe)))
 
     module.walk(visit)
     return found

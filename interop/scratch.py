@@ -1,0 +1,44 @@
+"""How much shared-memory scratch Triton gives one ``ttg.convert_layout``, asked of Triton itself.
+
+Triton does not always stage a whole tile: its lowering picks a swizzled scratch layout and,
+where that needs fewer bytes than the tile, moves the tile in rounds (store, barrier, load,
+barrier, ...). The size comes from the backend's own allocation pass, run on a module that
+holds nothing but the conversion; rounds and barriers follow from it (``movement``).
+"""
+from __future__ import annotations
+
+from triton._C.libtriton import gluon_ir, ir
+
+from . import compat, diagnostics
+
+
+class ScratchProbe:
+    """Scratch bytes per conversion for one target and warp configuration, cached by types."""
+
+    def __init__(self, context, target, options):
+        self.context, self.target, self.options = context, target, options
+        self._bytes: dict[tuple[str, str], int] = {}
+
+    def conversion_bytes(self, source_type, result_type) -> int:
+        key = (str(source_type), str(result_type))
+        if key not in self._bytes:
+            self._bytes[key] = self._allocate(source_type, result_type)
+        return self._bytes[key]
+
+    def _allocate(self, source_type, result_type) -> int:
+        builder = gluon_ir.GluonOpBuilder(self.context)
+        module = builder.create_module()
+        for name, value in (("ttg.num-warps", self.options.num_warps), ("ttg.num-ctas", 1),
+                            ("ttg.threads-per-warp", self.options.warp_size)):
+            module.set_attr(name, builder.get_int32_attr(value))
+        module.set_attr("ttg.target", builder.get_string_attr(f"{self.target.backend}:{self.target.arch}"))
+        function = builder.get_or_insert_function(module, "conversion",
+                                                  builder.get_function_ty([source_type], [result_type]), "public",
+                                                  False)
+        module.push_back(function)
+        builder.set_insertion_point_to_start(function.add_entry_block())
+        builder.ret([builder.create_convert_layout(result_type, function.args(0))])
+        pm = ir.pass_manager(self.context)
+        compat.add_shared_memory_allocation(pm, self.target, self.options)
+        diagnostics.run(pm, module, "hybrid_scratch_probe")
+        return module.get_int_attr("ttg.shared") or 0
