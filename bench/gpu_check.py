@@ -35,9 +35,10 @@ def run_gpu_tests(out: Path) -> dict:
             "exit_code": proc.returncode, "seconds": round(time.perf_counter() - started, 1)}
 
 
-def run_benchmark(out: Path, targets: str) -> dict:
-    path = out.with_name(out.name + "-kernels.json")
-    proc = subprocess.run([sys.executable, "bench/kernels.py", "--targets", targets, "--json", str(path)],
+def run_benchmark(out: Path, name: str, targets: str) -> dict:
+    """``bench/<name>.py`` for ``targets``; its JSON, with its exit code."""
+    path = out.with_name(f"{out.name}-{name}.json")
+    proc = subprocess.run([sys.executable, f"bench/{name}.py", "--targets", targets, "--json", str(path)],
                           cwd=ROOT, env=_env(), timeout=1200)
     return {"exit_code": proc.returncode, **(json.loads(path.read_text()) if path.exists() else {})}
 
@@ -52,6 +53,12 @@ def markdown(result: dict) -> str:
              f"{tests['skipped']} skipped ({tests['seconds']} s)", ""]
     if "static" in result["benchmark"]:
         lines.append(kernel_tables(result["benchmark"]))
+    timed = [r for r in result["boundaries"].get("gpu", []) if r["mode"] == "auto"]
+    if timed:
+        lines += ["", "Boundary planner (`bench/boundaries.py`, auto / best forced alternative, goal <= 1.02):", "",
+                  "| case | auto ms | ratio | goal |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r['case']} | {r['median_ms'] or '-'} | {r['auto_vs_best_forced'] or '-'} | "
+                  f"{'met' if r['meets_goal'] else 'MISSED'} |" for r in timed]
     return "\n".join(lines)
 
 
@@ -76,15 +83,18 @@ def main(argv=None) -> int:
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     tests = run_gpu_tests(out)
-    benchmark = run_benchmark(out, target)
+    benchmark = run_benchmark(out, "kernels", target)
+    boundaries = run_benchmark(out, "boundaries", target)
     result = {"date": datetime.date.today().isoformat(), "target": target,
-              "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark}
+              "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark,
+              "boundaries": boundaries}
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     text = markdown(result)
     out.with_suffix(".md").write_text(text)
     print(text)
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
-    ok = tests["exit_code"] == 0 and tests["failures"] + tests["errors"] == 0 and benchmark["exit_code"] == 0
+    ok = (tests["exit_code"] == 0 and tests["failures"] + tests["errors"] == 0 and benchmark["exit_code"] == 0
+          and boundaries["exit_code"] == 0)
     return 0 if ok else 1
 
 

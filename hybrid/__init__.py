@@ -2,6 +2,7 @@
 from interop.boundary import Boundary
 from interop.errors import RegionError
 from interop.handoff import shared, takes
+from interop.planner import using as boundary_mode
 
 from .compile import FusedBinary, compile
 from .jit import jit
@@ -21,5 +22,5 @@ def load_bundle(path, **kwargs):
     return load(path, **kwargs)
 
 
-__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "compile", "interpreting", "jit", "load_bundle", "shared",
-           "takes"]
+__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "boundary_mode", "compile", "interpreting", "jit",
+           "load_bundle", "shared", "takes"]

@@ -11,7 +11,7 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, instrument
+from interop import arch, instrument, planner
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
@@ -63,7 +63,7 @@ class FusedBinary:
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
             num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, divisible=(),
-            **options) -> FusedBinary:
+            boundaries: str = "auto", **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
     ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
@@ -71,12 +71,15 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors;
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
+    ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or
+    forced to ``"convert"`` (Triton's conversions) or ``"shared"`` (shared-memory handoffs).
     """
     constexprs = dict(constexprs or {})
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
-    compiled = triton.compile(source, target=gpu_target,
-                              options={"num_warps": num_warps, "num_stages": num_stages, **options})
+    with planner.using(boundaries):
+        compiled = triton.compile(source, target=gpu_target,
+                                  options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]
     regions = module_json_attr(ttgir, REGIONS_ATTR)
     boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]

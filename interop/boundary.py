@@ -37,6 +37,8 @@ class Boundary:
     shared_bytes: int = 0        # bytes through shared memory: a handoff's buffer, conversion scratch
     barriers: int = 0            # barriers its conversions need (a shared-memory round trip)
     fences: int = 0              # async-proxy fences a handoff added
+    shuffles: int = 0            # warp shuffles per thread its conversions need
+    cost: int = 0                # the planner's modelled cost (``interop.planner``), on the first boundary it covers
 
     def to_json(self) -> dict:
         data = asdict(self)

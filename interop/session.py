@@ -16,11 +16,12 @@ from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
 from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
-               opaque, stitch, swizzle, triton_host, validate)
+               opaque, planner, stitch, swizzle, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
+from .scratch import ScratchProbe
 
 _GLUON_HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
                "convert them explicitly inside the Gluon function to the layouts it needs")
@@ -321,8 +322,15 @@ class HybridSession:
             names = ", ".join(r.function for r in self.regions) or "?"
             site = str(self.regions[0].call_site) if self.regions else "?"
             raise RegionError(names, site, f"stitching failed: {exc}") from exc
-        live = stitch.live_boundary_conversions(module, self.context)
-        self.boundaries = [_record(planned, live, loaded) for planned in self._planned]
+        probe = ScratchProbe(self.context, self.target, self.options)
+        try:
+            choices = planner.plan(module, self.context, probe, planner.mode(), arch.shared_memory_limit(self.target))
+        except (ValueError, RuntimeError) as exc:
+            raise RegionError(", ".join(r.function for r in self.regions), str(self.regions[0].call_site),
+                              f"planning the boundaries failed: {exc}") from exc
+        live = stitch.live_boundary_conversions(module, self.context, probe)
+        by_tag = {t: choice for choice in choices for t in choice.tags}
+        self.boundaries = [_record(planned, live, loaded, by_tag) for planned in self._planned]
 
     def _plan_gluon_boundaries(self, call, wants: list, plans: dict, ports, produced: list[str]) -> None:
         """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own
@@ -361,10 +369,17 @@ class HybridSession:
         self._spare.clear()
 
 
-def _record(planned: dict, live: dict, loaded: set[str]) -> bd.Boundary:
+def _record(planned: dict, live: dict, loaded: set[str], choices: dict) -> bd.Boundary:
     fields = {k: v for k, v in planned.items() if k not in ("agree", "reason")}
     boundary_tag = bd.tag(planned["region"], planned["direction"], planned["index"])
     remaining = live.get(boundary_tag, [])
+    choice = choices.get(boundary_tag)
+    if choice is not None and choice.way == "handoff":
+        owner = choice.tags[0] == boundary_tag
+        fields.update(handoff="shared", movement="shared", shared_bytes=choice.shared_bytes if owner else 0,
+                      barriers=int(owner), cost=choice.cost if owner else 0)
+        reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
+        return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
     if "reason" in planned:
         reason = planned["reason"]
     elif boundary_tag in loaded and not remaining:
@@ -383,7 +398,9 @@ def _record(planned: dict, live: dict, loaded: set[str]) -> bd.Boundary:
         fields["movement"] = max((m.kind for m in moves), key=("none", "registers", "shuffles", "shared").index)
         fields["shared_bytes"] = fields.get("shared_bytes", 0) + sum(m.shared_bytes for m in moves)
         fields["barriers"] = sum(m.barriers for m in moves)
-        reason += f" ({fields['movement']})"
+        fields["shuffles"] = sum(m.shuffles for m in moves)
+        fields["cost"] = choice.cost if choice is not None and choice.tags[0] == boundary_tag else 0
+        reason += f" ({fields['movement']})" if choice is None else f": {choice.reason}"
     return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
 
 

@@ -41,9 +41,8 @@ def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
     nbytes = max(1, bits // 8)
     orders = [list(reversed(range(len(shape))))] + ([[0, 1]] if len(shape) == 2 else [])
     candidates = [gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)
-                  for order, vec, per_phase, max_phase in product(orders, _powers(max(1, 16 // nbytes)), (1, 2, 4, 8),
-                                                                  _powers(16))
-                  if max_phase > 1 or (vec, per_phase) == (1, 1)]
+                  for order, vec, per_phase, max_phase in product(orders, _powers(16), (1, 2, 4, 8), _powers(16))
+                  if (max_phase > 1 or (vec, per_phase) == (1, 1)) and vec * max_phase <= shape[order[0]]]
     costs = [[_wavefronts(_offsets(c, shape, t), nbytes) for t in threads] for c in candidates]
     best = min(range(len(candidates)), key=lambda i: (sum(costs[i]), costs[i][0], i))
     plain_costs = [_wavefronts(_offsets(plain(len(shape)), shape, t), nbytes) for t in threads]

@@ -59,3 +59,16 @@ def test_interpreter_benchmark_runs(tmp_path):
     from bench.kernels import SUITE
     assert {r["example"] for r in rows} == set(SUITE)
     assert all(r["seconds"] > 0 and r["correct"] for r in rows)
+
+
+def test_boundaries_benchmark_runs(tmp_path):
+    out = tmp_path / "boundaries.json"
+    proc = _run("bench/boundaries.py", "--targets", "sm90a", "--cases", "64x64 fp32, warps by column, 2 readers",
+                "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = {r["mode"]: r for r in json.loads(out.read_text())["static"]}
+    assert set(rows) == {"auto", "convert", "shared"} and all(r["target"] == "sm90a" for r in rows.values())
+    assert rows["auto"]["model_cost"] == min(rows["convert"]["model_cost"], rows["shared"]["model_cost"])
+    assert rows["convert"]["handoffs"] == 0 < rows["shared"]["handoffs"]
+    assert all(r["shared_stores"] > 0 and r["barriers"] > 0 for r in rows.values())
+    assert "Boundary planning" in proc.stdout

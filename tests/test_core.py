@@ -126,8 +126,11 @@ def test_boundary_records_are_complete(built):
     assert (inbound.value, outbound.value) == ("x", "return[0]")
     assert set(inbound.to_json()) == {"region", "function", "direction", "index", "value", "shape", "dtype",
                                       "from_layout", "to_layout", "conversions", "reason", "handoff", "movement",
-                                      "shared_bytes", "barriers", "fences"}
-    assert inbound.handoff == outbound.handoff == "registers" and inbound.fences == 0
+                                      "shared_bytes", "barriers", "fences", "shuffles", "cost"}
+    assert inbound.fences == outbound.fences == 0 and outbound.handoff == "registers"
+    # the planner's choice for the tile (Triton's conversion or a handoff), and it says so
+    assert inbound.handoff == ("shared" if inbound.reason.startswith("stored once") else "registers")
+    assert inbound.cost > 0 and "modelled cost" in inbound.reason
 
 
 def test_gluon_layouts_survive_unchanged(built):

@@ -1,0 +1,128 @@
+"""Boundary planning: the planner's choice against forced alternatives, per boundary shape and layout pair.
+
+    python bench/boundaries.py [--targets all] [--cases NAME;NAME] [--tiles N] [--json PATH]
+
+For every case of ``bench/boundary_cases.py`` and every target the kernel is built three ways:
+``auto`` (the planner), ``convert`` (every boundary conversion left to Triton: registers,
+shuffles or a round trip through scratch) and ``shared`` (every one handed off through a planned
+shared buffer). Static figures come from the binaries: shared memory, barriers, shared-memory
+stores and loads, shuffles, and the planner's modelled cost. On a GPU each is also checked
+against torch and timed (``do_bench`` median over ``--tiles`` tiles, one CTA each).
+Goal (GPU): the planner's choice is never slower than the best forced alternative by more than 2%.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+import hybrid  # noqa: E402
+from bench import boundary_cases  # noqa: E402
+from bench.kernels import environment  # noqa: E402
+from bench.output import write_json  # noqa: E402
+from examples.run import current_gpu_target  # noqa: E402
+from hybrid.targets import TARGETS  # noqa: E402
+
+MODES = ("auto", "convert", "shared")
+GOAL = 1.02   # auto / best forced alternative, at most
+_PATTERNS = {   # per assembly kind: barriers, shared stores, shared loads, shuffles
+    "ptx": (r"\bbar\.sync|\bbarrier\.sync", r"\bst\.shared|\bstmatrix", r"\bld\.shared|\bldmatrix", r"\bshfl\.sync"),
+    "amdgcn": (r"\bs_barrier\b", r"\bds_write", r"\bds_read", r"\bds_bpermute|\bds_swizzle|\bv_permlane|_dpp\b"),
+}
+
+
+def static_row(case: dict, target: str, mode: str) -> dict:
+    fb = boundary_cases.build(case, target, mode)
+    kind = "ptx" if "ptx" in fb.asm else "amdgcn"
+    counts = [len(re.findall(p, fb.assembly)) for p in _PATTERNS[kind]]
+    return {"case": case["name"], "target": target, "mode": mode, "shared_bytes": fb.metadata["shared"],
+            "barriers": counts[0], "shared_stores": counts[1], "shared_loads": counts[2], "shuffles": counts[3],
+            "model_cost": sum(b.cost for b in fb.boundaries),
+            "handoffs": sum(b.handoff == "shared" for b in fb.boundaries),
+            "choice": "; ".join(f"{b.direction}{b.index}: {b.reason}" for b in fb.boundaries if b.cost)}
+
+
+def gpu_rows(cases: list[dict], tiles: int) -> list[dict]:
+    import torch
+    from triton.testing import do_bench
+    rows = []
+    for case in cases:
+        m, n = case["shape"]
+        dtype = {"fp32": torch.float32, "fp16": torch.float16}[case["dtype"]]
+        x = torch.randn(tiles, m, n, device="cuda", dtype=dtype)
+        times = {}
+        for mode in MODES:
+            y, z = torch.empty_like(x), torch.empty(tiles, n, m, device="cuda", dtype=dtype)
+            with hybrid.boundary_mode(mode):
+                boundary_cases.launch(case, x, y, z, tiles)
+                correct = torch.equal(y, x * 2) and (case["readers"] == 1 or torch.equal(z, (x * 2).transpose(1, 2)))
+                times[mode] = do_bench(lambda: boundary_cases.launch(case, x, y, z, tiles), return_mode="median") \
+                    if correct else None
+            rows.append({"case": case["name"], "mode": mode, "correct": correct, "median_ms": times[mode]})
+        forced = [times[m] for m in ("convert", "shared") if times[m] is not None]
+        ratio = times["auto"] / min(forced) if times["auto"] and forced else None
+        for row in rows[-len(MODES):]:
+            row.update(auto_vs_best_forced=ratio, meets_goal=ratio is not None and ratio <= GOAL)
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_tables(result: dict, console: Console) -> None:
+    static = Table(title="Boundary planning: static figures per mode (auto = the planner's choice)")
+    for column in ("case", "target", "mode", "smem B", "barriers", "st.shared", "ld.shared", "shuffles",
+                   "model cost", "handoffs"):
+        static.add_column(column)
+    for r in result["static"]:
+        static.add_row(r["case"], r["target"], r["mode"], str(r["shared_bytes"]), str(r["barriers"]),
+                       str(r["shared_stores"]), str(r["shared_loads"]), str(r["shuffles"]), str(r["model_cost"]),
+                       str(r["handoffs"]))
+    console.print(static)
+    if "gpu" in result:
+        timed = Table(title=f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal auto <= "
+                            f"{GOAL:.2f}x the best forced alternative")
+        for column in ("case", "mode", "correct", "median ms", "auto / best forced", "goal"):
+            timed.add_column(column)
+        for r in result["gpu"]:
+            ratio = r["auto_vs_best_forced"]
+            timed.add_row(r["case"], r["mode"], str(r["correct"]),
+                          f"{r['median_ms']:.4f}" if r["median_ms"] else "-", f"{ratio:.3f}" if ratio else "-",
+                          "met" if r["meets_goal"] else "MISSED")
+        console.print(timed)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--cases", default=None, help="case names separated by ';' (default: all)")
+    parser.add_argument("--tiles", type=int, default=4096, help="tiles (CTAs) per timed launch on a GPU")
+    parser.add_argument("--json", default="bench/boundaries.json")
+    args = parser.parse_args(argv)
+    targets = list(TARGETS) if args.targets == "all" else args.targets.split(",")
+    names = args.cases.split(";") if args.cases else None
+    result = {"environment": environment(), "static": [static_row(case, target, mode) for target in targets
+                                                       for case in boundary_cases.cases(target, names)
+                                                       for mode in MODES]}
+    gpu = current_gpu_target()
+    if gpu is not None:
+        result["target"] = gpu
+        result["gpu"] = gpu_rows(boundary_cases.cases(gpu, names), args.tiles)
+    console = Console(width=180)
+    print_tables(result, console)
+    if gpu is None:
+        console.print("no supported GPU here: static figures only")
+    write_json(args.json, result)
+    gc.collect()   # IR objects in reference cycles must go before the interpreter tears nanobind down
+    return 1 if gpu is not None and not all(r["correct"] for r in result["gpu"]) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

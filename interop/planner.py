@@ -1,0 +1,154 @@
+"""The boundary planner: how a value a boundary converts reaches the layouts its consumers want.
+
+After folding (``stitch.fold_boundary_conversions``) a boundary costs at most one
+``ttg.convert_layout`` per layout a consumer wants. For each value with such conversions (in
+one block) the planner weighs two ways to move it:
+
+- **convert**: Triton's lowering of each conversion: a register permutation, warp shuffles,
+  or a round trip through scratch in as many rounds as Triton's scratch for it takes
+  (``movement``, ``scratch``), with a barrier after each store and between rounds;
+- **handoff**: the value is stored once into a shared buffer whose swizzle ``swizzle.plan``
+  picks for the writer and every reader, one barrier, then each consumer loads its layout.
+
+Costs are shared-memory wavefronts per warp: a shuffle counts one, a round trip its stores and
+loads in the best swizzle for the pair (Triton picks its scratch swizzle to the same end), a
+barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
+handoff keeps its whole tile live, so it is only weighed while the tile fits in ``BUDGET`` of
+the target's shared memory. Register permutations cost nothing and are never handed off.
+
+Modes: ``auto`` (the cheaper way), ``convert`` and ``shared`` (force one way, to compare).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+from triton._C.libtriton import gluon_ir, ir, passes
+from triton.experimental.gluon import language as gl
+
+from . import diagnostics, movement, swizzle
+from .boundary import TAG, shape_and_dtype
+
+MODES = ("auto", "convert", "shared")
+BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
+BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
+_ELEMENTS = {"i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f16": gl.float16,
+             "bf16": gl.bfloat16, "f32": gl.float32, "f64": gl.float64, "f8E4M3FN": gl.float8e4nv,
+             "f8E5M2": gl.float8e5}
+_mode = contextvars.ContextVar("hybrid_boundary_mode", default="auto")
+
+
+def mode() -> str:
+    return _mode.get()
+
+
+@contextlib.contextmanager
+def using(way: str) -> Iterator[None]:
+    """Plan boundaries with ``way`` (one of ``MODES``) in this block."""
+    if way not in MODES:
+        raise ValueError(f"boundaries={way!r}: expected one of {', '.join(MODES)}")
+    token = _mode.set(way)
+    try:
+        yield
+    finally:
+        _mode.reset(token)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The planner's decision for the boundary conversions of one value."""
+    way: str                  # "convert" or "handoff"
+    tags: tuple[str, ...]     # the boundaries whose conversions it covers (the first owns a handoff's buffer)
+    cost: int                 # modelled cost of the way taken
+    other: int                # ... of the other way
+    shared_bytes: int         # a handoff's buffer (a conversion's scratch is in its movement)
+    layout: str               # a handoff's shared layout, as printed in the IR
+    reason: str
+
+
+def plan(module, context, probe, way: str = "auto", shared_limit: int | None = None) -> list[Choice]:
+    """Choose for every value with boundary conversions in ``module`` and rewrite the handed-off
+    ones into ``local_alloc`` + ``local_load``s (tagged like the conversions they replace)."""
+    builder = gluon_ir.GluonOpBuilder(context)
+    groups: dict[tuple[int, int], list] = {}
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+            groups.setdefault((op.get_operand(0).id(), op.get_block().id()), []).append(op)
+
+    module.walk(visit)
+    choices = []
+    for ops in groups.values():
+        moves = [(op, movement.of_conversion(builder, op.get_operand(0), op.get_result(0), probe)) for op in ops]
+        movable = [(op, m) for op, m in moves
+                   if m.kind in ("shuffles", "shared") or (way == "shared" and m.kind != "none")]
+        if movable:
+            choices.append(_weigh(builder, [op for op, _ in movable], [m for _, m in movable], way, shared_limit))
+    if any(c.way == "handoff" for c in choices):
+        pm = ir.pass_manager(context)
+        passes.gluon.add_canonicalizer(pm)   # the replaced conversions are dead
+        diagnostics.run(pm, module, "hybrid_plan_boundaries")
+        errors = diagnostics.verify(module)
+        if errors:
+            raise RuntimeError(f"the module does not verify after planning its boundaries:\n{errors}")
+    return choices
+
+
+def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) -> Choice:
+    source = ops[0].get_operand(0)
+    shape, dtype = shape_and_dtype(str(source.get_type()))
+    bits = movement.element_bits(dtype)
+    writer = builder.get_gluon_layout_from_tensor(source)
+    readers = [builder.get_gluon_layout_from_tensor(op.get_result(0)) for op in ops]
+    converting = sum(_conversion_cost(builder, writer, reader, move, list(shape), bits)
+                     for reader, move in zip(readers, moves))
+    shared = swizzle.plan(builder, writer, readers, list(shape), bits)
+    handing = shared.write + shared.read + BARRIER
+    tile = math.prod(shape) * bits // 8
+    fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
+    if way == "auto":
+        way = "shared" if fits and handing < converting else "convert"
+    tags = tuple(dict.fromkeys(op.get_str_attr(TAG) for op in ops))
+    kinds = ", ".join(f"{m.kind}" + (f" in {(m.barriers + 1) // 2} rounds" if m.barriers > 1 else "") for m in moves)
+    if way == "convert":
+        return Choice("convert", tags, converting, handing, 0, "",
+                      f"Triton's conversion ({kinds}; modelled cost {converting} against {handing} for a handoff)")
+    if dtype not in _ELEMENTS:
+        raise ValueError(f"boundaries='shared': a {dtype} tensor cannot be handed off in shared memory")
+    layout = _hand_off(builder, ops, shared.layout, list(shape), dtype)
+    s = shared.layout
+    swizzle_text = f"vec {s.vec}, perPhase {s.per_phase}, maxPhase {s.max_phase}, order {list(s.order)}"
+    return Choice("handoff", tags, handing, converting, tile, layout,
+                  f"stored once into a planned swizzle ({swizzle_text}) and loaded by {len(ops)} consumer(s) after "
+                  f"one barrier ({shared.write} + {shared.read} wavefronts per warp; modelled cost {handing} against "
+                  f"{converting} for Triton's conversion: {kinds})")
+
+
+def _conversion_cost(builder, writer, reader, move, shape: list, bits: int) -> int:
+    if move.kind == "shuffles":
+        return move.shuffles
+    if move.kind != "shared":
+        return 0
+    pair = swizzle.plan(builder, writer, [reader], shape, bits)
+    return pair.write + pair.read + BARRIER * move.barriers
+
+
+def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:
+    """One ``local_alloc`` of the value after the first conversion, each conversion replaced by a
+    ``local_load`` in its layout; returns the buffer's printed type."""
+    buffer_type = gl.shared_memory_descriptor_type(_ELEMENTS[dtype], shape, layout, shape).to_ir(builder)
+    builder.set_insertion_point_after(ops[0])
+    buffer = builder.create_local_alloc(buffer_type, ops[0].get_operand(0))
+    buffer.set_attr(TAG, builder.get_string_attr(ops[0].get_str_attr(TAG)))
+    for k, op in enumerate(ops):
+        if k:
+            builder.set_insertion_point_after(op)
+        result = op.get_result(0)
+        loaded = builder.create_local_load(result.get_type(), buffer)
+        loaded.set_loc(result.get_loc())
+        loaded.set_attr(TAG, builder.get_string_attr(op.get_str_attr(TAG)))
+        result.replace_all_uses_with(loaded)
+    return str(buffer_type)

@@ -1,0 +1,75 @@
+"""The boundary planner (``interop.planner``): its choice, its rewrite and its records, on the
+boundary cases of ``bench/boundaries.py`` compiled for real targets."""
+import re
+
+import pytest
+
+import hybrid
+from bench import boundary_cases
+
+TWO_READERS = "64x64 fp32, warps by column, 2 readers"
+ONE_READER = "64x64 fp32, columns, 1 reader"
+
+
+@pytest.fixture(scope="module")
+def build():
+    built: dict = {}
+
+    def get(name: str, target: str, mode: str) -> hybrid.FusedBinary:
+        if (name, target, mode) not in built:
+            (case, ) = boundary_cases.cases(target, [name])
+            built[name, target, mode] = boundary_cases.build(case, target, mode)
+        return built[name, target, mode]
+
+    return get
+
+
+def tagged(ttgir: str, op: str, tag: str) -> int:
+    return len(re.findall(rf'{op} %\S+ \{{hybrid\.boundary = "{tag}"\}}', ttgir))
+
+
+def cost(fb) -> int:
+    return sum(b.cost for b in fb.boundaries)
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90a", "gfx942"])
+def test_the_choice_is_the_cheaper_modelled_way(build, target):
+    costs = {mode: cost(build(TWO_READERS, target, mode)) for mode in ("auto", "convert", "shared")}
+    assert costs["auto"] == min(costs["convert"], costs["shared"]) > 0, costs
+    handed = [b for b in build(TWO_READERS, target, "auto").boundaries if b.handoff == "shared"]
+    assert bool(handed) == (costs["shared"] < costs["convert"]), costs
+
+
+def test_a_value_two_consumers_need_in_shared_memory_is_written_once(build):
+    """sm90a: the result crosses back in two layouts, both through shared memory. Triton's two
+    conversions move it in rounds with a barrier each side; the handoff stores it once, waits
+    once and both consumers load their layout."""
+    auto, convert = build(TWO_READERS, "sm90a", "auto"), build(TWO_READERS, "sm90a", "convert")
+    (out, ) = [b for b in auto.boundaries if b.direction == "out"]
+    assert (out.handoff, out.movement, out.barriers, out.conversions) == ("shared", "shared", 1, 0)
+    assert out.shared_bytes == 64 * 64 * 4 and "2 consumer(s)" in out.reason
+    assert "planned swizzle" in out.reason and out.to_layout.startswith("#ttg.blocked")   # what the host gets
+    ttgir = auto.asm["ttgir"]
+    assert tagged(ttgir, "ttg.local_alloc", "0:out:0") == 1 and tagged(ttgir, "ttg.local_load", "0:out:0") == 2
+    assert tagged(ttgir, "ttg.convert_layout", "0:out:0") == 0
+    assert auto.metadata["shared"] >= out.shared_bytes
+    assert auto.assembly.count("bar.sync") < convert.assembly.count("bar.sync")
+    (kept, ) = [b for b in convert.boundaries if b.direction == "out"]
+    assert kept.handoff == "registers" and kept.conversions == 2 and kept.barriers > 2
+    assert tagged(convert.asm["ttgir"], "ttg.local_alloc", "0:out:0") == 0
+
+
+def test_forcing_shared_hands_off_every_conversion_that_moves_data(build):
+    convert, shared = build(ONE_READER, "sm90a", "convert"), build(ONE_READER, "sm90a", "shared")
+    assert [b.movement for b in convert.boundaries] == ["shared", "shared"]   # the tile goes to columns and back
+    for kept, handed in zip(convert.boundaries, shared.boundaries):
+        assert (kept.direction, kept.index, kept.handoff, handed.handoff) == (handed.direction, handed.index,
+                                                                              "registers", "shared")
+        assert handed.shared_bytes == 64 * 64 * 4 and handed.barriers == 1 and handed.conversions == 0
+    assert "ttg.convert_layout" not in shared.asm["ttgir"]
+
+
+def test_an_unknown_mode_names_the_ones_there_are():
+    (case, ) = boundary_cases.cases("sm90a", [ONE_READER])
+    with pytest.raises(ValueError, match="expected one of auto, convert, shared"):
+        boundary_cases.build(case, "sm90a", "fastest")
