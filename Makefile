@@ -35,6 +35,7 @@ test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU m
 bench: $(BIN)/.ready  ## compile time and per-kernel static figures (and GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
 	$(BIN)/python bench/kernels.py
+	$(BIN)/python bench/boundaries.py
 
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table
 	$(PYTHON) bench/gpu_check.py

@@ -10,9 +10,9 @@ one block) the planner weighs two ways to move it:
 - **handoff**: the value is stored once into a shared buffer whose swizzle ``swizzle.plan``
   picks for the writer and every reader, one barrier, then each consumer loads its layout.
 
-Costs are shared-memory wavefronts per warp: a shuffle counts one, a round trip its stores and
-loads in the best swizzle for the pair (Triton picks its scratch swizzle to the same end), a
-barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
+Costs are shared-memory wavefronts plus instructions per warp: a shuffle counts one, a round
+trip its stores and loads in the best swizzle for the pair (Triton picks its scratch swizzle to
+the same end), a barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
 handoff keeps its whole tile live, so it is only weighed while the tile fits in ``BUDGET`` of
 the target's shared memory. Register permutations cost nothing and are never handed off.
 
@@ -106,7 +106,7 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) 
     converting = sum(_conversion_cost(builder, writer, reader, move, list(shape), bits)
                      for reader, move in zip(readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
-    handing = shared.write + shared.read + BARRIER
+    handing = shared.write + shared.read + shared.issued + BARRIER
     tile = math.prod(shape) * bits // 8
     fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
     if way == "auto":
@@ -123,8 +123,8 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) 
     swizzle_text = f"vec {s.vec}, perPhase {s.per_phase}, maxPhase {s.max_phase}, order {list(s.order)}"
     return Choice("handoff", tags, handing, converting, tile, layout,
                   f"stored once into a planned swizzle ({swizzle_text}) and loaded by {len(ops)} consumer(s) after "
-                  f"one barrier ({shared.write} + {shared.read} wavefronts per warp; modelled cost {handing} against "
-                  f"{converting} for Triton's conversion: {kinds})")
+                  f"one barrier ({shared.write} + {shared.read} wavefronts and {shared.issued} instructions per warp; "
+                  f"modelled cost {handing} against {converting} for Triton's conversion: {kinds})")
 
 
 def _conversion_cost(builder, writer, reader, move, shape: list, bits: int) -> int:
@@ -133,7 +133,7 @@ def _conversion_cost(builder, writer, reader, move, shape: list, bits: int) -> i
     if move.kind != "shared":
         return 0
     pair = swizzle.plan(builder, writer, [reader], shape, bits)
-    return pair.write + pair.read + BARRIER * move.barriers
+    return pair.write + pair.read + pair.issued + BARRIER * move.barriers
 
 
 def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:

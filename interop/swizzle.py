@@ -4,8 +4,9 @@ Shared memory serves a warp's access in wavefronts of 128 bytes over 32 four-byt
 threads of one wavefront touching different words of one bank serialize. Which words a warp
 touches follows from the register layout (Triton's linear layout: register and lane bases give
 each thread's coordinates) and the shared layout (a swizzled layout's offset of each
-coordinate). ``plan`` counts the wavefronts of the writer's stores and each reader's loads for
-a set of swizzled layouts and keeps the cheapest (the same model on AMD's 32-bank LDS).
+coordinate). ``plan`` counts the wavefronts and instructions of the writer's stores and each
+reader's loads for a set of swizzled layouts and keeps the cheapest (the same model on AMD's
+32-bank LDS).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Plan:
     read: int               # ... to load it, summed over the readers
     plain_write: int        # the same with the unswizzled layout, for the record
     plain_read: int
+    issued: int = 0         # shared-memory instructions per warp, the store and every load (vector width counts)
 
 
 def plain(rank: int) -> gl.SwizzledSharedLayout:
@@ -43,10 +45,12 @@ def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
     candidates = [gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)
                   for order, vec, per_phase, max_phase in product(orders, _powers(16), (1, 2, 4, 8), _powers(16))
                   if (max_phase > 1 or (vec, per_phase) == (1, 1)) and vec * max_phase <= shape[order[0]]]
-    costs = [[_wavefronts(_offsets(c, shape, t), nbytes) for t in threads] for c in candidates]
-    best = min(range(len(candidates)), key=lambda i: (sum(costs[i]), costs[i][0], i))
-    plain_costs = [_wavefronts(_offsets(plain(len(shape)), shape, t), nbytes) for t in threads]
-    return Plan(candidates[best], costs[best][0], sum(costs[best][1:]), plain_costs[0], sum(plain_costs[1:]))
+    costs = [[_accesses(_offsets(c, shape, t), nbytes) for t in threads] for c in candidates]
+    best = min(range(len(candidates)), key=lambda i: (sum(w + n for w, n in costs[i]), costs[i][0][0], i))
+    plain_costs = [_accesses(_offsets(plain(len(shape)), shape, t), nbytes)[0] for t in threads]
+    waves = [w for w, _ in costs[best]]
+    return Plan(candidates[best], waves[0], sum(waves[1:]), plain_costs[0], sum(plain_costs[1:]),
+                sum(n for _, n in costs[best]))
 
 
 def _powers(limit: int) -> list[int]:
@@ -76,9 +80,10 @@ def _offsets(layout, shape: list, coords: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _wavefronts(offsets: np.ndarray, nbytes: int) -> int:
-    """Wavefronts one warp needs to access its registers (``offsets[register, lane]``), each thread
-    moving as many consecutive registers at once as are consecutive in shared memory (<= 16 B)."""
+def _accesses(offsets: np.ndarray, nbytes: int) -> tuple[int, int]:
+    """(wavefronts, instructions) one warp needs to access its registers (``offsets[register,
+    lane]``), each thread moving as many consecutive registers at once as are consecutive in
+    shared memory (<= 16 B)."""
     registers, lanes = offsets.shape
     vec = 1
     while vec * 2 * nbytes <= 16 and registers % (vec * 2) == 0 and np.array_equal(
@@ -93,4 +98,4 @@ def _wavefronts(offsets: np.ndarray, nbytes: int) -> int:
     keys = np.unique(np.stack([np.broadcast_to(wavefront[..., None], words.shape), words], -1).reshape(-1, 2), axis=0)
     count = int(wavefront.max()) + 1
     per_bank = np.bincount(keys[:, 0] * _BANKS + keys[:, 1] % _BANKS, minlength=count * _BANKS)
-    return int(per_bank.reshape(count, _BANKS).max(axis=1).sum())
+    return int(per_bank.reshape(count, _BANKS).max(axis=1).sum()), registers // vec
