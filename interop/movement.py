@@ -19,7 +19,8 @@ from triton.experimental.gluon.language._layouts import DistributedLinearLayout
 
 from .boundary import shape_and_dtype
 
-_ORDER = ("none", "registers", "shuffles", "shared")
+#: movement kinds, cheapest first
+ORDER = ("none", "registers", "shuffles", "shared")
 _BITS = {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64, "f64": 64}
 
 
@@ -37,10 +38,8 @@ def of_conversion(builder, source, result, probe=None) -> Movement:
     shape, dtype = shape_and_dtype(str(source.get_type()))
     move = between(builder, builder.get_gluon_layout_from_tensor(source), builder.get_gluon_layout_from_tensor(result),
                    list(shape), element_bits(dtype))
-    if move.kind != "shared" or probe is None:
-        return move
-    return _round_trip(math.prod(shape) * element_bits(dtype) // 8,
-                       probe.conversion_bytes(source.get_type(), result.get_type()))
+    scratch = probe.conversion_bytes(source.get_type(), result.get_type()) if move.kind == "shared" and probe else 0
+    return _round_trip(math.prod(shape) * element_bits(dtype) // 8, scratch) if scratch else move
 
 
 def element_bits(dtype: str) -> int:
@@ -62,7 +61,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
         for warp, lane in threads:
             if (warp, lane) in held:
                 continue
-            kind = max(kind, "shuffles" if any(w == warp for w, _ in held) else "shared", key=_ORDER.index)
+            kind = max(kind, "shuffles" if any(w == warp for w, _ in held) else "shared", key=ORDER.index)
     if kind == "registers":
         return Movement(kind, 0, 0)
     if kind == "shuffles":
@@ -72,8 +71,9 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
 
 
 def _round_trip(tile_bytes: int, scratch_bytes: int) -> Movement:
-    rounds = max(1, -(-tile_bytes // max(1, scratch_bytes)))
-    return Movement("shared", min(scratch_bytes, tile_bytes) if scratch_bytes else tile_bytes, 2 * rounds - 1)
+    """A tile moved through ``scratch_bytes`` (> 0) of scratch, in as many rounds as that takes."""
+    rounds = max(1, -(-tile_bytes // scratch_bytes))
+    return Movement("shared", min(scratch_bytes, tile_bytes), 2 * rounds - 1)
 
 
 def linear(builder, layout, shape: list) -> DistributedLinearLayout:

@@ -69,32 +69,53 @@ class Choice:
     reason: str
 
 
-def plan(module, context, probe, way: str = "auto", shared_limit: int | None = None) -> list[Choice]:
+@dataclass(frozen=True)
+class LiveConversion:
+    """A boundary conversion left to Triton after planning."""
+    source: str          # printed types
+    result: str
+    movement: movement.Movement
+
+
+def plan(module, context, probe, way: str = "auto",
+         shared_limit: int | None = None) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
     """Choose for every value with boundary conversions in ``module`` and rewrite the handed-off
-    ones into ``local_alloc`` + ``local_load``s (tagged like the conversions they replace)."""
+    ones into ``local_alloc`` + ``local_load``s (tagged like the conversions they replace).
+    Returns the choices and, per boundary tag, the conversions left (in program order)."""
     builder = gluon_ir.GluonOpBuilder(context)
-    groups: dict[tuple[int, int], list] = {}
+    conversions: list = []
 
     def visit(op):
         if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
-            groups.setdefault((op.get_operand(0).id(), op.get_block().id()), []).append(op)
+            conversions.append(op)
 
     module.walk(visit)
-    choices = []
-    for ops in groups.values():
-        moves = [(op, movement.of_conversion(builder, op.get_operand(0), op.get_result(0), probe)) for op in ops]
-        movable = [(op, m) for op, m in moves
-                   if m.kind in ("shuffles", "shared") or (way == "shared" and m.kind != "none")]
+    moves = [movement.of_conversion(builder, op.get_operand(0), op.get_result(0), probe) for op in conversions]
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, op in enumerate(conversions):
+        groups.setdefault((op.get_operand(0).id(), op.get_block().id()), []).append(i)
+    choices, handed = [], set()
+    for indices in groups.values():
+        movable = [i for i in indices
+                   if moves[i].kind in ("shuffles", "shared") or (way == "shared" and moves[i].kind != "none")]
         if movable:
-            choices.append(_weigh(builder, [op for op, _ in movable], [m for _, m in movable], way, shared_limit))
-    if any(c.way == "handoff" for c in choices):
+            choices.append(_weigh(builder, [conversions[i] for i in movable], [moves[i] for i in movable], way,
+                                  shared_limit))
+            if choices[-1].way == "handoff":
+                handed.update(movable)
+    live: dict[str, list[LiveConversion]] = {}
+    for i, op in enumerate(conversions):
+        if i not in handed:
+            live.setdefault(op.get_str_attr(TAG), []).append(
+                LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
+    if handed:
         pm = ir.pass_manager(context)
         passes.gluon.add_canonicalizer(pm)   # the replaced conversions are dead
         diagnostics.run(pm, module, "hybrid_plan_boundaries")
         errors = diagnostics.verify(module)
         if errors:
             raise RuntimeError(f"the module does not verify after planning its boundaries:\n{errors}")
-    return choices
+    return choices, live
 
 
 def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) -> Choice:

@@ -16,7 +16,7 @@ from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
 from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
-               opaque, planner, stitch, swizzle, triton_host, validate)
+               movement, opaque, planner, stitch, swizzle, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -324,11 +324,11 @@ class HybridSession:
             raise RegionError(names, site, f"stitching failed: {exc}") from exc
         probe = ScratchProbe(self.context, self.target, self.options)
         try:
-            choices = planner.plan(module, self.context, probe, planner.mode(), arch.shared_memory_limit(self.target))
+            choices, live = planner.plan(module, self.context, probe, planner.mode(),
+                                         arch.shared_memory_limit(self.target))
         except (ValueError, RuntimeError) as exc:
             raise RegionError(", ".join(r.function for r in self.regions), str(self.regions[0].call_site),
                               f"planning the boundaries failed: {exc}") from exc
-        live = stitch.live_boundary_conversions(module, self.context, probe)
         by_tag = {t: choice for choice in choices for t in choice.tags}
         self.boundaries = [_record(planned, live, loaded, by_tag) for planned in self._planned]
 
@@ -395,7 +395,7 @@ def _record(planned: dict, live: dict, loaded: set[str], choices: dict) -> bd.Bo
         fields["from_layout"], fields["to_layout"] = bd.layout_of(remaining[0].source), bd.layout_of(remaining[0].result)
     if remaining:   # what the conversions move: the costliest decides the kind, bytes and barriers add up
         moves = [c.movement for c in remaining]
-        fields["movement"] = max((m.kind for m in moves), key=("none", "registers", "shuffles", "shared").index)
+        fields["movement"] = max((m.kind for m in moves), key=movement.ORDER.index)
         fields["shared_bytes"] = fields.get("shared_bytes", 0) + sum(m.shared_bytes for m in moves)
         fields["barriers"] = sum(m.barriers for m in moves)
         fields["shuffles"] = sum(m.shuffles for m in moves)

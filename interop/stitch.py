@@ -7,13 +7,10 @@ step that changes it, so a malformed module raises here instead of aborting late
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from triton._C.libtriton import gluon_ir, ir, passes
 
-from . import diagnostics, movement, opaque
+from . import diagnostics, opaque
 from .boundary import TAG, tag
-from .movement import Movement
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
 SINK = "hybrid.sink"
@@ -239,32 +236,6 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
         result.replace_all_uses_with(direct)
         folded.add(op.get_str_attr(TAG))
     return folded
-
-
-@dataclass(frozen=True)
-class LiveConversion:
-    source: str          # printed types
-    result: str
-    movement: Movement
-
-
-def live_boundary_conversions(module, context, probe=None) -> dict[str, list[LiveConversion]]:
-    """Per boundary tag, each conversion still in the module and what it moves (``probe``: a
-    ``scratch.ScratchProbe`` for the scratch Triton gives a round trip)."""
-    builder = gluon_ir.GluonOpBuilder(context)
-    found: dict[str, list[LiveConversion]] = {}
-
-    def visit(op):
-        if op.get_name() == "ttg.convert_layout":
-            boundary_tag = op.get_str_attr(TAG)
-            if boundary_tag:
-                source, result = op.get_operand(0), op.get_result(0)
-                found.setdefault(boundary_tag, []).append(LiveConversion(
-                    str(source.get_type()), str(result.get_type()),
-                    movement.of_conversion(builder, source, result, probe)))
-
-    module.walk(visit)
-    return found
 
 
 def _verify(module, step: str) -> None:

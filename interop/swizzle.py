@@ -28,7 +28,7 @@ class Plan:
     read: int               # ... to load it, summed over the readers
     plain_write: int        # the same with the unswizzled layout, for the record
     plain_read: int
-    issued: int = 0         # shared-memory instructions per warp, the store and every load (vector width counts)
+    issued: int             # shared-memory instructions per warp, the store and every load (vector width counts)
 
 
 def plain(rank: int) -> gl.SwizzledSharedLayout:
