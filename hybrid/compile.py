@@ -11,7 +11,7 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, instrument, planner
+from interop import arch, compat, instrument, planner
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
@@ -43,6 +43,12 @@ class FusedBinary:
         return self.asm.get("ptx") or self.asm["amdgcn"]
 
     @property
+    def scopes(self) -> list[str]:
+        """The Proton scopes the binary records, in order of first appearance (none unless built
+        with ``instrument_regions``)."""
+        return list(dict.fromkeys(re.findall(r'proton\.record start "([^"]+)"', self.asm["ttgir"])))
+
+    @property
     def kernel_entries(self) -> int:
         """Kernel entry points in the binary's assembly (a fused kernel has exactly one)."""
         return self.assembly.count(".entry ") if "ptx" in self.asm else self.assembly.count(".amdhsa_kernel ")
@@ -63,7 +69,8 @@ class FusedBinary:
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
             num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, divisible=(),
-            boundaries: str = "auto", **options) -> FusedBinary:
+            boundaries: str = "auto", instrument_regions: bool = False, loops: str | None = None,
+            **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
     ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
@@ -73,11 +80,17 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     specializes such values at launch, so that the build is the one a launch with them gets.
     ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or
     forced to ``"convert"`` (Triton's conversions) or ``"shared"`` (shared-memory handoffs).
+    ``instrument_regions`` (or a block under ``interop.instrument.forced()``) builds the binary a
+    Proton-instrumented launch gets: Proton scopes per region and for the kernel (regions in
+    pipelined loops timed per ``loops``, default the block's, ``interop.instrument``), lowered by
+    Proton's own passes.
     """
     constexprs = dict(constexprs or {})
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
-    with planner.using(boundaries):
+    profiled = instrument_regions or instrument.enabled()
+    with planner.using(boundaries), \
+            _instrumented(gpu_target, loops or instrument.loops()) if profiled else contextlib.nullcontext():
         compiled = triton.compile(source, target=gpu_target,
                                   options={"num_warps": num_warps, "num_stages": num_stages, **options})
     ttgir = compiled.asm["ttgir"]
@@ -86,6 +99,18 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
                        metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled)
+
+
+@contextlib.contextmanager
+def _instrumented(target, loops: str):
+    """Under Proton's instrumentation hook: one already active (a profiled GPU session), or
+    Proton's hook activated for ``target`` without a GPU."""
+    with instrument.timing(loops):
+        if instrument.proton_active():
+            yield
+            return
+        with compat.proton_instrumentation(target, arch.shared_memory_limit(target) or 0):
+            yield
 
 
 def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundary], target) -> None:
@@ -110,11 +135,12 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
                 num_warps: int = 4, num_stages: int = 3, instrument_regions: bool = False,
-                aligned_pointers: bool = True, divisible=()) -> str:
+                loops: str | None = None, aligned_pointers: bool = True, divisible=()) -> str:
     """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
-    instrumentation mode."""
+    instrumentation mode, with regions in pipelined loops timed per ``loops``
+    (``interop.instrument``)."""
     constexprs = dict(constexprs or {})
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
@@ -124,7 +150,7 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     ir.load_dialects(context)
     backend.load_dialects(context)
     instrument.load_dialect(context)
-    with instrument.forced() if instrument_regions else contextlib.nullcontext():
+    with instrument.forced(loops) if instrument_regions else contextlib.nullcontext():
         module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
                                 backend.get_module_map(), context)
     return str(module)

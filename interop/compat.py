@@ -184,3 +184,40 @@ def add_shared_memory_allocation(pm, target, options) -> None:
     from triton.backends.nvidia.compiler import get_ptx_version_from_options
     nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, target.arch,
                                                         get_ptx_version_from_options(options, target.arch))
+
+
+class _StandInDriver:
+    """Answers the few questions Proton's instrumentation hook asks the active driver (target,
+    device, shared memory, arch) for a target with no GPU behind it."""
+
+    def __init__(self, target, shared_limit: int):
+        self.target = target
+        arch = target.arch if isinstance(target.arch, str) else f"sm{target.arch}"
+        properties = {"max_shared_mem": shared_limit, "arch": arch}
+        self.utils = type("Utils", (), {"get_device_properties": staticmethod(lambda device: properties)})()
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+
+@contextlib.contextmanager
+def proton_instrumentation(target, shared_limit: int, mode: str = "default") -> Iterator[None]:
+    """Proton's own instrumentation hook, active for ``target`` without a GPU, so that compiles in
+    this block lower ``proton.record`` scopes with Proton's passes as a profiled launch would.
+    The hook reads the active driver when it activates and while it lowers (AMD's arch), so a
+    stand-in answers for ``target`` until the block ends; the previous driver is put back as it
+    was (not re-created: there may be no GPU to create one for)."""
+    from triton.profiler.hooks.instrumentation import InstrumentationHook
+    from triton.runtime import driver
+    previous = driver._active
+    driver.set_active(_StandInDriver(target, shared_limit))
+    hook = InstrumentationHook(mode)
+    try:
+        hook.activate()
+        yield
+    finally:
+        hook.deactivate()
+        driver._active = previous

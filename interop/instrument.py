@@ -1,48 +1,182 @@
-"""Per-region Proton scopes: one ``proton.record`` start/end pair around each region instance.
+"""Per-region Proton scopes: ``proton.record`` start/end pairs placed after stitching.
 
 Proton keeps Triton-level scopes off because tt->ttg passes move code across them. Here the
-pair is placed where the region's code lands after stitching, at the ttg level: around the
+pairs are placed where the region's code lands after stitching, at the ttg level: around the
 placeholder call in a Gluon host (no pass reorders a Gluon host before the region is inlined
 between the two records) and around the Gluon call that replaces the boundary in a Triton
-host (after Triton's passes have run). Scopes are named ``r<index>:<function>``.
+host (after Triton's passes have run). Scopes:
 
-It is on while Proton's instrumentation mode is (``proton.start(..., mode="instrumentation")``
-sets the flag this reads), or inside ``forced()`` (for looking at the instrumented IR).
+- ``r<index>:<function>`` around each region instance;
+- ``kernel`` around the kernel's whole body, so each region's share of its warp's time is known;
+- ``loop<k>[r0,r2]`` around a pipelined loop that holds those regions, when ``loops="total"``
+  (the default): records between a pipelined loop's in-flight copies and waits would time the
+  pipeline's stalls and add a shared-memory store to every iteration, so such a loop is timed
+  as a whole. ``loops="iteration"`` keeps a pair around the region in every iteration.
+  Regions in loops that are not pipelined keep their per-iteration pairs in both modes; the
+  profile sums them per warp for ``total``.
+
+It is on while Proton's instrumentation mode is (``proton.start(..., backend="instrumentation")``
+sets the flag this reads), or inside ``forced()``.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+from dataclasses import dataclass
 from typing import Iterator
 
+LOOPS = ("total", "iteration")
+KERNEL_SCOPE = "kernel"
+#: Ops that wait on work a pipeliner left in flight across iterations.
+_ASYNC_WAITS = ("ttg.async_wait", "ttng.warp_group_dot_wait", "ttng.wait_barrier", "ttng.async_tma_store_wait")
+
 _forced = contextvars.ContextVar("hybrid_instrument_regions", default=False)
+_loops = contextvars.ContextVar("hybrid_instrument_loops", default="total")
 
 
 def enabled() -> bool:
-    if _forced.get():
-        return True
+    return _forced.get() or proton_active()
+
+
+def proton_active() -> bool:
+    """Whether Proton's instrumentation hook is on (it lowers the records when a kernel compiles)."""
     from triton.profiler.language import flags
     return bool(flags.instrumentation_on)
 
 
+def loops() -> str:
+    return _loops.get()
+
+
+def key() -> str:
+    """What a build's instrumentation depends on (for cache keys)."""
+    return f"proton-{loops()}" if enabled() else "plain"
+
+
 @contextlib.contextmanager
-def forced() -> Iterator[None]:
-    token = _forced.set(True)
+def forced(loop_timing: str | None = None) -> Iterator[None]:
+    """Instrument regions in this block (``loop_timing``: one of ``LOOPS``, or the current one)."""
+    with timing(loop_timing or loops()):
+        token = _forced.set(True)
+        try:
+            yield
+        finally:
+            _forced.reset(token)
+
+
+@contextlib.contextmanager
+def timing(loop_timing: str) -> Iterator[None]:
+    """Time regions in pipelined loops per ``loop_timing`` (one of ``LOOPS``) in this block."""
+    if loop_timing not in LOOPS:
+        raise ValueError(f"loops={loop_timing!r}: expected one of {', '.join(LOOPS)}")
+    token = _loops.set(loop_timing)
     try:
         yield
     finally:
-        _forced.reset(token)
+        _loops.reset(token)
 
 
 def scope_name(region) -> str:
     return f"r{region.index}:{region.function}"
 
 
-def record(builder, region, start: bool) -> None:
+def loop_scope_name(number: int, regions) -> str:
+    return f"loop{number}[{','.join(f'r{r.index}' for r in sorted(regions, key=lambda r: r.index))}]"
+
+
+def record(builder, name_or_region, start: bool) -> None:
     from triton.profiler.language import triton_proton
-    triton_proton.create_proton_record(builder, start, scope_name(region))
+    name = name_or_region if isinstance(name_or_region, str) else scope_name(name_or_region)
+    triton_proton.create_proton_record(builder, start, name)
 
 
 def load_dialect(context) -> None:
     from triton.profiler.language import triton_proton
     triton_proton.load_dialects(context)
+
+
+# -- placement after stitching ------------------------------------------------------------------
+@dataclass
+class _Op:
+    op: object
+    parent: int | None       # id of the region holding it
+    previous: object | None  # the op before it in its block
+
+
+@dataclass
+class _Tree:
+    """A module's ops with their nesting (by region id); the bindings give no parent op."""
+    ops: list[_Op]
+    owner: dict[int, _Op]    # region id -> the op owning it
+
+    @classmethod
+    def of(cls, module) -> "_Tree":
+        ops, last = [], {}
+
+        def visit(op):   # post-order: nested ops come before their owner, earlier siblings before it
+            block = op.get_block()
+            here = block.id() if block is not None else None
+            ops.append(_Op(op, block.get_parent().id() if block is not None else None, last.get(here)))
+            if here is not None:
+                last[here] = op
+
+        module.walk(visit)
+        return cls(ops, {o.op.get_region(i).id(): o for o in ops for i in range(o.op.get_num_regions())})
+
+    def ancestors(self, region_id: int | None) -> Iterator[_Op]:
+        while region_id in self.owner:
+            parent = self.owner[region_id]
+            yield parent
+            region_id = parent.parent
+
+    def pipelined(self) -> set[int]:
+        """Body region ids of the ``scf.for`` loops a pipeliner transformed: they carry async
+        tokens or buffers across iterations, or wait inside on work started earlier."""
+        found = {o.op.get_region(0).id() for o in self.ops if o.op.get_name() == "scf.for" and any(
+            marker in str(o.op.get_result(i).get_type())
+            for i in range(o.op.get_num_results()) for marker in ("!ttg.async.token", "!ttg.memdesc"))}
+        for o in self.ops:
+            if o.op.get_name() in _ASYNC_WAITS:
+                found.update(a.op.get_region(0).id() for a in self.ancestors(o.parent) if a.op.get_name() == "scf.for")
+        return found
+
+    def kernel(self) -> tuple[object, list[_Op]]:
+        """The kernel's entry block and its returns."""
+        body = next(o.op.get_region(0).id() for o in self.ops
+                    if o.op.get_name() == "tt.func" and o.op.get_str_attr("sym_visibility") == "public")
+        entry = next(o.op.get_block() for o in self.ops if o.parent == body)
+        return entry, [o for o in self.ops if o.parent == body and o.op.get_name() == "tt.return"]
+
+
+def pipelined_loop(module, op) -> int | None:
+    """The body region id of the outermost pipelined loop around ``op``, if any."""
+    tree = _Tree.of(module)
+    pipelined = tree.pipelined()
+    loops = [a.op.get_region(0).id() for a in tree.ancestors(op.get_block().get_parent().id())
+             if a.op.get_name() == "scf.for" and a.op.get_region(0).id() in pipelined]
+    return loops[-1] if loops else None
+
+
+def bracket(module, builder, timed_loops: dict[int, list]) -> None:
+    """Add a scope around each pipelined loop in ``timed_loops`` (body region id -> the regions
+    in it), then the kernel scope around everything."""
+    for number, (loop, regions) in enumerate(sorted(timed_loops.items(), key=lambda item: min(
+            r.index for r in item[1]))):
+        owner = _Tree.of(module).owner[loop]   # afresh: an earlier loop's records may be its neighbours
+        _before(builder, owner)
+        record(builder, loop_scope_name(number, regions), start=True)
+        builder.set_insertion_point_after(owner.op)
+        record(builder, loop_scope_name(number, regions), start=False)
+    entry, returns = _Tree.of(module).kernel()
+    builder.set_insertion_point_to_start(entry)
+    record(builder, KERNEL_SCOPE, start=True)
+    for ret in returns:
+        _before(builder, ret)
+        record(builder, KERNEL_SCOPE, start=False)
+
+
+def _before(builder, o: _Op) -> None:
+    if o.previous is not None:
+        builder.set_insertion_point_after(o.previous)
+    else:
+        builder.set_insertion_point_to_start(o.op.get_block())

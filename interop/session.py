@@ -71,6 +71,7 @@ class HybridSession:
         self._gluon_calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._probing = False                 # building a Gluon function only for its result types
+        self._timed_loops: dict[int, list[Region]] = {}   # pipelined loop body -> regions timed around it
 
     def code_generator(self) -> type:
         return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
@@ -262,13 +263,27 @@ class HybridSession:
                     built[ports.operand_types] = self._build_gluon_call(call, ports, module, gluon_builder,
                                                                         len(built))
                 function, wants, plans = built[ports.operand_types]
-                produced = triton_host.splice(call, function, wants, ports, self.context)
+                produced = triton_host.splice(call, function, wants, ports, self.context,
+                                              profiled=self._profile_here(module, call.region, ports))
             self._plan_gluon_boundaries(call, wants, plans, copies[-1], produced)
         stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.context)
         self.regions = [r for r in self.regions if r.language != "gluon" or r.index in kept]
         self._keep_called(module)
         self._splice_triton_regions(module)
         self._stitch(module)
+
+    def _profile_here(self, module, region: Region, ports) -> bool:
+        """Whether this copy of a Gluon call gets its own Proton scope; in a pipelined loop timed
+        in total, the loop gets one instead (``instrument``)."""
+        if not instrument.enabled():
+            return False
+        loop = instrument.pipelined_loop(module, ports.last_sink) if instrument.loops() == "total" else None
+        if loop is None:
+            return True
+        timed = self._timed_loops.setdefault(loop, [])
+        if region.index not in {r.index for r in timed}:
+            timed.append(region)
+        return False
 
     def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int) -> tuple:
         """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
@@ -331,6 +346,9 @@ class HybridSession:
                               f"planning the boundaries failed: {exc}") from exc
         by_tag = {t: choice for choice in choices for t in choice.tags}
         self.boundaries = [_record(planned, live, loaded, by_tag) for planned in self._planned]
+        if instrument.enabled() and self.regions:
+            instrument.bracket(module, gluon_ir.GluonOpBuilder(self.context), self._timed_loops)
+            stitch.verify(module, "placing the Proton scopes")
 
     def _plan_gluon_boundaries(self, call, wants: list, plans: dict, ports, produced: list[str]) -> None:
         """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own

@@ -17,7 +17,7 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, compat, diagnostics, planner
+from . import arch, compat, diagnostics, instrument, planner
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
@@ -28,11 +28,17 @@ REGIONS_ATTR = "hybrid.regions"
 BOUNDARIES_ATTR = "hybrid.boundaries"
 
 
+def variant() -> str:
+    """The build settings a kernel's IR depends on beyond its source and options: how boundaries
+    are planned and how regions are instrumented. Part of every cache key."""
+    return f"{planner.mode()}-{instrument.key()}"
+
+
 class HybridGluonSource(GluonASTSource):
     """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def hash(self) -> str:
-        return f"{super().hash()}-hybrid{STITCH_VERSION}-{planner.mode()}"
+        return f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
         with _session(self, target, options, context) as (session, generator):
@@ -68,7 +74,7 @@ class HybridTritonSource(GluonASTSource):
     its language and first stage are the Gluon ones of this Triton release)."""
 
     def hash(self) -> str:
-        return f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{planner.mode()}"
+        return f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
         with _session(self, target, options, context) as (session, generator):

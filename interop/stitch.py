@@ -149,7 +149,7 @@ def inline(module, context) -> None:
     pm = ir.pass_manager(context)
     passes.gluon.add_inliner(pm)
     diagnostics.run(pm, module, "hybrid_inline")
-    _verify(module, "inlining the regions")
+    verify(module, "inlining the regions")
 
 
 def fold_boundary_conversions(module, context) -> set[str]:
@@ -198,7 +198,7 @@ def fold_boundary_conversions(module, context) -> set[str]:
     loaded = _fold_into_shared_loads(module, builder)
     if loaded:
         _canonicalize(module, context)
-    _verify(module, "folding boundary conversions")
+    verify(module, "folding boundary conversions")
     return loaded
 
 
@@ -238,7 +238,7 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
     return folded
 
 
-def _verify(module, step: str) -> None:
+def verify(module, step: str) -> None:
     errors = diagnostics.verify(module)
     if errors:
         raise StitchError(f"the stitched module does not verify after {step}:\n{errors}")

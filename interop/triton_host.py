@@ -112,15 +112,15 @@ def find_ports(module, call_index: int) -> list[Ports]:
     return list(copies.values())
 
 
-def splice(call: GluonCall, function, wants: list, ports: Ports, context) -> list[str]:
+def splice(call: GluonCall, function, wants: list, ports: Ports, context, profiled: bool) -> list[str]:
     """Call ``function(operands)`` after the sinks, hand each producer's uses the result converted
     to the producer's layout (tagged as a boundary conversion), and make the markers pure: unused,
-    the canonicalizer deletes them. ``wants`` are the call's, with planned shared layouts chosen.
-    Returns the types the Gluon function produced its results in."""
+    the canonicalizer deletes them. ``wants`` are the call's, with planned shared layouts chosen;
+    ``profiled``: bracket the call with its Proton scope. Returns the types the Gluon function
+    produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
     operands = _hand_over(builder, call, wants, ports.operands)
-    profiled = instrument.enabled()
     if profiled:
         instrument.record(builder, call.region, start=True)
     result = builder.call(function, operands)
