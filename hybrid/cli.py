@@ -4,8 +4,8 @@
     hybrid build pkg.kernels:my_kernel --targets all --signature x_ptr=*fp32,n=i32 --constexpr BLOCK=256
 
 Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
-``hybrid report`` prints per-region figures; ``hybrid port start`` begins porting one function
-(``hybrid.port``).
+``hybrid report`` prints per-region figures; ``hybrid profile`` times each region on a GPU
+(``hybrid.profile``); ``hybrid port start`` begins porting one function (``hybrid.port``).
 """
 from __future__ import annotations
 
@@ -63,6 +63,19 @@ def parser() -> argparse.ArgumentParser:
                                         "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
     _job_arguments(r)
     r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
+    pr = commands.add_parser("profile", help="per-region cycles of the mixed kernels a script launches (GPU)",
+                             description="Runs a script under Proton's intra-kernel instrumentation with a scope per "
+                                         "region, then prints each region's cycles per warp (median, p90), calls and "
+                                         "share of kernel time, and writes JSON and Proton's Chrome trace (Perfetto). "
+                                         "With --trace, reads a trace taken before (no GPU needed). Example: hybrid "
+                                         "profile examples/softmax.py -- --rows 4096")
+    pr.add_argument("script", nargs="?", help="a Python script that launches hybrid kernels")
+    pr.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments for the script (after --)")
+    pr.add_argument("--loops", choices=["total", "iteration"], default="total",
+                    help="a region in a pipelined loop: time the loop whole (total, default) or every iteration")
+    pr.add_argument("-o", "--out", default="build/profile",
+                    help="output name: <out>.chrome_trace and <out>.json (default: build/profile)")
+    pr.add_argument("--trace", help="analyze this Proton Chrome trace instead of running a script")
     port = commands.add_parser("port", help="port a Triton kernel to Gluon one function at a time")
     steps = port.add_subparsers(dest="step", required=True)
     s = steps.add_parser("start", help="write a first Gluon version of one @triton.jit function and its compare test",
@@ -130,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = cli.parse_args(argv)
     if args.command == "port":
         return _port_start(args, Console(width=140))
+    if args.command == "profile":
+        return _profile(args, cli, Console(width=140))
     try:
         jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
                     assignments(args.constexpr, json_or_text),
@@ -169,6 +184,40 @@ def _report(jobs: list, path: str, out: Console) -> int:
     out.print(f"wrote {path}")
     gc.collect()
     return 0
+
+
+def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
+    from . import profile
+    from .report import profile_table
+    if args.trace:
+        trace, kernels = args.trace, profile.analyze(profile.read_trace(args.trace))
+    else:
+        if not args.script:
+            cli.error("profile needs a script to run, or --trace FILE")
+        import torch
+        if not torch.cuda.is_available():
+            out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
+                      "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
+                      "read here: hybrid profile --trace FILE.chrome_trace", highlight=False)
+            return 2
+        import runpy
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]
+        try:
+            with profile.profiling(args.out, loops=args.loops) as measured:
+                runpy.run_path(args.script, run_name="__main__")
+        finally:
+            sys.argv = argv
+        trace, kernels = str(measured.trace), measured.kernels
+    for kernel in kernels:
+        out.print(profile_table(kernel))
+    if not kernels:
+        out.print("no hybrid kernel with region scopes ran (was it launched through @hybrid.jit?)")
+    path = Path(args.out).with_suffix(".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(profile.to_json(kernels, trace, None if args.trace else args.loops), indent=1))
+    out.print(f"wrote {path}; trace (Perfetto, chrome://tracing): {trace}")
+    return 0 if kernels else 1
 
 
 def _port_start(args, out: Console) -> int:

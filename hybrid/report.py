@@ -48,3 +48,14 @@ def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") ->
 
 def print_table(summaries: list[dict], console: Console | None = None) -> None:
     (console or Console(width=200)).print(table(summaries))
+
+
+def profile_table(kernel) -> Table:
+    """A ``hybrid.profile.KernelProfile`` as a table: cycles per warp, all calls together."""
+    out = Table(title=f"{kernel.kernel}: cycles per warp over {kernel.warps} warps (CTAs x warps x launches)")
+    for column in ("scope", "kind", "calls/warp", "median", "p90", "per call median", "per call p90", "share"):
+        out.add_column(column, justify="left" if column in ("scope", "kind") else "right")
+    for s in kernel.scopes:
+        out.add_row(s.scope, s.kind, f"{s.calls:g}", f"{s.cycles.median:.0f}", f"{s.cycles.p90:.0f}",
+                    f"{s.per_call.median:.0f}", f"{s.per_call.p90:.0f}", f"{100 * s.share:.1f}%")
+    return out

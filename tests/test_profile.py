@@ -1,0 +1,167 @@
+"""Per-region profiles from Proton's instrumentation trace; ``hybrid profile``.
+
+On the CPU the analysis reads traces written in Proton's format from a known timeline (what
+each warp did, generated here), so the figures can be checked against it; the GPU tests
+profile the examples for real.
+"""
+import json
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from hybrid import profile
+from hybrid.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = "softmax_kernel"
+
+
+def timeline(seed: int, launches: int = 2, ctas: int = 3, warps: int = 4, iterations: int = 5) -> list[dict]:
+    """What each warp of each CTA did, per launch: a region called once per loop iteration (r0),
+    then a region (r1) with a nested region inside it (r2), with host code before, between and
+    after. Each entry: the lane, the kernel's span and each scope's calls as (start, cycles)."""
+    rng = random.Random(seed)
+    lanes = []
+    for launch in range(launches):
+        base = launch * 10_000_000     # launches follow one another on the same lanes
+        for cta in range(ctas):
+            for warp in range(warps):
+                t, calls = base + rng.randrange(0, 500), {}
+                start = t
+                t += rng.randrange(50, 300)                                    # host code
+                for _ in range(iterations):
+                    cycles = rng.randrange(100, 900)
+                    calls.setdefault("r0:row_stats", []).append((t, cycles))
+                    t += cycles + rng.randrange(10, 60)                        # loop overhead
+                r1 = rng.randrange(2000, 4000)
+                inner = rng.randrange(100, r1 - 100)
+                calls["r1:epilogue"] = [(t, r1)]
+                calls["r2:helper"] = [(t + 50, inner)]
+                t += r1 + rng.randrange(20, 200)                               # host code
+                lanes.append({"cta": cta, "warp": warp, "kernel": (start, t - start), "calls": calls})
+    return lanes
+
+
+def write_proton_trace(path: Path, lanes: list[dict]) -> None:
+    """The timeline as Proton's instrumentation trace: one complete event per scope instance on
+    a ``warp <w> (line <l>)`` lane of a ``<kernel> Core<sm> CTA<cta>`` process, times in
+    microseconds at 1 GHz; plus the lanes Proton adds that are not scopes."""
+    events = [{"name": "call path", "cat": "call_path", "ph": "X", "pid": "Kernel Call Path", "tid": "path 0",
+               "ts": 0, "dur": 5}]
+    for lane in lanes:
+        pid = f"{KERNEL} Core{lane['cta'] % 2} CTA{lane['cta']}"
+        scopes = [("kernel", *lane["kernel"], 0)] + [(name, s, c, 1 + (name == "r2:helper"))
+                                                      for name, calls in lane["calls"].items() for s, c in calls]
+        for name, start, cycles, line in scopes:
+            events.append({"name": name, "cat": KERNEL, "ph": "X", "pid": pid, "tid": f"warp {lane['warp']} (line {line})",
+                           "ts": start / 1000, "dur": cycles / 1000, "args": {"Frequency (MHz)": 1000.0}})
+        events.append({"name": "r0:row_stats", "cat": "flow", "ph": "X", "pid": pid, "tid": f"warp {lane['warp']} (line 0)",
+                       "ts": lane["kernel"][0] / 1000, "dur": 0, "bind_id": 1})
+    random.Random(0).shuffle(events)
+    path.write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}))
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[-(-9 * len(ordered) // 10) - 1]
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> tuple[Path, list[dict]]:
+    lanes = timeline(seed=7)
+    path = tmp_path_factory.mktemp("trace") / "run.chrome_trace"
+    write_proton_trace(path, lanes)
+    return path, lanes
+
+
+def test_every_warp_of_every_launch_counts_once(traced):
+    path, lanes = traced
+    (kernel, ) = profile.analyze(profile.read_trace(path))
+    assert kernel.kernel == KERNEL and kernel.warps == len(lanes)
+    assert [s.scope for s in kernel.scopes] == ["kernel", "r0:row_stats", "r1:epilogue", "r2:helper", "host"]
+    assert [s.kind for s in kernel.scopes] == ["kernel", "region", "region", "region", "host"]
+
+
+@pytest.mark.parametrize("scope", ["kernel", "r0:row_stats", "r1:epilogue", "r2:helper"])
+def test_cycles_per_warp_and_per_call_match_the_timeline(traced, scope):
+    path, lanes = traced
+    (kernel, ) = profile.analyze(profile.read_trace(path))
+    calls = [[lane["kernel"]] if scope == "kernel" else lane["calls"][scope] for lane in lanes]
+    totals = [sum(c for _, c in lane_calls) for lane_calls in calls]
+    got = kernel.scope(scope)
+    assert got.calls == len(calls[0])
+    assert (got.cycles.median, got.cycles.p90) == (statistics.median(totals), p90(totals))
+    per_call = [c for lane_calls in calls for _, c in lane_calls]
+    assert (got.per_call.median, got.per_call.p90) == (statistics.median(per_call), p90(per_call))
+    shares = [t / lane["kernel"][1] for t, lane in zip(totals, lanes)]
+    assert got.share == pytest.approx(statistics.median(shares))
+
+
+def test_host_is_what_the_outermost_regions_leave(traced):
+    """A region nested in another (r2 in r1) is not taken off the host twice."""
+    path, lanes = traced
+    (kernel, ) = profile.analyze(profile.read_trace(path))
+    host = [lane["kernel"][1] - sum(c for name in ("r0:row_stats", "r1:epilogue") for _, c in lane["calls"][name])
+            for lane in lanes]
+    assert kernel.scope("host").cycles.median == statistics.median(host)
+    assert all(h > 0 for h in host)
+
+
+def test_loop_scopes_name_their_regions():
+    assert profile._kind("loop0[r1,r3]") == ("loop", [1, 3])
+    assert profile._kind("r12:g_scale") == ("region", [12])
+    assert profile._kind("mine") == ("other", [])
+
+
+def test_cli_reads_a_trace_and_writes_stable_json(traced, tmp_path, capsys):
+    path, lanes = traced
+    out = tmp_path / "prof"
+    assert main(["profile", "--trace", str(path), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "r1:epilogue" in printed and "host" in printed
+    data = json.loads((tmp_path / "prof.json").read_text())
+    assert set(data) == {"schema", "unit", "loops", "trace", "kernels"} and data["schema"] == profile.SCHEMA
+    (kernel, ) = data["kernels"]
+    assert set(kernel) == {"kernel", "warps", "scopes"}
+    assert set(kernel["scopes"][0]) == {"scope", "kind", "regions", "calls", "cycles", "per_call", "share"}
+    assert set(kernel["scopes"][0]["cycles"]) == {"median", "p90"}
+
+
+def test_cli_without_a_gpu_says_what_works_here(tmp_path, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["profile", str(ROOT / "examples/softmax.py"), "-o", str(tmp_path / "p")]) == 2
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "no GPU" in printed and "hybrid report" in printed and "--trace" in printed
+
+
+PROFILED_EXAMPLES = ["softmax", "softmax_gluon_stats", "matmul_gluon_epilogue", "tma_stage"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", PROFILED_EXAMPLES)
+def test_regions_profiled_on_gpu(name, tmp_path):
+    """Every region took time, and the outermost scopes and the host account for the kernel's
+    cycles (medians, so within 10%); the profiled launch still computes the right result."""
+    import importlib
+
+    from examples.run import current_gpu_target
+    example = importlib.import_module(f"examples.{name}")
+    target = current_gpu_target()
+    if target is None or target in getattr(example, "SKIP", {}):
+        pytest.skip("GPU architecture not among the built targets, or the example skips it")
+    case = getattr(example, "CASES", [{}])[0]
+    p = example.problem(*example.CHECK_SIZE, **case, device="cuda")
+    with profile.profiling(tmp_path / name) as measured:
+        out = example.run("hybrid", p, target)
+    assert example.error(out, p) <= example.TOLERANCE
+    assert measured.trace.exists()
+    (kernel, ) = measured.kernels
+    timed = [s for s in kernel.scopes if s.kind in ("region", "loop")]
+    assert timed and all(s.cycles.median > 0 for s in timed)
+    outermost = [s for s in timed if not any(set(s.regions) < set(o.regions) for o in timed)]
+    accounted = sum(s.cycles.median for s in outermost) + kernel.scope("host").cycles.median
+    assert accounted == pytest.approx(kernel.scope("kernel").cycles.median, rel=0.10)
