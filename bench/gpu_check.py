@@ -59,6 +59,14 @@ def markdown(result: dict) -> str:
                   "| case | auto ms | ratio | goal |", "| --- | --- | --- | --- |"]
         lines += [f"| {r['case']} | {r['median_ms'] or '-'} | {r['auto_vs_best_forced'] or '-'} | "
                   f"{'met' if r['meets_goal'] else 'MISSED'} |" for r in timed]
+    profiled = result["profiling"].get("gpu", [])
+    if profiled:
+        lines += ["", "Per-region profiling overhead (`bench/profiling.py`, profiled / plain, goal <= 1.05):", "",
+                  "| example | plain ms | profiled ms | ratio | goal | region shares |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['example']} | {r['plain_ms']:.4f} | {r['profiled_ms']:.4f} | {r['ratio']:.3f} | "
+                  f"{'met' if r['meets_goal'] else 'MISSED'}{'' if r['correct'] else ' WRONG'} | "
+                  + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()) + " |" for r in profiled]
     return "\n".join(lines)
 
 
@@ -85,16 +93,17 @@ def main(argv=None) -> int:
     tests = run_gpu_tests(out)
     benchmark = run_benchmark(out, "kernels", target)
     boundaries = run_benchmark(out, "boundaries", target)
+    profiling = run_benchmark(out, "profiling", target)
     result = {"date": datetime.date.today().isoformat(), "target": target,
               "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark,
-              "boundaries": boundaries}
+              "boundaries": boundaries, "profiling": profiling}
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     text = markdown(result)
     out.with_suffix(".md").write_text(text)
     print(text)
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
     ok = (tests["exit_code"] == 0 and tests["failures"] + tests["errors"] == 0 and benchmark["exit_code"] == 0
-          and boundaries["exit_code"] == 0)
+          and boundaries["exit_code"] == 0 and profiling["exit_code"] == 0)
     return 0 if ok else 1
 
 

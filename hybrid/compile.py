@@ -130,7 +130,10 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
         f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
         "  per region: " + ("; ".join(parts) if parts else "none") + "\n"
         "  per boundary: " + ("; ".join(crossings) if crossings else "none through shared memory") + "\n"
-        "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
+        + ("  profiling: this build records Proton scopes, and Proton's per-warp record buffer in shared memory "
+           "counts in the total; ask for a smaller one (profiling(..., mode='default:buffer_size=N'))\n"
+           if getattr(metadata, "profile_scratch_size", 0) else "")
+        + "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
 
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,

@@ -72,3 +72,18 @@ def test_boundaries_benchmark_runs(tmp_path):
     assert rows["convert"]["handoffs"] == 0 < rows["shared"]["handoffs"]
     assert all(r["shared_stores"] > 0 and r["barriers"] > 0 for r in rows.values())
     assert "Boundary planning" in proc.stdout
+
+
+def test_profiling_benchmark_runs(tmp_path):
+    """Instrumented builds carry the kernel's and each region's scope and cost instructions and
+    Proton's record buffer in shared memory, never less than the plain build."""
+    out = tmp_path / "profiling.json"
+    proc = _run("bench/profiling.py", "--targets", "sm90a,gfx942", "--examples", "softmax", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["static"]
+    assert [(r["example"], r["target"]) for r in rows] == [("softmax", "sm90a"), ("softmax", "gfx942")]
+    for r in rows:
+        assert r["scopes"] == ["kernel", "r0:row_stats"]
+        assert r["profiled"]["instructions"] > r["plain"]["instructions"]
+        assert r["profiled"]["shared_bytes"] > r["plain"]["shared_bytes"]
+    assert "Per-region instrumentation" in proc.stdout

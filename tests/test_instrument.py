@@ -64,45 +64,48 @@ def loop_extent(lines: list[str]) -> tuple[int, int]:
     return start, end
 
 
-def pipelined_case(target: str, loops: str):
-    kernel, signature, constexprs = triton_hosts.cases(target)["pipelined_loop"]
-    return stitched_ir(kernel, signature, constexprs, target, num_warps=kernels.NUM_WARPS, instrument_regions=True,
+def instrumented(target: str, case: str, loops: str = "total") -> tuple[str, str]:
+    """A Triton-host case's stitched IR with records, and the scope name of its one region
+    (region indices count calls a Triton 3.6 loop's dry visit discarded)."""
+    kernel, signature, constexprs = triton_hosts.cases(target)[case]
+    text = stitched_ir(kernel, signature, constexprs, target, num_warps=kernels.NUM_WARPS, instrument_regions=True,
                        loops=loops)
+    region = module_json_attr(text, REGIONS_ATTR)[0]
+    return text, f"r{region['index']}:{region['function']}"
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_pipelined_loop_is_timed_whole_by_default(target):
     """``loops="total"``: no record inside the loop Triton pipelined, one scope around it naming
     the region; copies a pipeliner peeled out of the loop keep their own pairs."""
-    text = pipelined_case(target, "total")
+    text, scope = instrumented(target, "pipelined_loop", "total")
     lines = text.splitlines()
     first, last = loop_extent(lines)
     records = records_of(text)
     assert not [r for r in records if first < r[0] < last]
-    (start, ), (end, ) = ([i for i, kind, name in records if name == "loop0[r0]" and kind == k]
-                          for k in ("start", "end"))
+    loop = f"loop0[{scope.split(':')[0]}]"
+    (start, ), (end, ) = ([i for i, kind, name in records if name == loop and kind == k] for k in ("start", "end"))
     assert start == first - 1 and end == last + 1
-    outside = [(kind, name) for i, kind, name in records if name == "r0:g_scale_acc"]
-    assert outside == [("start", "r0:g_scale_acc"), ("end", "r0:g_scale_acc")] * (len(outside) // 2)
+    outside = [(kind, name) for i, kind, name in records if name == scope]
+    assert outside == [("start", scope), ("end", scope)] * (len(outside) // 2)
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_pipelined_loop_per_iteration_when_asked(target):
-    text = pipelined_case(target, "iteration")
+    text, scope = instrumented(target, "pipelined_loop", "iteration")
     first, last = loop_extent(text.splitlines())
     inside = [(kind, name) for i, kind, name in records_of(text) if first < i < last]
-    assert inside == [("start", "r0:g_scale_acc"), ("end", "r0:g_scale_acc")]
+    assert inside == [("start", scope), ("end", scope)]
     assert "loop0" not in text
 
 
 def test_loop_not_pipelined_keeps_a_pair_per_iteration():
     """A loop with no pipeline (nothing in flight across iterations) is timed per iteration in
     both modes; the profile sums the iterations for ``total``."""
-    kernel, signature, constexprs = triton_hosts.cases("sm90a")["control_flow"]
-    text = stitched_ir(kernel, signature, constexprs, "sm90a", num_warps=kernels.NUM_WARPS, instrument_regions=True)
+    text, scope = instrumented("sm90a", "control_flow")
     first, last = loop_extent(text.splitlines())
     inside = [(kind, name) for i, kind, name in records_of(text) if first < i < last]
-    assert inside == [("start", "r0:g_add_one"), ("end", "r0:g_add_one")]
+    assert inside == [("start", scope), ("end", scope)] and scope.endswith(":g_add_one")
 
 
 def test_unknown_loop_timing_names_the_choices():
@@ -135,3 +138,15 @@ def test_proton_lowers_the_scopes_into_the_binary(case, target):
 def test_no_records_unless_asked():
     kernel, signature, constexprs = CASES["softmax"]("sm90a")
     assert "proton.record" not in stitched_ir(kernel, signature, constexprs, "sm90a")
+
+
+def test_profiled_build_over_shared_memory_names_protons_buffer():
+    """Proton keeps its records in shared memory: a kernel that fits plain may not fit profiled,
+    and the error says so instead of only listing the regions."""
+    from examples import matmul
+    from interop.errors import SharedMemoryError
+    assert matmul.build("gfx942").metadata["shared"] <= 65536
+    with pytest.raises(SharedMemoryError, match="Proton's per-warp record buffer") as caught:
+        with instrument.forced():
+            matmul.build("gfx942")
+    assert "gfx942 has 65536 B" in str(caught.value)

@@ -1,0 +1,128 @@
+"""What per-region profiling costs: instrumented builds against plain ones, per example.
+
+    python bench/profiling.py [--targets all] [--json PATH]
+
+Each example's hybrid kernel is built plain and as a Proton-instrumented launch builds it (a
+scope per region instance and one around the kernel, ``interop.instrument``). Static figures
+from the binaries, for every target: machine instructions, registers, shared memory (Proton's
+per-warp record buffer), binary size. On a GPU each example also runs profiled (checked against
+its reference, per-region shares from the trace) and is timed plain and profiled (``do_bench``
+median; the profiled time includes Proton's per-launch buffer handling, so it bounds the
+kernel's slowdown from above). Goal (GPU): profiled / plain at most 1.05.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from bench.kernels import environment  # noqa: E402
+from bench.output import write_json  # noqa: E402
+from examples.run import current_gpu_target, example_modules  # noqa: E402
+from hybrid import profile  # noqa: E402
+from hybrid.attribution import kernel_instructions  # noqa: E402
+from hybrid.resources import resources  # noqa: E402
+from hybrid.targets import TARGETS  # noqa: E402
+from interop import instrument  # noqa: E402
+from interop.errors import SharedMemoryError  # noqa: E402
+
+GOAL = 1.05   # profiled / plain time, at most
+STATIC = ("instructions", "registers", "shared_bytes", "binary_bytes")
+
+
+def _figures(fb) -> dict:
+    used = resources(fb.asm, fb.metadata)
+    return {"instructions": kernel_instructions(fb.assembly, fb.name), **{k: used[k] for k in STATIC[1:]}}
+
+
+def static_row(example, target: str) -> dict:
+    name = example.__name__.rpartition(".")[2]
+    reason = getattr(example, "SKIP", {}).get(target)
+    if reason:
+        return {"example": name, "target": target, "skipped": reason}
+    plain = example.build(target)
+    try:
+        with instrument.forced():
+            profiled = example.build(target)
+    except SharedMemoryError as exc:   # Proton's record buffer is in shared memory too
+        return {"example": name, "target": target, "skipped": f"profiled build: {str(exc).splitlines()[0]}"}
+    return {"example": name, "target": target, "scopes": profiled.scopes,
+            "plain": _figures(plain), "profiled": _figures(profiled)}
+
+
+def gpu_row(example, target: str, folder: Path) -> dict:
+    import torch
+    from triton.testing import do_bench
+    name = example.__name__.rpartition(".")[2]
+    case = getattr(example, "CASES", [{}])[0]
+    p = example.problem(*example.BENCH_SIZE, **case)
+    plain_ms = do_bench(lambda: example.run("hybrid", p, target), return_mode="median")
+    with profile.profiling(folder / name) as measured:
+        error = example.error(example.run("hybrid", p, target), p)
+        profiled_ms = do_bench(lambda: example.run("hybrid", p, target), return_mode="median")
+    shares = {s.scope: s.share for k in measured.kernels for s in k.scopes if s.kind != "kernel"}
+    p = None   # free the inputs before the next example
+    torch.cuda.empty_cache()
+    ratio = profiled_ms / plain_ms
+    return {"example": name, "correct": error <= example.TOLERANCE, "plain_ms": plain_ms, "profiled_ms": profiled_ms,
+            "ratio": ratio, "meets_goal": ratio <= GOAL, "shares": shares}
+
+
+def print_tables(result: dict, console: Console) -> None:
+    table = Table(title="Per-region instrumentation, static cost (plain -> profiled)")
+    for column in ("example", "target", "scopes", *STATIC):
+        table.add_column(column)
+    for r in result["static"]:
+        if "skipped" in r:
+            table.add_row(r["example"], r["target"], f"skipped: {r['skipped']}", *[""] * len(STATIC))
+            continue
+        table.add_row(r["example"], r["target"], str(len(r["scopes"])),
+                      *(f"{r['plain'][k]} -> {r['profiled'][k]}" for k in STATIC))
+    console.print(table)
+    if "gpu" in result:
+        timed = Table(title=f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal profiled/plain "
+                            f"<= {GOAL}")
+        for column in ("example", "plain ms", "profiled ms", "ratio", "goal", "shares"):
+            timed.add_column(column)
+        for r in result["gpu"]:
+            timed.add_row(r["example"], f"{r['plain_ms']:.4f}", f"{r['profiled_ms']:.4f}", f"{r['ratio']:.3f}",
+                          ("met" if r["meets_goal"] else "[red]MISSED[/]") + ("" if r["correct"] else " [red]WRONG[/]"),
+                          ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()))
+        console.print(timed)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--examples", default=None, help="example names separated by ',' (default: all)")
+    parser.add_argument("--json", default="bench/profiling.json")
+    args = parser.parse_args(argv)
+    targets = list(TARGETS) if args.targets == "all" else args.targets.split(",")
+    examples = [e for e in example_modules()
+                if args.examples is None or e.__name__.rpartition(".")[2] in args.examples.split(",")]
+    result = {"environment": environment(), "static": [static_row(e, t) for t in targets for e in examples]}
+    gpu = current_gpu_target()
+    if gpu is not None:
+        result["target"] = gpu
+        with tempfile.TemporaryDirectory() as folder:
+            result["gpu"] = [gpu_row(e, gpu, Path(folder)) for e in examples if gpu not in getattr(e, "SKIP", {})]
+    console = Console(width=180)
+    print_tables(result, console)
+    if gpu is None:
+        console.print("no supported GPU here: static figures only")
+    write_json(args.json, result)
+    gc.collect()
+    return 1 if gpu is not None and not all(r["correct"] for r in result["gpu"]) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
