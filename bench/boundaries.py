@@ -23,12 +23,11 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 import hybrid  # noqa: E402
 from bench import boundary_cases  # noqa: E402
 from bench.kernels import environment  # noqa: E402
-from bench.output import write_json  # noqa: E402
+from bench.output import table, write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
 from hybrid.targets import TARGETS  # noqa: E402
 
@@ -77,26 +76,20 @@ def gpu_rows(cases: list[dict], tiles: int) -> list[dict]:
 
 
 def print_tables(result: dict, console: Console) -> None:
-    static = Table(title="Boundary planning: static figures per mode (auto = the planner's choice)")
-    for column in ("case", "target", "mode", "smem B", "barriers", "st.shared", "ld.shared", "shuffles",
-                   "model cost", "handoffs"):
-        static.add_column(column)
-    for r in result["static"]:
-        static.add_row(r["case"], r["target"], r["mode"], str(r["shared_bytes"]), str(r["barriers"]),
-                       str(r["shared_stores"]), str(r["shared_loads"]), str(r["shuffles"]), str(r["model_cost"]),
-                       str(r["handoffs"]))
-    console.print(static)
+    console.print(table("Boundary planning: static figures per mode (auto = the planner's choice)",
+                        ("case", "target", "mode", "smem B", "barriers", "st.shared", "ld.shared", "shuffles",
+                         "model cost", "handoffs"),
+                        ([r["case"], r["target"], r["mode"], *(str(r[k]) for k in (
+                            "shared_bytes", "barriers", "shared_stores", "shared_loads", "shuffles", "model_cost",
+                            "handoffs"))] for r in result["static"])))
     if "gpu" in result:
-        timed = Table(title=f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal auto <= "
-                            f"{GOAL:.2f}x the best forced alternative")
-        for column in ("case", "mode", "correct", "median ms", "auto / best forced", "goal"):
-            timed.add_column(column)
-        for r in result["gpu"]:
-            ratio = r["auto_vs_best_forced"]
-            timed.add_row(r["case"], r["mode"], str(r["correct"]),
-                          f"{r['median_ms']:.4f}" if r["median_ms"] else "-", f"{ratio:.3f}" if ratio else "-",
-                          "met" if r["meets_goal"] else "MISSED")
-        console.print(timed)
+        console.print(table(f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal auto <= "
+                            f"{GOAL:.2f}x the best forced alternative",
+                            ("case", "mode", "correct", "median ms", "auto / best forced", "goal"),
+                            ([r["case"], r["mode"], str(r["correct"]),
+                              f"{r['median_ms']:.4f}" if r["median_ms"] else "-",
+                              f"{r['auto_vs_best_forced']:.3f}" if r["auto_vs_best_forced"] else "-",
+                              "met" if r["meets_goal"] else "MISSED"] for r in result["gpu"])))
 
 
 def main(argv=None) -> int:

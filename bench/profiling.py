@@ -23,10 +23,9 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from bench.kernels import environment  # noqa: E402
-from bench.output import write_json  # noqa: E402
+from bench.output import table, write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid import profile  # noqa: E402
 from hybrid.attribution import kernel_instructions  # noqa: E402
@@ -78,26 +77,20 @@ def gpu_row(example, target: str, folder: Path) -> dict:
 
 
 def print_tables(result: dict, console: Console) -> None:
-    table = Table(title="Per-region instrumentation, static cost (plain -> profiled)")
-    for column in ("example", "target", "scopes", *STATIC):
-        table.add_column(column)
-    for r in result["static"]:
-        if "skipped" in r:
-            table.add_row(r["example"], r["target"], f"skipped: {r['skipped']}", *[""] * len(STATIC))
-            continue
-        table.add_row(r["example"], r["target"], str(len(r["scopes"])),
-                      *(f"{r['plain'][k]} -> {r['profiled'][k]}" for k in STATIC))
-    console.print(table)
+    console.print(table("Per-region instrumentation, static cost (plain -> profiled)", ("example", "target", "scopes",
+                                                                                         *STATIC),
+                        ([r["example"], r["target"], f"skipped: {r['skipped']}", *[""] * len(STATIC)] if "skipped" in r
+                         else [r["example"], r["target"], str(len(r["scopes"])),
+                               *(f"{r['plain'][k]} -> {r['profiled'][k]}" for k in STATIC)]
+                         for r in result["static"])))
     if "gpu" in result:
-        timed = Table(title=f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal profiled/plain "
-                            f"<= {GOAL}")
-        for column in ("example", "plain ms", "profiled ms", "ratio", "goal", "shares"):
-            timed.add_column(column)
-        for r in result["gpu"]:
-            timed.add_row(r["example"], f"{r['plain_ms']:.4f}", f"{r['profiled_ms']:.4f}", f"{r['ratio']:.3f}",
-                          ("met" if r["meets_goal"] else "[red]MISSED[/]") + ("" if r["correct"] else " [red]WRONG[/]"),
-                          ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()))
-        console.print(timed)
+        console.print(table(f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal profiled/plain "
+                            f"<= {GOAL}", ("example", "plain ms", "profiled ms", "ratio", "goal", "shares"),
+                            ([r["example"], f"{r['plain_ms']:.4f}", f"{r['profiled_ms']:.4f}", f"{r['ratio']:.3f}",
+                              ("met" if r["meets_goal"] else "[red]MISSED[/]")
+                              + ("" if r["correct"] else " [red]WRONG[/]"),
+                              ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())]
+                             for r in result["gpu"])))
 
 
 def main(argv=None) -> int:
