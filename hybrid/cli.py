@@ -189,6 +189,8 @@ def _report(jobs: list, path: str, out: Console) -> int:
 def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
     from . import profile
     from .report import profile_table
+    path = Path(args.out).with_suffix(".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
     if args.trace:
         trace, kernels = args.trace, profile.analyze(profile.read_trace(args.trace))
     else:
@@ -201,7 +203,6 @@ def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
                       "read here: hybrid profile --trace FILE.chrome_trace", highlight=False)
             return 2
         import runpy
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]
         try:
             with profile.profiling(args.out, loops=args.loops) as measured:
@@ -213,8 +214,6 @@ def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
         out.print(profile_table(kernel))
     if not kernels:
         out.print("no hybrid kernel with region scopes ran (was it launched through @hybrid.jit?)")
-    path = Path(args.out).with_suffix(".json")
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(profile.to_json(kernels, trace, None if args.trace else args.loops), indent=1))
     out.print(f"wrote {path}; trace (Perfetto, chrome://tracing): {trace}")
     return 0 if kernels else 1

@@ -166,9 +166,6 @@ class Profile:
     loops: str
     kernels: list[KernelProfile] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        return to_json(self.kernels, str(self.trace), self.loops)
-
 
 @contextlib.contextmanager
 def profiling(name: str | Path = "hybrid-profile", loops: str = "total", mode: str = "default") -> Iterator[Profile]:

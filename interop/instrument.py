@@ -21,17 +21,18 @@ sets the flag this reads), or inside ``forced()``.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 from dataclasses import dataclass
 from typing import Iterator
+
+from .setting import Setting
 
 LOOPS = ("total", "iteration")
 KERNEL_SCOPE = "kernel"
 #: Ops that wait on work a pipeliner left in flight across iterations.
 _ASYNC_WAITS = ("ttg.async_wait", "ttng.warp_group_dot_wait", "ttng.wait_barrier", "ttng.async_tma_store_wait")
 
-_forced = contextvars.ContextVar("hybrid_instrument_regions", default=False)
-_loops = contextvars.ContextVar("hybrid_instrument_loops", default="total")
+_forced = Setting("instrument_regions", (False, True), False)
+_loops = Setting("loops", LOOPS, "total")
 
 
 def enabled() -> bool:
@@ -56,24 +57,13 @@ def key() -> str:
 @contextlib.contextmanager
 def forced(loop_timing: str | None = None) -> Iterator[None]:
     """Instrument regions in this block (``loop_timing``: one of ``LOOPS``, or the current one)."""
-    with timing(loop_timing or loops()):
-        token = _forced.set(True)
-        try:
-            yield
-        finally:
-            _forced.reset(token)
-
-
-@contextlib.contextmanager
-def timing(loop_timing: str) -> Iterator[None]:
-    """Time regions in pipelined loops per ``loop_timing`` (one of ``LOOPS``) in this block."""
-    if loop_timing not in LOOPS:
-        raise ValueError(f"loops={loop_timing!r}: expected one of {', '.join(LOOPS)}")
-    token = _loops.set(loop_timing)
-    try:
+    with timing(loop_timing or loops()), _forced.using(True):
         yield
-    finally:
-        _loops.reset(token)
+
+
+def timing(loop_timing: str) -> contextlib.AbstractContextManager:
+    """Time regions in pipelined loops per ``loop_timing`` (one of ``LOOPS``) in this block."""
+    return _loops.using(loop_timing)
 
 
 def scope_name(region) -> str:
@@ -84,9 +74,8 @@ def loop_scope_name(number: int, regions) -> str:
     return f"loop{number}[{','.join(f'r{r.index}' for r in sorted(regions, key=lambda r: r.index))}]"
 
 
-def record(builder, name_or_region, start: bool) -> None:
+def record(builder, name: str, start: bool) -> None:
     from triton.profiler.language import triton_proton
-    name = name_or_region if isinstance(name_or_region, str) else scope_name(name_or_region)
     triton_proton.create_proton_record(builder, start, name)
 
 

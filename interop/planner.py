@@ -21,16 +21,15 @@ Modes: ``auto`` (the cheaper way), ``convert`` and ``shared`` (force one way, to
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import math
 from dataclasses import dataclass
-from typing import Iterator
 
 from triton._C.libtriton import gluon_ir, ir, passes
 from triton.experimental.gluon import language as gl
 
 from . import diagnostics, movement, swizzle
 from .boundary import TAG, shape_and_dtype
+from .setting import Setting
 
 MODES = ("auto", "convert", "shared")
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
@@ -38,23 +37,16 @@ BUDGET = 0.25         # largest share of the target's shared memory one handoff 
 _ELEMENTS = {"i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f16": gl.float16,
              "bf16": gl.bfloat16, "f32": gl.float32, "f64": gl.float64, "f8E4M3FN": gl.float8e4nv,
              "f8E5M2": gl.float8e5}
-_mode = contextvars.ContextVar("hybrid_boundary_mode", default="auto")
+_mode = Setting("boundaries", MODES, "auto")
 
 
 def mode() -> str:
     return _mode.get()
 
 
-@contextlib.contextmanager
-def using(way: str) -> Iterator[None]:
+def using(way: str) -> contextlib.AbstractContextManager:
     """Plan boundaries with ``way`` (one of ``MODES``) in this block."""
-    if way not in MODES:
-        raise ValueError(f"boundaries={way!r}: expected one of {', '.join(MODES)}")
-    token = _mode.set(way)
-    try:
-        yield
-    finally:
-        _mode.reset(token)
+    return _mode.using(way)
 
 
 @dataclass(frozen=True)

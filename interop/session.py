@@ -124,10 +124,10 @@ class HybridSession:
         self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
         profiled = instrument.enabled()
         if profiled:
-            instrument.record(gen.builder, region, start=True)
+            instrument.record(gen.builder, instrument.scope_name(region), start=True)
         gen.builder.call(placeholder, handles)
         if profiled:
-            instrument.record(gen.builder, region, start=False)
+            instrument.record(gen.builder, instrument.scope_name(region), start=False)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
                    for j, ty in enumerate(lowered.outputs)]
         self._plan_boundaries(region, lowered, leaves)

@@ -122,10 +122,10 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     builder.set_insertion_point_after(ports.last_sink)
     operands = _hand_over(builder, call, wants, ports.operands)
     if profiled:
-        instrument.record(builder, call.region, start=True)
+        instrument.record(builder, instrument.scope_name(call.region), start=True)
     result = builder.call(function, operands)
     if profiled:
-        instrument.record(builder, call.region, start=False)
+        instrument.record(builder, instrument.scope_name(call.region), start=False)
     for j, producer in ports.outputs:
         value = result.get_result(j)
         if str(value.get_type()).startswith("!ttg.memdesc"):   # a returned buffer: load it as the host wants
