@@ -3,6 +3,7 @@ from interop.boundary import Boundary
 from interop.errors import RegionError
 from interop.handoff import shared, takes
 from interop.planner import using as boundary_mode
+from interop.stage import stage
 
 from .compile import FusedBinary, compile
 from .jit import jit
@@ -23,4 +24,4 @@ def load_bundle(path, **kwargs):
 
 
 __all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "boundary_mode", "compile", "interpreting", "jit",
-           "load_bundle", "shared", "takes"]
+           "load_bundle", "shared", "stage", "takes"]

@@ -72,6 +72,7 @@ class HybridSession:
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._probing = False                 # building a Gluon function only for its result types
         self._timed_loops: dict[int, list[Region]] = {}   # pipelined loop body -> regions timed around it
+        self._region_results: dict[int, tuple[Region, int]] = {}   # a Triton region's result value -> (region, j)
 
     def code_generator(self) -> type:
         return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
@@ -130,6 +131,7 @@ class HybridSession:
             instrument.record(gen.builder, instrument.scope_name(region), start=False)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
                    for j, ty in enumerate(lowered.outputs)]
+        self._region_results.update((value.id(), (region, j)) for j, value in enumerate(results))
         self._plan_boundaries(region, lowered, leaves)
         return results
 
@@ -184,6 +186,23 @@ class HybridSession:
         if ret_type in (None, tl.void):
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
+
+    def region_of(self, value) -> Region | None:
+        """The Triton region whose result ``value`` is, if it is one."""
+        return self._region_results.get(value.handle.id(), (None, None))[0]
+
+    def staged(self, value, buffer, plan: swizzle.Plan) -> None:
+        """``hybrid.stage`` stored ``value`` into ``buffer``: where it is a Triton region's result,
+        that boundary becomes a shared-memory handoff (one store of the region's own value)."""
+        region, j = self._region_results.get(value.handle.id(), (None, None))
+        planned = next((p for p in self._planned if region is not None and (p["region"], p["direction"], p["index"])
+                        == (region.index, "out", j)), None)
+        if planned is None or planned.get("handoff") == "shared":
+            return
+        ty = value.type
+        planned.update(to_layout=bd.layout_of(str(buffer.handle.get_type())), handoff="shared",
+                       shared_bytes=math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8,
+                       reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
 
     def _wants(self, fn, args: list, call_site: CallSite) -> dict:
         """The call's ``@hybrid.takes`` declarations, checked against the arguments and the target."""
@@ -364,9 +383,7 @@ class HybridSession:
             wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
             if want and want.in_shared:
                 nbytes = math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8
-                how = "the declared shared layout" if k not in plans else (
-                    f"a planned swizzle ({plans[k].write} wavefronts per warp to write, {plans[k].read} to read; "
-                    f"unswizzled: {plans[k].plain_write} and {plans[k].plain_read})")
+                how = "the declared shared layout" if k not in plans else swizzle.describe(plans[k])
                 self._plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
                            fences=int(fenced), reason=f"stored once into {how}"
                            + (", then one async-proxy fence for the region's wgmma/tcgen05/TMA" if fenced else ""))

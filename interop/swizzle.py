@@ -53,6 +53,12 @@ def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
                 sum(n for _, n in costs[best]))
 
 
+def describe(chosen: Plan) -> str:
+    """The plan as the boundary records state it."""
+    return (f"a planned swizzle ({chosen.write} wavefronts per warp to write, {chosen.read} to read; "
+            f"unswizzled: {chosen.plain_write} and {chosen.plain_read})")
+
+
 def _powers(limit: int) -> list[int]:
     return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
 

@@ -23,6 +23,8 @@ from triton.language.semantic import TritonSemantic
 from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
+import hybrid
+
 from . import boundary, warp_specialize
 from . import program as prog
 from .program import Frame
@@ -145,7 +147,7 @@ def _laid_out(result, layout, dropped_axis):
 def patched() -> Iterator[None]:
     scope = _interp._LangPatchScope()
     try:
-        for module in (tl, tl.core, tl.math, *_gluon_modules()):
+        for module in (tl, tl.core, tl.math, *_gluon_modules(), hybrid):
             _patch_members(module, scope, seen=set())
         _interp._patch_lang_tensor(tl.tensor, scope)
         # 3.6's ``int(data)`` rejects the 1-element arrays scalars are (NumPy 2); 3.9 squeezes.

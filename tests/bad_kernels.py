@@ -10,7 +10,7 @@ from triton.experimental.gluon.language.nvidia import hopper
 
 import hybrid
 from tests import triton_hosts
-from tests.kernels import vec_1d
+from tests.kernels import t_load_tile, vec_1d
 
 
 @triton.jit
@@ -145,6 +145,13 @@ def h_rank_mismatch(x_ptr, B: tl.constexpr, L: tl.constexpr):
     tl.store(x_ptr + r[:, None] * B + r[None, :], g_rank_mismatch(tl.load(x_ptr + r[:, None] * B + r[None, :]), L))
 
 
+@hybrid.jit
+@gluon.jit
+def k_stage_rank(x_ptr, B: gl.constexpr, L1: gl.constexpr):
+    tile = hybrid.stage(t_load_tile(x_ptr, B), L1)   # a 1-D reader layout for a 2-D tile
+    tile.store(tile.load(gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])))
+
+
 def _mma_with_swizzled_a(target: str):
     from examples import mma_handoff
     constexprs = {**mma_handoff.constexprs(target), "SA": gl.SwizzledSharedLayout(1, 1, 1, [1, 0])}
@@ -184,6 +191,8 @@ def main(case: str, target: str) -> None:
         "big_handoff": lambda: hybrid.compile(h_big_handoff, {"x_ptr": "*fp32"},
                                               {"B": 128, "L": gl.BlockedLayout([1, 4], [8, 8], [4, 1], [1, 0])},
                                               target=target),
+        "stage_rank": lambda: hybrid.compile(k_stage_rank, {"x_ptr": "*fp32"}, {"B": 32, "L1": vec_1d(target)},
+                                             target=target),
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

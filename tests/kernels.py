@@ -48,6 +48,12 @@ def t_trans_reshape(x, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @triton.jit
+def t_load_tile(ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    return tl.load(ptr + offs[:, None] * B + offs[None, :])
+
+
+@triton.jit
 def t_scale(x, factor):
     return x * factor
 
@@ -179,6 +185,18 @@ def k_read_staged_columns(x_ptr, y_ptr, B: gl.constexpr, L: gl.constexpr, LC: gl
     gl.store(y_ptr + rows[:, None] * B + cols[None, :], gl.convert_layout(y, L))
 
 
+@hybrid.jit
+@gluon.jit
+def k_stage_region_result(x_ptr, y_ptr, B: gl.constexpr, LC: gl.constexpr):
+    """A Triton region loads a tile by rows; the Gluon host stages the region's result in shared
+    memory (``hybrid.stage``: the swizzle is planned for the region's layout and ``LC``) and reads
+    it back by columns."""
+    tile = hybrid.stage(t_load_tile(x_ptr, B), LC)
+    rows = gl.arange(0, B, layout=gl.SliceLayout(1, LC))
+    cols = gl.arange(0, B, layout=gl.SliceLayout(0, LC))
+    gl.store(y_ptr + rows[:, None] * B + cols[None, :], tile.load(LC) * 2.0)
+
+
 def region_1d(target: str, block: int, num_warps: int = NUM_WARPS) -> gl.BlockedLayout:
     """The layout a Triton region computes a 1D fp32 input of ``block`` elements in: that of a
     coalesced load of it (up to 16 bytes per thread), as in an all-Triton kernel."""
@@ -200,6 +218,12 @@ def vec_1d(target: str) -> gl.BlockedLayout:
     return gl.BlockedLayout([4], [TARGETS[target].warp_size], [NUM_WARPS], [0])
 
 
+def column_2d(target: str) -> gl.BlockedLayout:
+    """Threads down the columns: reading a row-major tile in it conflicts without a swizzle."""
+    L = tile_2d(target)
+    return gl.BlockedLayout([4, 1], [L.threads_per_warp[1], L.threads_per_warp[0]], [1, NUM_WARPS], [0, 1])
+
+
 def cases(target: str) -> dict:
     """name -> (kernel, signature, constexprs) for ``hybrid.compile``."""
     L, L1, D1 = tile_2d(target), vec_1d(target), region_1d(target, 512)
@@ -217,7 +241,7 @@ def cases(target: str) -> dict:
         "fold": (k_fold, {"x_ptr": p32, "y_ptr": "*fp16", "n": "i32"}, {"BLOCK": 256, "L1": L1}),
         "chain": (k_chain, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": D1, "L2": scalar_1d(target)}),
         "staged_columns": (k_read_staged_columns, {"x_ptr": p32, "y_ptr": p32},
-                           {"B": 64, "L": L, "LC": gl.BlockedLayout([4, 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
-                                                                    [1, NUM_WARPS], [0, 1])}),
+                           {"B": 64, "L": L, "LC": column_2d(target)}),
+        "stage": (k_stage_region_result, {"x_ptr": p32, "y_ptr": p32}, {"B": 64, "LC": column_2d(target)}),
         "void": (k_void_region, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
     }

@@ -100,6 +100,13 @@ def test_declared_shared_layout_of_another_rank():
                         f"{BAD}:{line_of('g_rank_mismatch(tl.load(')}", "rank-1 layout", "rank-2 tensor", "hint:")
 
 
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_stage_with_a_reader_layout_of_another_rank(target):
+    proc = run_case("stage_rank", target)
+    assert_python_error(proc, "CompilationError", "region 't_load_tile'",
+                        f"{BAD}:{line_of('hybrid.stage(t_load_tile(')}", "hybrid.stage", "has rank 1", "rank 2", "hint:")
+
+
 def test_shared_handoff_in_a_layout_wgmma_cannot_read():
     """An LLVM abort upstream (warp_group_dot's result type cannot be inferred)."""
     proc = run_case("handoff_swizzled_wgmma", "sm90a")

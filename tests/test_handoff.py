@@ -207,3 +207,35 @@ def test_swizzle_plan_reaches_the_ideal_for_rows_written_and_columns_read():
     ideal = 32 * 64 // 4 * 4 // 128   # one warp's quarter of the tile, 128 bytes per wavefront
     assert (plan.write, plan.read) == (ideal, ideal) and plan.plain_read == 8 * ideal
     assert swizzle.plan(builder, writer, [writer], [32, 64], 32).layout.max_phase == 1   # nothing to fix
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_stage_stores_a_triton_regions_result_once_in_a_swizzle_planned_for_both_sides(target):
+    """``hybrid.stage`` in a Gluon host: the region's loaded tile goes straight into one shared
+    buffer (no conversion before it), in a swizzle that serves the region's row-wise writes and
+    the host's column-wise reads; the boundary record says so."""
+    kernel, signature, constexprs = kernels.cases(target)["stage"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, num_warps=NUM_WARPS)
+    ttgir = fb.asm["ttgir"]
+    assert fb.kernel_entries == 1 and "ttg.convert_layout" not in ttgir and "tt.call" not in ttgir
+    ((source, buffer_layout), ) = re.findall(r"ttg\.local_alloc (%\w+) : \(tensor<64x64xf32, #\w+>\) -> "
+                                             r"!ttg\.memdesc<64x64xf32, (#\w+),", ttgir)
+    assert re.search(rf"^\s*{source} = tt\.load ", ttgir, re.M)   # the region's own load feeds the store
+    swizzled = re.search(rf"^{buffer_layout} = (#ttg\.swizzled_shared<[^>]*>)", ttgir, re.M).group(1)
+    assert "maxPhase = 1," not in swizzled
+    (out, ) = fb.boundaries
+    assert (out.function, out.direction, out.handoff, out.conversions) == ("t_load_tile", "out", "shared", 0)
+    assert out.to_layout == swizzled and out.shared_bytes == 64 * 64 * 4 and "hybrid.stage" in out.reason
+    write, read, plain_write, plain_read = map(int, re.findall(r"\d+", out.reason.split("swizzle", 1)[1]))
+    assert write <= plain_write and read < plain_read
+    assert fb.metadata["shared"] >= out.shared_bytes
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_stage_in_the_interpreter(target):
+    kernel, _, constexprs = kernels.cases(target)["stage"]
+    x = torch.randn(64, 64)
+    y = torch.full_like(x, float("nan"))
+    with hybrid.interpreting(target=target):
+        kernel[(1, )](x, y, **constexprs)
+    torch.testing.assert_close(y, 2 * x)

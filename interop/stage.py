@@ -1,0 +1,68 @@
+"""``hybrid.stage``: a tensor stored once into shared memory, in a swizzle planned for its
+writer and its readers.
+
+In a Gluon kernel, a Triton region's result comes back in the layout Triton's passes chose,
+which the author cannot write down in advance. ``hybrid.stage(y, *reader_layouts)`` stores
+``y`` into a new shared buffer whose swizzled layout ``swizzle.plan`` picks for ``y``'s own
+layout (the writer) and the layouts the kernel will load the buffer in (the readers), and
+returns its ``shared_memory_descriptor``. Where ``y`` is a Triton region's result, the session
+records the boundary as a shared-memory handoff (``HybridSession.stage``); the store takes
+the region's value as it is, so there is one write and no conversion.
+
+It is a builtin (like ``gl.allocate_shared_memory``), so the code generator hands it its
+semantic and itself; in the interpreter the layout is the unswizzled one (layouts do not
+change results there).
+"""
+from __future__ import annotations
+
+from triton._C.libtriton import gluon_ir
+from triton.experimental.gluon.language._layouts import DistributedLayout
+from triton.language import core as tl
+
+from . import swizzle
+from .errors import RegionError
+
+
+_HINT = ("pass the distributed layouts the buffer is loaded in (its .load(layout) calls), "
+         "each of the tensor's rank, e.g. hybrid.stage(y, gl.BlockedLayout(...))")
+
+
+@tl.builtin
+def stage(value, *readers, _semantic=None, _generator=None):
+    """Store ``value`` once into shared memory in a swizzle planned for its own layout and
+    ``readers`` (the distributed layouts the buffer will be loaded in); returns the buffer."""
+    readers = [tl._unwrap_if_constexpr(r) for r in readers]
+    session = getattr(_generator, "session", None)
+    problem = _problem(value.type, readers)
+    if problem and _generator is not None:
+        region = session.region_of(value) if session is not None else None
+        site = f"{_generator.file_name}:{_generator.begin_line + _generator.cur_node.lineno}"
+        raise RegionError(region.function if region else "hybrid.stage", site, f"hybrid.stage: {problem}", _HINT)
+    if problem:
+        raise ValueError(f"hybrid.stage: {problem}")
+    ty = value.type
+    builder = _semantic.builder
+    if isinstance(builder, gluon_ir.GluonOpBuilder):
+        plan = swizzle.plan(builder, ty.layout, readers, list(ty.shape), ty.element_ty.primitive_bitwidth)
+        layout = plan.layout
+    else:   # the interpreter: any layout gives the same values
+        plan, layout = None, swizzle.plain(len(ty.shape))
+    buffer = _semantic.allocate_shared(ty.element_ty, list(ty.shape), layout, value)
+    if session is not None and plan is not None:
+        session.staged(value, buffer, plan)
+    return buffer
+
+
+def _problem(ty, readers: list) -> str | None:
+    """What makes ``readers`` unusable for a tensor of type ``ty``, or None."""
+    if not isinstance(ty, tl.block_type):
+        return f"it stores a tensor, not a {ty}"
+    if not readers:
+        return "no reader layout given: the swizzle is planned for the layouts the buffer is loaded in"
+    for reader in readers:
+        if not isinstance(reader, DistributedLayout):
+            return f"the reader layout {reader!r} is not a distributed layout"
+        rank = len(getattr(reader, "order", None) or ty.shape)
+        if rank != len(ty.shape):
+            return f"the reader layout {reader!r} has rank {rank}; the tensor {list(ty.shape)} has rank {len(ty.shape)}"
+    return None
