@@ -8,11 +8,10 @@ ahead of time, with what each region allocates.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-from .movement import element_bits
+from .movement import element_bits, tile_bytes
 
 #: op-name prefix -> (backend, minimum NVIDIA compute capability or None, what it is)
 _REQUIREMENTS = (
@@ -88,5 +87,4 @@ def allocated_shared_bytes(module) -> int:
 
 def _memdesc_bytes(type_text: str) -> int:
     dims = re.match(r"!ttg\.memdesc<([^,>]+)", type_text).group(1).split("x")
-    element = dims[-1]
-    return math.prod(int(d) for d in dims[:-1]) * element_bits(element) // 8
+    return tile_bytes([int(d) for d in dims[:-1]], element_bits(dims[-1]))

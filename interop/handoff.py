@@ -20,7 +20,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
 from triton.language import core as tl
 
-from . import swizzle
+from . import swizzle, validate
 
 _ATTR = "_hybrid_takes"
 #: ops that read shared memory through the async proxy: a generic store before them needs a fence
@@ -87,7 +87,7 @@ def wants(fn, arguments: dict) -> dict[str, Want]:
         kind, expected = (SharedLayout, "a shared layout") if in_shared else (DistributedLayout, "a distributed layout")
         if not isinstance(layout, kind):
             raise ValueError(f"parameter '{name}' declares {layout!r}, which is not {expected}")
-        rank = len(getattr(layout, "order", None) or value.type.shape)
+        rank = validate.rank_of(layout, value.type.shape)
         if rank != len(value.type.shape):
             raise ValueError(f"parameter '{name}' declares a rank-{rank} layout ({layout!r}) for a rank-"
                              f"{len(value.type.shape)} tensor of shape {list(value.type.shape)}")

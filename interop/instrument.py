@@ -74,6 +74,16 @@ def loop_scope_name(number: int, regions) -> str:
     return f"loop{number}[{','.join(f'r{r.index}' for r in sorted(regions, key=lambda r: r.index))}]"
 
 
+@contextlib.contextmanager
+def around(builder, region, on: bool) -> Iterator[None]:
+    """``region``'s scope around what the block builds with ``builder`` (nothing unless ``on``)."""
+    if on:
+        record(builder, scope_name(region), start=True)
+    yield
+    if on:
+        record(builder, scope_name(region), start=False)
+
+
 def record(builder, name: str, start: bool) -> None:
     from triton.profiler.language import triton_proton
     triton_proton.create_proton_record(builder, start, name)

@@ -39,12 +39,17 @@ def of_conversion(builder, source, result, probe=None) -> Movement:
     move = between(builder, builder.get_gluon_layout_from_tensor(source), builder.get_gluon_layout_from_tensor(result),
                    list(shape), element_bits(dtype))
     scratch = probe.conversion_bytes(source.get_type(), result.get_type()) if move.kind == "shared" and probe else 0
-    return _round_trip(math.prod(shape) * element_bits(dtype) // 8, scratch) if scratch else move
+    return _round_trip(tile_bytes(shape, element_bits(dtype)), scratch) if scratch else move
 
 
 def element_bits(dtype: str) -> int:
     """Bits an element of MLIR type ``dtype`` takes in registers and shared memory (an ``i1`` a byte)."""
     return 8 if dtype.startswith("f8") else _BITS.get(dtype, 32)
+
+
+def tile_bytes(shape, bits: int) -> int:
+    """Bytes of a ``shape`` tile of ``bits``-bit elements."""
+    return math.prod(shape) * bits // 8
 
 
 def between(builder, source_layout, result_layout, shape: list, bits: int) -> Movement:
@@ -66,7 +71,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
         return Movement(kind, 0, 0)
     if kind == "shuffles":
         return Movement(kind, 0, 0, -(-(2 ** len(dst_layout.reg_bases)) * bits // 32))
-    tile = math.prod(shape) * bits // 8
+    tile = tile_bytes(shape, bits)
     return _round_trip(tile, tile)
 
 

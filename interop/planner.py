@@ -21,13 +21,12 @@ Modes: ``auto`` (the cheaper way), ``convert`` and ``shared`` (force one way, to
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 
-from triton._C.libtriton import gluon_ir, ir, passes
+from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon import language as gl
 
-from . import diagnostics, movement, swizzle
+from . import movement, stitch, swizzle
 from .boundary import TAG, shape_and_dtype
 from .setting import Setting
 
@@ -101,12 +100,8 @@ def plan(module, context, probe, way: str = "auto",
             live.setdefault(op.get_str_attr(TAG), []).append(
                 LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
     if handed:
-        pm = ir.pass_manager(context)
-        passes.gluon.add_canonicalizer(pm)   # the replaced conversions are dead
-        diagnostics.run(pm, module, "hybrid_plan_boundaries")
-        errors = diagnostics.verify(module)
-        if errors:
-            raise RuntimeError(f"the module does not verify after planning its boundaries:\n{errors}")
+        stitch.canonicalize(module, context)   # the replaced conversions are dead
+        stitch.verify(module, "planning the boundaries")
     return choices, live
 
 
@@ -119,8 +114,8 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) 
     converting = sum(_conversion_cost(builder, writer, reader, move, list(shape), bits)
                      for reader, move in zip(readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
-    handing = shared.write + shared.read + shared.issued + BARRIER
-    tile = math.prod(shape) * bits // 8
+    handing = shared.cost + BARRIER
+    tile = movement.tile_bytes(shape, bits)
     fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
     if way == "auto":
         way = "shared" if fits and handing < converting else "convert"
@@ -146,7 +141,7 @@ def _conversion_cost(builder, writer, reader, move, shape: list, bits: int) -> i
     if move.kind != "shared":
         return 0
     pair = swizzle.plan(builder, writer, [reader], shape, bits)
-    return pair.write + pair.read + pair.issued + BARRIER * move.barriers
+    return pair.cost + BARRIER * move.barriers
 
 
 def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:
@@ -159,9 +154,5 @@ def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:
     for k, op in enumerate(ops):
         if k:
             builder.set_insertion_point_after(op)
-        result = op.get_result(0)
-        loaded = builder.create_local_load(result.get_type(), buffer)
-        loaded.set_loc(result.get_loc())
-        loaded.set_attr(TAG, builder.get_string_attr(op.get_str_attr(TAG)))
-        result.replace_all_uses_with(loaded)
+        stitch.load_instead(builder, op, buffer)
     return str(buffer_type)

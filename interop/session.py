@@ -8,8 +8,6 @@ Gluon regions (``triton_host.py``). Calls within one language are left to upstre
 """
 from __future__ import annotations
 
-import math
-
 from triton._C.libtriton import gluon_ir
 from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
@@ -123,12 +121,8 @@ class HybridSession:
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
         self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
-        profiled = instrument.enabled()
-        if profiled:
-            instrument.record(gen.builder, instrument.scope_name(region), start=True)
-        gen.builder.call(placeholder, handles)
-        if profiled:
-            instrument.record(gen.builder, instrument.scope_name(region), start=False)
+        with instrument.around(gen.builder, region, instrument.enabled()):
+            gen.builder.call(placeholder, handles)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
                    for j, ty in enumerate(lowered.outputs)]
         self._region_results.update((value.id(), (region, j)) for j, value in enumerate(results))
@@ -176,7 +170,8 @@ class HybridSession:
             probe_module = self._probed[specialization][1]
             planned = any(want.planned for want in wants.values())
             self._gluon_calls.append(triton_host.GluonCall(
-                region, fn, args, [leaf.type for leaf in leaves], [wants.get(leaf_name) for leaf_name, _ in named_leaves],
+                region, fn, args, [leaf.type for leaf in leaves],
+                [wants.get(leaf_name) for leaf_name, _ in named_leaves],
                 handoff.reads_async_proxy(probe_module),
                 handoff.readers(probe_module, lower_gluon.PROBE, gluon_ir.GluonOpBuilder(self.context)) if planned
                 else {}))
@@ -194,14 +189,16 @@ class HybridSession:
     def staged(self, value, buffer, plan: swizzle.Plan) -> None:
         """``hybrid.stage`` stored ``value`` into ``buffer``: where it is a Triton region's result,
         that boundary becomes a shared-memory handoff (one store of the region's own value)."""
-        region, j = self._region_results.get(value.handle.id(), (None, None))
-        planned = next((p for p in self._planned if region is not None and (p["region"], p["direction"], p["index"])
-                        == (region.index, "out", j)), None)
-        if planned is None or planned.get("handoff") == "shared":
+        if value.handle.id() not in self._region_results:
+            return
+        region, j = self._region_results[value.handle.id()]
+        key = (region.index, "out", j)
+        planned = next((p for p in self._planned if (p["region"], p["direction"], p["index"]) == key), None)
+        if planned is None or planned.get("handoff") == "shared":   # staged twice: the first buffer is the record's
             return
         ty = value.type
         planned.update(to_layout=bd.layout_of(str(buffer.handle.get_type())), handoff="shared",
-                       shared_bytes=math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8,
+                       shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
                        reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
 
     def _wants(self, fn, args: list, call_site: CallSite) -> dict:
@@ -382,7 +379,7 @@ class HybridSession:
                 continue
             wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
             if want and want.in_shared:
-                nbytes = math.prod(ty.shape) * ty.element_ty.primitive_bitwidth // 8
+                nbytes = movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth)
                 how = "the declared shared layout" if k not in plans else swizzle.describe(plans[k])
                 self._plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
                            fences=int(fenced), reason=f"stored once into {how}"
@@ -427,7 +424,8 @@ def _record(planned: dict, live: dict, loaded: set[str], choices: dict) -> bd.Bo
             if planned["direction"] == "in" else "folded into the host's own conversion"
     else:
         reason = "converted"
-        fields["from_layout"], fields["to_layout"] = bd.layout_of(remaining[0].source), bd.layout_of(remaining[0].result)
+        first = remaining[0]
+        fields["from_layout"], fields["to_layout"] = bd.layout_of(first.source), bd.layout_of(first.result)
     if remaining:   # what the conversions move: the costliest decides the kind, bytes and barriers add up
         moves = [c.movement for c in remaining]
         fields["movement"] = max((m.kind for m in moves), key=movement.ORDER.index)

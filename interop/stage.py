@@ -6,7 +6,7 @@ which the author cannot write down in advance. ``hybrid.stage(y, *reader_layouts
 ``y`` into a new shared buffer whose swizzled layout ``swizzle.plan`` picks for ``y``'s own
 layout (the writer) and the layouts the kernel will load the buffer in (the readers), and
 returns its ``shared_memory_descriptor``. Where ``y`` is a Triton region's result, the session
-records the boundary as a shared-memory handoff (``HybridSession.stage``); the store takes
+records the boundary as a shared-memory handoff (``HybridSession.staged``); the store takes
 the region's value as it is, so there is one write and no conversion.
 
 It is a builtin (like ``gl.allocate_shared_memory``), so the code generator hands it its
@@ -19,7 +19,7 @@ from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon.language._layouts import DistributedLayout
 from triton.language import core as tl
 
-from . import swizzle
+from . import swizzle, validate
 from .errors import RegionError
 
 
@@ -62,7 +62,7 @@ def _problem(ty, readers: list) -> str | None:
     for reader in readers:
         if not isinstance(reader, DistributedLayout):
             return f"the reader layout {reader!r} is not a distributed layout"
-        rank = len(getattr(reader, "order", None) or ty.shape)
+        rank = validate.rank_of(reader, ty.shape)
         if rank != len(ty.shape):
             return f"the reader layout {reader!r} has rank {rank}; the tensor {list(ty.shape)} has rank {len(ty.shape)}"
     return None

@@ -194,18 +194,30 @@ def fold_boundary_conversions(module, context) -> set[str]:
         folded.set_attr(TAG, builder.get_string_attr(boundary_tag))
         result.replace_all_uses_with(folded)
 
-    _canonicalize(module, context)   # drops the conversions the rewrites left dead
+    canonicalize(module, context)   # drops the conversions the rewrites left dead
     loaded = _fold_into_shared_loads(module, builder)
     if loaded:
-        _canonicalize(module, context)
+        canonicalize(module, context)
     verify(module, "folding boundary conversions")
     return loaded
 
 
-def _canonicalize(module, context) -> None:
+def canonicalize(module, context) -> None:
+    """Gluon's canonicalizer: deletes what a rewrite left dead (conversions, markers made pure)."""
     pm = ir.pass_manager(context)
     passes.gluon.add_canonicalizer(pm)
-    diagnostics.run(pm, module, "hybrid_fold_boundaries")
+    diagnostics.run(pm, module, "hybrid_canonicalize")
+
+
+def load_instead(builder, conversion, buffer) -> None:
+    """Replace a boundary's ``conversion`` by a ``local_load`` of ``buffer`` (which holds the
+    converted value's data) in the conversion's result layout, at the builder's insertion point,
+    keeping its location and boundary tag."""
+    result = conversion.get_result(0)
+    loaded = builder.create_local_load(result.get_type(), buffer)
+    loaded.set_loc(result.get_loc())
+    loaded.set_attr(TAG, builder.get_string_attr(conversion.get_str_attr(TAG)))
+    result.replace_all_uses_with(loaded)
 
 
 def _fold_into_shared_loads(module, builder) -> set[str]:
@@ -229,11 +241,7 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
         if load is None:
             continue
         builder.set_insertion_point_after(load)
-        result = op.get_result(0)
-        direct = builder.create_local_load(result.get_type(), load.get_operand(0))
-        direct.set_loc(result.get_loc())
-        direct.set_attr(TAG, builder.get_string_attr(op.get_str_attr(TAG)))
-        result.replace_all_uses_with(direct)
+        load_instead(builder, op, load.get_operand(0))
         folded.add(op.get_str_attr(TAG))
     return folded
 

@@ -30,6 +30,11 @@ class Plan:
     plain_read: int
     issued: int             # shared-memory instructions per warp, the store and every load (vector width counts)
 
+    @property
+    def cost(self) -> int:
+        """Wavefronts plus instructions per warp, writer and readers together (the planner's unit)."""
+        return self.write + self.read + self.issued
+
 
 def plain(rank: int) -> gl.SwizzledSharedLayout:
     """The unswizzled row-major layout (the placeholder until a plan is made)."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from triton._C.libtriton import gluon_ir
 
 from . import instrument, opaque
-from .boundary import TAG, shape_and_dtype, tag
+from .boundary import TAG, is_shared, shape_and_dtype, tag
 from .region import Region
 
 SINK = "hybrid.gluon.in."
@@ -121,14 +121,11 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
     operands = _hand_over(builder, call, wants, ports.operands)
-    if profiled:
-        instrument.record(builder, instrument.scope_name(call.region), start=True)
-    result = builder.call(function, operands)
-    if profiled:
-        instrument.record(builder, instrument.scope_name(call.region), start=False)
+    with instrument.around(builder, call.region, profiled):
+        result = builder.call(function, operands)
     for j, producer in ports.outputs:
         value = result.get_result(j)
-        if str(value.get_type()).startswith("!ttg.memdesc"):   # a returned buffer: load it as the host wants
+        if is_shared(str(value.get_type())):   # a returned buffer: load it as the host wants
             value = builder.create_local_load(producer.get_type(), value)
             value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
         elif str(value.get_type()) != str(producer.get_type()):

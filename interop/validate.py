@@ -24,6 +24,12 @@ def check_constexpr_layouts(fn, constants: dict, warp_size: int, num_warps: int,
                 raise LayoutError(f"{fn.__name__} ({_definition(fn)}), constexpr argument '{name}': {problem}")
 
 
+def rank_of(layout, shape) -> int:
+    """A layout's rank as far as its ``order`` tells; a layout without one (slice, linear, MMA)
+    counts as the tensor's rank here and is checked by Gluon when it is used."""
+    return len(getattr(layout, "order", None) or shape)
+
+
 def layout_problem(layout, warp_size: int, num_warps: int, target: str) -> str | None:
     """Why ``layout`` cannot run with ``warp_size``-thread warps and ``num_warps`` warps, or None.
 
