@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import inspect
+import textwrap
 import threading
 from pathlib import Path
 from typing import Iterator
@@ -158,7 +160,10 @@ def triton_to_gluon(fns: list, target: str) -> tuple[str, str]:
     3.9 ships it as ``triton.tools.triton_to_gluon_translator`` and takes a translator target
     (``sm90``, ``gfx942``: it picks the module its layout helpers come from); 3.6 spells it
     ``triton_to_gluon_translater`` and takes no target (its helpers assume NVIDIA, 32 threads a
-    warp). Both read the functions' Python source and translate whatever they call too.
+    warp). Both read the functions' Python source and translate whatever they call too; 3.6
+    reads it dedented (``JITFunction._src``), 3.9 as written, which fails with an
+    ``IndentationError`` on a function defined inside an ``if``/``else`` (as kernel libraries
+    pick a helper per platform): here 3.9's reader is given dedented source too.
     """
     try:
         from triton.tools.triton_to_gluon_translator import convert_triton_to_gluon
@@ -166,7 +171,37 @@ def triton_to_gluon(fns: list, target: str) -> tuple[str, str]:
     except ImportError:
         from triton.tools.triton_to_gluon_translater import translator
         return translator.convert_triton_to_gluon(fns), translator.__name__
-    return convert_triton_to_gluon(fns, TranslatorTarget(target.removesuffix("a"))), convert_triton_to_gluon.__module__
+    with _dedented_source(importlib.import_module("triton.tools.triton_to_gluon_translator.slice_kernel")):
+        text = convert_triton_to_gluon(fns, TranslatorTarget(target.removesuffix("a")))
+    return text, convert_triton_to_gluon.__module__
+
+
+class _DedentingInspect:
+    """``inspect`` whose ``getsource`` returns the source dedented, as ``ast.parse`` needs it."""
+
+    def __getattr__(self, name: str):
+        return getattr(inspect, name)
+
+    @staticmethod
+    def getsource(obj) -> str:
+        return textwrap.dedent(inspect.getsource(obj))
+
+
+_translator_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _dedented_source(reader) -> Iterator[None]:
+    """Within the block, the translator module ``reader`` reads dedented source."""
+    if getattr(reader, "inspect", None) is not inspect:   # a release that reads source some other way
+        yield
+        return
+    with _translator_lock:
+        reader.inspect = _DedentingInspect()
+        try:
+            yield
+        finally:
+            reader.inspect = inspect
 
 
 def add_shared_memory_allocation(pm, target, options) -> None:

@@ -88,7 +88,7 @@ def test_a_started_port_passes_its_generated_compare_test_on_the_cpu(tmp_path):
         spec = importlib.util.spec_from_file_location("generated_port_test", files.test)
         test = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(test)
-        test.test_row_stats_gluon_matches_row_stats()   # raises unless compare(...).ok
+        test.test_row_stats_gluon_sm90a_matches_row_stats()   # raises unless compare(...).ok
     finally:
         sys.path.remove(str(tmp_path))
-        sys.modules.pop("row_stats_gluon", None)
+        sys.modules.pop("row_stats_gluon_sm90a", None)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The port of examples.softmax.row_stats, the same from Triton 3.6's translator as from 3.9's.
 ROW_STATS_BODY = """\
-gl.static_assert(gl.num_warps() == NUM_WARPS, "row_stats_gluon: launch the kernel with num_warps=NUM_WARPS (the port's layouts are made for that many warps), or change NUM_WARPS")
+gl.static_assert(gl.num_warps() == NUM_WARPS, "row_stats_gluon_{target}: launch the kernel with num_warps=NUM_WARPS (the port's layouts are made for that many warps), or change NUM_WARPS")
 x = reset_to_default_layout(x)
 n_cols = reset_to_default_layout(n_cols)
 cols = tl_arange(0, BN)
@@ -64,13 +64,13 @@ def params(fn: ast.FunctionDef) -> list[tuple[str, str | None]]:
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path, capfd, target):
     files = start("examples/softmax.py:row_stats", target, "softmax_triton", tmp_path, 4)
-    assert files.files == [tmp_path / "row_stats_gluon.py", tmp_path / "test_port_row_stats.py"]
+    assert files.files == [tmp_path / f"row_stats_gluon_{target}.py", tmp_path / f"test_port_row_stats_{target}.py"]
     assert (files.function, files.kernel, files.inputs) == ("examples.softmax.row_stats", "examples.softmax.softmax_triton",
                                                             "problem")
-    port = port_function(files.port, "row_stats_gluon")
+    port = port_function(files.port, f"row_stats_gluon_{target}")
     assert [ast.unparse(d) for d in port.decorator_list] == ["gluon.jit"]
     assert params(port) == params(port_function(ROOT / "examples" / "softmax.py", "row_stats"))
-    assert "\n".join(ast.unparse(s) for s in port.body) == ROW_STATS_BODY
+    assert "\n".join(ast.unparse(s) for s in port.body) == ROW_STATS_BODY.format(target=target)
     text = files.port.read_text()
     warp = 64 if target == "gfx942" else 32
     assert f"THREADS_PER_WARP = gl.constexpr({warp})" in text and "NUM_WARPS = gl.constexpr(4)" in text
@@ -78,12 +78,12 @@ def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path
     assert "helpers" not in text.replace("Layout helpers", "").replace("gluon_helpers", "")   # no translator modules
 
     module = load(files.port)
-    kernel = swapped(softmax.softmax_triton, "row_stats", module.row_stats_gluon)
+    kernel = swapped(softmax.softmax_triton, "row_stats", getattr(module, f"row_stats_gluon_{target}"))
     fb = hybrid.compile(kernel, softmax.SIGNATURE, {"BM": 16, "BN": 128}, target=target, num_warps=4)
-    assert [r["function"] for r in fb.regions] == ["row_stats_gluon"] and fb.kernel_entries
+    assert [r["function"] for r in fb.regions] == [f"row_stats_gluon_{target}"] and fb.kernel_entries
     other = "sm90a" if target == "gfx942" else "gfx942"      # the layouts are the target's: wrong elsewhere
     capfd.readouterr()
-    with pytest.raises(hybrid.RegionError, match="region 'row_stats_gluon'"):
+    with pytest.raises(hybrid.RegionError, match=f"region 'row_stats_gluon_{target}'"):
         hybrid.compile(kernel, softmax.SIGNATURE, {"BM": 16, "BN": 128}, target=other, num_warps=4)
     assert f"Layout has {warp} threads per warp, but the module specifies {96 - warp}" in capfd.readouterr().err
     with pytest.raises(hybrid.RegionError, match="launch the kernel with num_warps=NUM_WARPS"):
@@ -94,25 +94,25 @@ def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path
 def test_a_port_keeps_calling_its_triton_helpers_and_gets_an_inputs_stub(tmp_path, target):
     files = start("tests/port_kernels.py:centered_square", target, None, tmp_path, 4)   # the kernel is found
     assert files.kernel == "tests.port_kernels.k_centered" and files.still_triton == ("tests.port_kernels.halve",)
-    port = port_function(files.port, "centered_square_gluon")
+    port = port_function(files.port, f"centered_square_gluon_{target}")
     assert params(port) == [("x", None), ("n", None), ("BN", "constexpr")]
     assert "return reset_to_default_layout(halve(d * d))" in ast.unparse(port)
     assert "from tests.port_kernels import halve" in files.port.read_text()
     module = load(files.port)
-    kernel = swapped(port_kernels.k_centered, "centered_square", module.centered_square_gluon)
+    kernel = swapped(port_kernels.k_centered, "centered_square", getattr(module, f"centered_square_gluon_{target}"))
     fb = hybrid.compile(kernel, port_kernels.SIGNATURE, {"BM": 16, "BN": 64}, target=target, num_warps=4)
-    assert [r["function"] for r in fb.regions] == ["centered_square_gluon", "halve"]
+    assert [r["function"] for r in fb.regions] == [f"centered_square_gluon_{target}", "halve"]
 
     assert files.inputs == "stub"
     test = load(files.test)
     with pytest.raises(NotImplementedError) as info:
         test.inputs()
     message = str(info.value)
-    assert "fill in inputs() in test_port_centered_square.py" in message and "tests/port_kernels.py:30" in message
+    assert f"fill in inputs() in test_port_centered_square_{target}.py" in message and "tests/port_kernels.py:30" in message
     assert "x_ptr (tensor), y_ptr (tensor), n (scalar)" in message and "BM, BN (constexprs)" in message
     assert "num_warps=4" in message
     with pytest.raises(NotImplementedError):
-        getattr(test, "test_centered_square_gluon_matches_centered_square")()
+        getattr(test, f"test_centered_square_gluon_{target}_matches_centered_square")()
 
 
 @pytest.fixture
@@ -134,20 +134,19 @@ def fake_compare(monkeypatch):
 def test_the_compare_test_launches_as_the_modules_run_does(tmp_path, monkeypatch, fake_compare):
     torch = pytest.importorskip("torch")
     files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4)
-    sys.modules.pop("row_stats_gluon", None)
     test = load(files.test)
     p = {"x": torch.randn(37, 97), "y": torch.empty(37, 97)}
     monkeypatch.setattr(test.original, "problem", lambda *size, device: p)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    test.test_row_stats_gluon_matches_row_stats()
+    test.test_row_stats_gluon_sm90a_matches_row_stats()
     kernel, kwargs = fake_compare.calls[0]
     assert kernel is softmax.softmax_triton and kwargs["region"] is softmax.row_stats
-    assert kwargs["candidate"].fn.__name__ == "row_stats_gluon" and kwargs["grid"] == (3, )
+    assert kwargs["candidate"].fn.__name__ == "row_stats_gluon_sm90a" and kwargs["grid"] == (3, )
     assert kwargs["args"][:2] == (p["x"], p["y"]) and kwargs["args"][2:] == (37, 97, 97)
     assert kwargs["kwargs"] == {"BM": 16, "BN": 128, "num_warps": 4} and kwargs["target"] == "sm90a"
     assert test.original.softmax_triton is softmax.softmax_triton     # put back after the recording
     with pytest.raises(AssertionError, match="max abs diff 1.0"):
-        test.test_row_stats_gluon_matches_row_stats()
+        test.test_row_stats_gluon_sm90a_matches_row_stats()
 
 
 def test_run_variant_and_capture_launch():
@@ -196,10 +195,10 @@ def test_cli_writes_the_port_and_says_how_to_run_its_test(tmp_path, capsys):
     assert cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "gfx942",
                      "--num-warps", "8", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"wrote {tmp_path / 'centered_square_gluon.py'}" in out and "for gfx942 (num_warps=8)" in out
+    assert f"wrote {tmp_path / 'centered_square_gluon_gfx942.py'}" in out and "for gfx942 (num_warps=8)" in out
     assert "fill in its inputs() first" in out and "still Triton inside the port: tests.port_kernels.halve" in out
-    assert f"run: pytest {tmp_path / 'test_port_centered_square.py'}" in out
-    assert "NUM_WARPS = gl.constexpr(8)" in (tmp_path / "centered_square_gluon.py").read_text()
+    assert f"run: pytest {tmp_path / 'test_port_centered_square_gfx942.py'}" in out
+    assert "NUM_WARPS = gl.constexpr(8)" in (tmp_path / "centered_square_gluon_gfx942.py").read_text()
     assert cli.main(["port", "start", "tests/port_kernels.py:orphan", "--target", "sm90a", "-o", str(tmp_path)]) == 1
     assert "hybrid port start: which kernel calls tests.port_kernels.orphan?" in capsys.readouterr().out
     with pytest.raises(SystemExit):

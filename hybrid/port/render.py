@@ -47,14 +47,16 @@ def port_source(port: Port, ctx: Context) -> str:
 # - Layouts: every tensor takes the default blocked layout of its rank (default_blocked_layout, below)
 #   and is converted back to it on entry, after reductions and reshapes and after each call. Correct,
 #   not fast: choose layouts for the data and drop the conversions it no longer needs.
-# - It is for {ctx.target} and num_warps={ctx.num_warps} only (THREADS_PER_WARP, NUM_WARPS).
+# - It is for {ctx.target} and num_warps={ctx.num_warps} only (TARGET, THREADS_PER_WARP, NUM_WARPS); its test
+#   fails if it is run against another target's port.
 # - Still Triton, each call a Triton region inside the port: {still}.{library}
 # - The arithmetic is the translator's one-to-one mapping of tl.* to gl.*. Compare before editing:
 #     pytest {shown(ctx.test_path)}
 """
     imports = ["from triton.experimental import gluon", "from triton.experimental.gluon import language as gl",
                *port.imports]
-    constants = [f"THREADS_PER_WARP = gl.constexpr({ctx.warp_size})  # {ctx.target}",
+    constants = [f"TARGET = {ctx.target!r}  # the compare test checks that it runs against this target's port",
+                 f"THREADS_PER_WARP = gl.constexpr({ctx.warp_size})  # {ctx.target}",
                  f"NUM_WARPS = gl.constexpr({ctx.num_warps})  # --num-warps: the kernel runs with num_warps={ctx.num_warps}",
                  *port.constants]
     parts = [header.rstrip("\n") + "\n\n" + "\n".join(imports), "\n".join(constants), port.function, *port.defs,
@@ -97,6 +99,9 @@ TARGET = "{ctx.target}"
 
 
 def test_{port.name}_matches_{fn}():
+    port_target = {port.name}.fn.__globals__["TARGET"]
+    assert port_target == TARGET, (f"{port.name} comes from a port for {{port_target}}, not {{TARGET}} "
+                                   f"({{{port.name}.fn.__code__.co_filename}}): another target's port was imported")
     grid, args, kwargs = inputs()
     from hybrid.port import compare
     assert kwargs.get("num_warps", 4) == NUM_WARPS, (

@@ -27,8 +27,8 @@ from .translate import translate
 @dataclass(frozen=True)
 class PortFiles:
     """What ``start`` wrote, and for what."""
-    port: Path                  # <out_dir>/<fn>_gluon.py: the @gluon.jit port
-    test: Path                  # <out_dir>/test_port_<fn>.py: its compare test
+    port: Path                  # <out_dir>/<fn>_gluon_<target>.py: the @gluon.jit port <fn>_gluon_<target>
+    test: Path                  # <out_dir>/test_port_<fn>_<target>.py: its compare test
     function: str               # the Triton function ported (module.name)
     kernel: str                 # the kernel the test runs (module.name)
     target: str
@@ -62,9 +62,10 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     fn = _function(module, name)
     host = _kernel(module, fn, kernel)
     out_dir = Path(out_dir)
-    port_name = f"{name}_gluon"
+    port_name = f"{name}_gluon_{target}"   # per target: ports of one function for two targets live side by side
     ctx = Context(module=module, fn=fn, kernel=host, target=target, warp_size=TARGETS[target].warp_size,
-                  num_warps=num_warps, port_path=out_dir / f"{port_name}.py", test_path=out_dir / f"test_port_{name}.py",
+                  num_warps=num_warps, port_path=out_dir / f"{port_name}.py",
+                  test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
                           f"--num-warps {num_warps}", variant=inputs_variant(module, host.fn.__name__))
     port = translate(fn, target, port_name)

@@ -51,13 +51,13 @@ UNSUPPORTED = {
 #: Library reductions whose results the translator converts back to the default layout (as 3.9 does).
 RESET_AFTER = {"sum", "max", "min"}
 #: Names every port defines besides its helpers.
-PORT_GLOBALS = {"gluon", "gl", "THREADS_PER_WARP", "NUM_WARPS"}
+PORT_GLOBALS = {"gluon", "gl", "TARGET", "THREADS_PER_WARP", "NUM_WARPS"}
 
 
 @dataclass
 class Port:
     """One translated function, ready to be written out."""
-    name: str                        # the port's name (``<fn>_gluon``)
+    name: str                        # the port's name (``<fn>_gluon_<target>``)
     function: str                    # its source
     defs: list[str]                  # library functions the translator wrote out that it calls
     constants: list[str]             # module-level constants it uses
