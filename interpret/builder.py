@@ -19,7 +19,7 @@ from triton.runtime.interpreter import TensorHandle
 
 from interop import arch
 
-from . import layouts, memory, tma
+from . import layouts, libdevice, memory, tma
 from . import program as prog
 from . import barriers
 from .errors import UnsupportedOpError
@@ -58,6 +58,9 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
+
+    def create_extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
+        return libdevice.compute(self, symbol, args)
 
     def require(self, method: str) -> None:
         """Raise ``TargetError`` where the target lacks the op builder ``method`` stands for."""

@@ -12,6 +12,8 @@ import os
 import traceback
 from typing import Iterator
 
+import numpy as np
+import triton.language as tl
 from triton.runtime import interpreter as _interp
 
 from hybrid.targets import current_gpu_target, name_of, resolve
@@ -87,6 +89,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
 def _device_value(value):
     if tma.is_host_descriptor(value):
         return tma.device_descriptor(value)
+    if isinstance(value, float):   # an fp32 scalar, as the compiled kernel takes it (so `eps.to(tl.float32)` works)
+        return tl.tensor(_interp.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
     return _interp._implicit_cvt(value)
 
 

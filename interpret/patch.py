@@ -25,7 +25,7 @@ from triton.runtime.jit import JITFunction
 
 import hybrid
 
-from . import boundary, warp_specialize
+from . import boundary, libdevice, warp_specialize
 from . import program as prog
 from .program import Frame
 from .semantic import GluonInterpreterSemantic
@@ -103,10 +103,17 @@ def rewritten(fn: JITFunction):
     ``tma_load = tma.async_load``; patching the ``tma`` module would not reach the alias)."""
     if fn.fn not in _rewritten:
         function = _interp.FunctionRewriter(fn.fn).rewrite_ast()
-        scope = {name: _dynamic(value) if _is_builtin(value) else value for name, value in function.__globals__.items()}
+        scope = {name: _global(value) for name, value in function.__globals__.items()}
         _rewritten[fn.fn] = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__,
                                                function.__closure__)
     return _rewritten[fn.fn]
+
+
+def _global(value):
+    """A kernel module's global as the interpreter runs it."""
+    if libdevice.is_libdevice(value):
+        return libdevice.stand_in(value)
+    return _dynamic(value) if _is_builtin(value) else value
 
 
 def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs=None, generator=None):
@@ -118,12 +125,22 @@ def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs
 
 
 def _reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-    results = _interp.ReduceOps(axis, combine_fn, keep_dims).apply(input)
+    results = _interp.ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
     return _with_layouts(input, results, None if keep_dims else axis)
 
 
 def _scan(input, axis, combine_fn, reverse=False, **kwargs):
-    return _with_layouts(input, _interp.ScanOps(axis, combine_fn, reverse).apply(input), None)
+    return _with_layouts(input, _interp.ScanOps(axis, _combining(combine_fn), reverse).apply(input), None)
+
+
+def _combining(combine_fn):
+    """A user's combine function as upstream's reduce and scan call it (``combine_fn.fn(...)``),
+    run through ``call_jit``: in its own language (a Gluon port as the combine function of a
+    Triton scan runs with Gluon's semantic, across a boundary, as compiled). Triton's library
+    combine functions stay as they are: upstream's fast paths recognise them by identity."""
+    if not isinstance(combine_fn, JITFunction) or getattr(combine_fn.fn, "__module__", "").startswith("triton."):
+        return combine_fn
+    return types.SimpleNamespace(fn=lambda *args: call_jit(combine_fn, args, {}))
 
 
 def _with_layouts(inputs, results, dropped_axis):
@@ -149,6 +166,10 @@ def patched() -> Iterator[None]:
     try:
         for module in (tl, tl.core, tl.math, *_gluon_modules(), hybrid):
             _patch_members(module, scope, seen=set())
+        for module in libdevice.modules():
+            for name, member in list(vars(module).items()):
+                if libdevice.is_libdevice(member):
+                    scope.set_attr(module, name, libdevice.stand_in(member))
         _interp._patch_lang_tensor(tl.tensor, scope)
         # 3.6's ``int(data)`` rejects the 1-element arrays scalars are (NumPy 2); 3.9 squeezes.
         scope.set_attr(tl.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))

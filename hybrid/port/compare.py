@@ -16,6 +16,7 @@ from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import JITFunction
 
 from .. import jit as hybrid_jit
+from .names import jit_function
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,10 @@ def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
 
 def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
             rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None) -> Comparison:
-    """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs."""
+    """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs. An
+    autotuned kernel runs its JIT function with the constexprs in ``kwargs`` (one config's)."""
     import torch
-    kwargs = dict(kwargs or {})
+    kernel, kwargs = jit_function(kernel), dict(kwargs or {})
     on_gpu = torch.cuda.is_available() if interpret is None else not interpret
     original, swapped = as_hybrid(kernel), with_region(kernel, region, candidate)
     runs = {}

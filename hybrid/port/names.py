@@ -9,7 +9,7 @@ import textwrap
 from typing import Iterator
 
 from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITFunction, KernelInterface
 
 
 def source_tree(fn) -> ast.Module:
@@ -35,6 +35,14 @@ def references(fn) -> Iterator[tuple[ast.expr, object]]:
             value = resolve(node, namespace)
             if value is not None:
                 yield node, value
+
+
+def jit_function(value):
+    """The JIT function under ``@triton.autotune`` / ``@triton.heuristics`` wrappers (their ``.fn``),
+    or ``value`` itself."""
+    while isinstance(value, KernelInterface) and not isinstance(value, JITFunction):
+        value = value.fn
+    return value
 
 
 def is_triton(fn) -> bool:

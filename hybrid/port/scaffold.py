@@ -19,7 +19,7 @@ from triton.runtime.jit import JITFunction
 from hybrid.targets import TARGETS
 
 from .errors import PortError, shown, where
-from .names import is_triton, jit_callees, qualified
+from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
 
@@ -117,8 +117,9 @@ def _function(module: ModuleType, name: str) -> JITFunction:
 
 
 def _kernel(module: ModuleType, fn: JITFunction, name: str | None) -> JITFunction:
-    """The kernel of ``module`` that calls ``fn`` (directly or through its helpers): ``name``, or the only one."""
-    functions = {n: v for n, v in vars(module).items()
+    """The kernel of ``module`` that calls ``fn`` (directly or through its helpers): ``name``, or the only one
+    (the JIT function itself where it is autotuned: the test runs its body with the constexprs it is given)."""
+    functions = {n: v for n, v in ((n, jit_function(v)) for n, v in vars(module).items())
                  if isinstance(v, JITFunction) and _defined_in(v, module) and v is not fn}
     callers = {n: v for n, v in functions.items() if _reaches(v, fn, set())}
     if name is not None:
