@@ -1,17 +1,16 @@
 """What a Gluon region that returns a tile costs a Triton host: Liger-Kernel's layer-norm forward
 (fp32 rows of 4096, 8 warps, as Liger launches it) with its row statistics as a Gluon region,
-written three ways, against the kernel as written. Static figures from the fused binary.
+against the kernel as written. Static figures from the fused binary.
 
     python bench/region_tiles.py [--target sm90a] [--json build/region_tiles.json]
 
-- ``triton``: Liger's kernel, all Triton.
-- ``tile back``: the region returns ``mean``, the centered tile and ``rstd``; the tile comes back
-  in the region's layout, which is not the one Triton chose for the host's loads, so the host
-  converts it, through shared memory.
-- ``reduced only``: the region returns ``mean`` and ``rstd`` (0-d values); the host keeps the
-  tile and centers it itself: nothing to convert.
-- ``host layout``: the region returns the tile in the layout Triton gives the host's rows
-  (``HOST``): the conversion folds away.
+- ``tile back``: the region returns ``mean``, the centered tile and ``rstd``; the tile arrives
+  in the host in Triton's default layout and is converted to the one the host's stores use.
+- ``reduced only``: the region returns ``mean`` and ``rstd``; the host keeps the tile and
+  centers it itself.
+- ``port's layout``: the region computes in one element a thread (as ``hybrid port start``
+  writes it), so the loaded tile is converted on entry; ``host's layout``: in the layout Triton
+  gives the host's loads (16 bytes a thread), where that conversion folds away.
 """
 from __future__ import annotations
 
@@ -53,74 +52,48 @@ def stats_with_tile(x, n_cols, eps, BLOCK: gl.constexpr, L: gl.constexpr):
 
 @gluon.jit
 def stats_only(x, n_cols, eps, BLOCK: gl.constexpr, L: gl.constexpr):
-    x = gl.convert_layout(x, L)
-    mean = gl.sum(x, axis=0) / n_cols
-    centered = gl.where(gl.arange(0, BLOCK, layout=L) < n_cols, x - mean, 0.0)
-    rstd = gl.rsqrt(gl.sum(centered * centered, axis=0) / n_cols + eps)
+    mean, _, rstd = stats_with_tile(x, n_cols, eps, BLOCK, L)
     return mean, rstd
 
 
 @triton.jit
-def layer_norm_triton(y_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_cols, eps, BLOCK: tl.constexpr,
-                      L: tl.constexpr):
-    """Liger's ``_layer_norm_forward_kernel``."""
+def layer_norm(y_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_cols, eps, BLOCK: tl.constexpr,
+               L: tl.constexpr, REGION: tl.constexpr):
+    """Liger's ``_layer_norm_forward_kernel`` (``REGION`` 0), with its row statistics from
+    ``stats_with_tile`` (1) or ``stats_only`` (2)."""
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
     w = tl.load(w_ptr + cols, mask=mask, other=0.0)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    mean = tl.sum(x, axis=0) / n_cols
-    centered = tl.where(mask, x - mean, 0.0)
-    rstd = tl.rsqrt(tl.sum(centered * centered, axis=0) / n_cols + eps)
+    if REGION == 0:
+        mean = tl.sum(x, axis=0) / n_cols
+        centered = tl.where(mask, x - mean, 0.0)
+        rstd = tl.rsqrt(tl.sum(centered * centered, axis=0) / n_cols + eps)
+    elif REGION == 1:
+        mean, centered, rstd = stats_with_tile(x, n_cols, eps, BLOCK, L)
+    else:
+        mean, rstd = stats_only(x, n_cols, eps, BLOCK, L)
+        centered = tl.where(mask, x - mean, 0.0)
     tl.store(mean_ptr + row, mean)
     tl.store(rstd_ptr + row, rstd)
     tl.store(y_ptr + row * stride + cols, centered * rstd * w + b, mask=mask)
 
 
-@triton.jit
-def layer_norm_tile_back(y_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_cols, eps, BLOCK: tl.constexpr,
-                         L: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    mean, centered, rstd = stats_with_tile(x, n_cols, eps, BLOCK, L)
-    tl.store(mean_ptr + row, mean)
-    tl.store(rstd_ptr + row, rstd)
-    tl.store(y_ptr + row * stride + cols, centered * rstd * w + b, mask=mask)
-
-
-@triton.jit
-def layer_norm_reduced_only(y_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_cols, eps, BLOCK: tl.constexpr,
-                            L: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0)
-    mean, rstd = stats_only(x, n_cols, eps, BLOCK, L)
-    tl.store(mean_ptr + row, mean)
-    tl.store(rstd_ptr + row, rstd)
-    centered = tl.where(mask, x - mean, 0.0)
-    tl.store(y_ptr + row * stride + cols, centered * rstd * w + b, mask=mask)
-
-
-#: variant -> (kernel, the region's layout for a target)
-VARIANTS = {"triton": (layer_norm_triton, region_layout),
-            "tile back, port's layout": (layer_norm_tile_back, region_layout),
-            "tile back, host's layout": (layer_norm_tile_back, host_layout),
-            "reduced only, port's layout": (layer_norm_reduced_only, region_layout),
-            "reduced only, host's layout": (layer_norm_reduced_only, host_layout)}
+#: variant -> (REGION, the region's layout for a target)
+VARIANTS = {"triton": (0, region_layout),
+            "tile back, port's layout": (1, region_layout),
+            "tile back, host's layout": (1, host_layout),
+            "reduced only, port's layout": (2, region_layout),
+            "reduced only, host's layout": (2, host_layout)}
 
 
 def measure(target: str) -> list[dict]:
     rows = []
-    for name, (kernel, layout) in VARIANTS.items():
-        fb = hybrid.compile(hybrid.jit(kernel), SIGNATURE, {"BLOCK": BLOCK, "L": layout(target)}, target=target,
+    kernel = hybrid.jit(layer_norm)
+    for name, (region, layout) in VARIANTS.items():
+        fb = hybrid.compile(kernel, SIGNATURE, {"BLOCK": BLOCK, "L": layout(target), "REGION": region}, target=target,
                             num_warps=NUM_WARPS, divisible=("stride", ))   # a launch with rows of 4096
         totals = fb.report()["totals"]
         rows.append({"variant": name, "shared_bytes": totals["shared_bytes"], "instructions": totals["instructions"],
