@@ -25,6 +25,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from bench.output import table, write_json
 from hybrid.targets import TARGETS
+from interop import compat
 
 BLOCK, NUM_WARPS = 4096, 8
 SIGNATURE = {"y_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
@@ -112,7 +113,7 @@ def main(argv=None) -> None:
         ("variant", "shared memory (B)", "instructions", "convert_layout ops (TTGIR)", "Gluon regions"),
         ([r["variant"], str(r["shared_bytes"]), str(r["instructions"]), str(r["converts"]), str(r["regions"])]
          for r in rows)))
-    write_json(args.json, {"target": args.target, "triton": triton.__version__, "rows": rows})
+    write_json(args.json, {"target": args.target, "triton": compat.TRITON_VERSION, "rows": rows})
 
 
 if __name__ == "__main__":
