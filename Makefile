@@ -32,10 +32,11 @@ test-latest: $(BIN)/.ready   ## the suite on Triton 3.9 (GPU tests run too where
 test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU machine has
 	$(BIN36)/python -m pytest -q -n 2 tests
 
-bench: $(BIN)/.ready  ## compile time, kernel, boundary, profiling figures (GPU times on a GPU); tables + JSON
+bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
 	$(BIN)/python bench/kernels.py
 	$(BIN)/python bench/boundaries.py
+	$(BIN)/python bench/parity.py
 	$(BIN)/python bench/profiling.py
 
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table

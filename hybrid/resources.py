@@ -22,19 +22,38 @@ def resources(asm: dict, metadata) -> dict:
             "binary_bytes": len(asm.get("cubin") or asm["hsaco"]), "conversions": asm["ttgir"].count("ttg.convert_layout ")}
 
 
+def instructions(asm: dict) -> int | None:
+    """Machine instructions in the kernel: SASS from the cubin (``cuobjdump -sass``, NOPs of the
+    padding left out) on NVIDIA, AMDGCN instructions of the assembly text on AMD; None where
+    ``cuobjdump`` is missing."""
+    if "cubin" not in asm:
+        return len(re.findall(r"^\s+(?:s_|v_|ds_|global_|buffer_|flat_|scratch_|exp\b)", asm["amdgcn"], re.M))
+    out = _cuobjdump(asm["cubin"], "-sass")
+    if out is None:
+        return None
+    return len([op for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", out, re.M)
+                if op != "NOP"])
+
+
+def _cuobjdump(cubin: bytes, flag: str) -> str | None:
+    tool = compat.nvidia_tool("cuobjdump")
+    if tool is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([str(tool), flag, f.name], capture_output=True, text=True).stdout
+
+
 def registers_and_spills(asm: dict) -> tuple[int | None, int | None]:
     """Per-thread registers (NVIDIA registers, AMD VGPRs) and spills; None where not known."""
     return _cubin_usage(asm["cubin"]) if "cubin" in asm else _amdgcn_usage(asm["amdgcn"])
 
 
 def _cubin_usage(cubin: bytes) -> tuple[int | None, int | None]:
-    tool = compat.nvidia_tool("cuobjdump")
-    if tool is None:
+    out = _cuobjdump(cubin, "--dump-resource-usage")
+    if out is None:
         return None, None
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([str(tool), "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
     match = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out, re.S)
     return (int(match.group(1)), int(match.group(2))) if match else (None, None)
 

@@ -204,6 +204,53 @@ def _dedented_source(reader) -> Iterator[None]:
             reader.inspect = inspect
 
 
+_after_conversion = threading.local()
+
+
+def _skippable(convert):
+    """The tt -> ttg conversion pass adder, skipped while ``ttgir_after_conversion`` is active in
+    this thread (other threads' compiles are untouched)."""
+    if getattr(convert, "hybrid_skippable", False):
+        return convert
+
+    def add_convert_to_ttgpuir(pm, *args, **kwargs):
+        if not getattr(_after_conversion, "active", False):
+            convert(pm, *args, **kwargs)
+
+    add_convert_to_ttgpuir.hybrid_skippable = True
+    return add_convert_to_ttgpuir
+
+
+def convert_to_ttgpuir(module, target, options) -> None:
+    """The first step of the backend's ``make_ttgir``: Triton's tt -> ttg conversion, with the
+    arguments both backends give it in 3.6 through 3.9 (``cuda:<capability>`` and 32-thread warps,
+    or ``hip:<arch>`` and the options' warp size)."""
+    from triton._C.libtriton import ir, passes
+    pm = ir.pass_manager(module.context)
+    capability = "".join(ch for ch in str(options.arch) if ch.isdigit())   # NVIDIA options.arch: "sm90"
+    name = f"hip:{options.arch}" if target.backend == "hip" else f"cuda:{capability}"
+    warp_size = options.warp_size if target.backend == "hip" else 32
+    passes.ttir.add_convert_to_ttgpuir(pm, name, options.num_warps, warp_size, options.num_ctas)
+    pm.run(module, "hybrid_convert_to_ttgpuir")
+
+
+@contextlib.contextmanager
+def ttgir_after_conversion() -> Iterator[None]:
+    """Run the backend's ``make_ttgir`` in this block on a module already converted to ttg
+    (``convert_to_ttgpuir``): its own first step, the tt -> ttg conversion, is skipped, every
+    other pass runs as the backend composes it. Both backends add that step through
+    ``passes.ttir.add_convert_to_ttgpuir`` (NVIDIA in the one pipeline, AMD in its
+    ``make_ttgir_early`` one), so it is that call that is made skippable."""
+    from triton._C.libtriton import passes
+    with _swap_lock:
+        passes.ttir.add_convert_to_ttgpuir = _skippable(passes.ttir.add_convert_to_ttgpuir)
+    _after_conversion.active = True
+    try:
+        yield
+    finally:
+        _after_conversion.active = False
+
+
 def add_shared_memory_allocation(pm, target, options) -> None:
     """The backend's own shared-memory allocation pass for ``target``, as its ``make_llir`` adds
     it: NVIDIA's takes the capability and PTX version; AMD's takes the architecture from 3.7 on

@@ -1,8 +1,14 @@
 """Lower one ``@triton.jit`` function on its own through the backend's tt -> ttg pipeline.
 
 The function is generated for the call site's argument types and wrapped in a private
-``noinline`` region function whose signature holds only scalars (see ``opaque.py`` for why):
-tensor inputs come from opaque producers and every result goes to an opaque sink. A public
+``noinline`` region function whose signature holds only scalars through the tt pipeline (see
+``opaque.py`` for why): tensor inputs come from opaque producers and every result goes to an
+opaque sink. ``make_ttgir`` is split after its tt -> ttg conversion (``compat``): there the
+region function takes each tensor input as an argument in the layout the host gives it, the
+way a function argument of an all-Triton kernel is a layout anchor for
+``RemoveLayoutConversions``, and Triton's own passes decide the rest (an elementwise helper
+computes in the host's layout, a reduction in its slice, a ``tl.dot`` still gets its MMA
+layout and operand conversions). A public
 stub kernel calls the region; it matters because ``make_ttgir`` ends with
 ``get_tensordesc_metadata`` (which aborts on a module without a public kernel) and
 ``symbol-dce`` deletes a private function nothing calls. Everything else is Triton's own
@@ -12,13 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton._C.libtriton import ir
+from triton._C.libtriton import gluon_ir, ir
 from triton.backends.compiler import Language
 from triton.compiler import code_generator as _cg
 from triton.compiler.compiler import make_backend
 from triton.language import core as tl
 
-from . import arguments, compat, diagnostics, opaque
+from . import arguments, compat, diagnostics, opaque, stitch
 
 REGION_FUNCTION = "hybrid_region"
 BODY_FUNCTION = "hybrid_region_body"
@@ -29,8 +35,10 @@ STUB_KERNEL = "hybrid_region_stub"
 class LoweredRegion:
     """A region function in ttg form, in the host's MLIR context, ready to be spliced.
 
-    Its arguments are the call's scalar leaves, in order; ``inputs[k]`` is the ttg type the region wants for runtime leaf ``k`` when that leaf
-    is a tensor (``None`` for a scalar, or a tensor the region never reads); ``outputs`` are the
+    Its arguments are the call's scalar leaves, then its tensor leaves in the host's types, in
+    order; ``inputs[k]`` is the ttg type the region wants for runtime leaf ``k`` when that leaf
+    is a tensor: the host's, unless Triton's passes converted the argument for an anchor of the
+    region (``None`` for a scalar); ``outputs`` are the
     ttg types of the flattened results, in the layouts the region computed them in.
     """
     module: object
@@ -42,9 +50,10 @@ class LoweredRegion:
     output_sources: list[str | None]   # where the region's pipeline converted a result before its sink: the source type
 
 
-def lower_triton_function(fn, args: list, arg_types: list, *, context, options, target,
+def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, context, options, target,
                           scalar_attrs: list | None = None) -> LoweredRegion:
-    """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it.
+    """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it,
+    its tensor inputs in ``host_types`` (the ttg types the host's tensor leaves have, in order).
 
     ``scalar_attrs[i]`` are ``(name, value)`` argument attributes (``tt.divisibility``) of the
     i-th scalar leaf, as the host kernel's specialization gave them: set on the stub kernel's
@@ -73,16 +82,39 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     stages: dict = {}
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
-    module = stages["ttgir"](stages["ttir"](module, metadata), metadata)
+    module = stages["ttir"](module, metadata)
+    compat.convert_to_ttgpuir(module, target, options)
+    take_host_layouts(context, module, leaves, host_types)
+    with compat.ttgir_after_conversion():
+        module = stages["ttgir"](module, metadata)
     ports = opaque.find(module)
-    inputs = [str(ports.producers[k][0].get_result(0).get_type()) if k in ports.producers else None
-              for k in range(len(leaves))]
+    wanted = iter(_wanted_inputs(module, host_types))
+    inputs = [next(wanted) if isinstance(ty, tl.block_type) else None for ty in leaves]
     outputs = [ports.sinks[j].get_operand(0).get_type() for j in range(len(ports.sinks))]
     sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
                for j in range(len(ports.sinks))]
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type,
                          [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
+
+
+def _wanted_inputs(module, host_types: list) -> list[str]:
+    """Per tensor input, the type the region's first conversion of its argument produces (an
+    anchor inside wanted another layout), or the host's type where the region uses it as given."""
+    entry = stitch.function_blocks(module, module.get_function(REGION_FUNCTION))[0]
+    first = entry.get_num_arguments() - len(host_types)
+    arguments = {entry.arg(first + i).id(): i for i in range(len(host_types))}
+    wanted = [str(ty) for ty in host_types]
+    converted: set[int] = set()
+
+    def visit(op):
+        index = arguments.get(op.get_operand(0).id()) if op.get_name() == "ttg.convert_layout" else None
+        if index is not None and index not in converted:
+            converted.add(index)
+            wanted[index] = str(op.get_result(0).get_type())
+
+    module.walk(visit)
+    return wanted
 
 
 def _add_region_function(context, module, body, leaves: list):
@@ -97,7 +129,7 @@ def _add_region_function(context, module, body, leaves: list):
     values, next_scalar = [], 0
     for k, ty in enumerate(leaves):
         if isinstance(ty, tl.block_type):
-            values.append(opaque.produce(builder, body.args(k).get_type(), ty.element_ty, list(ty.shape), k))
+            values.append(opaque.produce(builder, body.args(k).get_type(), list(ty.shape), k))
         else:
             values.append(region.args(next_scalar))
             next_scalar += 1
@@ -121,3 +153,40 @@ def _add_stub_kernel(context, module, region, scalar_attrs: list) -> None:
     builder.set_insertion_point_to_start(stub.add_entry_block())
     builder.call(region, [stub.args(i) for i in range(num_args)])
     builder.ret([])
+
+
+def take_host_layouts(context, module, leaves: list, host_types: list) -> None:
+    """In the freshly converted ttg module, make the region function take its tensor inputs as
+    arguments of ``host_types`` (after its scalars) in place of their producers, and the stub
+    kernel pass it opaque values of those types.
+
+    A producer whose type differs from the host's (the conversion's default layout) becomes a
+    ``convert_layout`` of the argument: ``RemoveLayoutConversions`` removes it by propagating the
+    argument's layout forward, or keeps it where an anchor in the region wants another layout.
+    """
+    builder = gluon_ir.GluonOpBuilder(context)
+    region, stub = module.get_function(REGION_FUNCTION), module.get_function(STUB_KERNEL)
+    scalar_types = [region.args(i).get_type() for i in range(region.get_num_args())]
+    region.reset_type(builder.get_function_ty(scalar_types + list(host_types), []))
+    entry = stitch.function_blocks(module, region)[0]
+    arguments_of: dict[int, object] = {}
+    for k, ty in zip([k for k, leaf in enumerate(leaves) if isinstance(leaf, tl.block_type)], host_types):
+        entry.add_argument(ty)
+        arguments_of[k] = entry.arg(entry.get_num_arguments() - 1)
+    for k, producers in opaque.find(module).producers.items():
+        for producer in producers:
+            result = producer.get_result(0)
+            value = arguments_of[k]
+            if str(result.get_type()) != str(value.get_type()):
+                builder.set_insertion_point_after(producer)
+                value = builder.create_convert_layout(result.get_type(), value)
+            result.replace_all_uses_with(value)
+
+    old_entry = stitch.function_blocks(module, stub)[0]
+    new_entry = builder.create_block_with_parent(stub.get_region(0), scalar_types)
+    builder.set_insertion_point_to_start(new_entry)
+    values = [new_entry.arg(i) for i in range(len(scalar_types))]
+    values += [opaque.host_value(builder, ty, f"{opaque.ARG}{i}") for i, ty in enumerate(host_types)]
+    builder.call(region, values)
+    builder.ret([])
+    old_entry.erase()

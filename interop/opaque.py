@@ -5,12 +5,11 @@ argument Triton could see through would be folded by SCCP or canonicalization. S
 region's signature carries no tensors at all:
 
 - each tensor input comes from a **producer**, a pure ``tt.elementwise_inline_asm`` marked
-  ``hybrid.in.<k>`` whose operand is a row-major load of the tensor from an opaque aligned
-  pointer (``loaded_seed``; for other ranks and sub-byte types a full-rank ``make_range``: a
-  splat or broadcast operand would let ``triton-reorder-broadcast`` hoist it and make the input
-  look uniform). Coalescing gives the load the layout a real load of the input gets, and layout
-  passes carry it through the producer (an elementwise op) into the region; at the splice each
-  producer is replaced by a conversion of the host's value, and the load dies with it.
+  ``hybrid.in.<k>`` over a full-rank ``make_range`` (``seed``: a splat or broadcast operand would
+  let ``triton-reorder-broadcast`` hoist it and make the input look uniform). It only lives
+  through the tt pipeline: right after the tt -> ttg conversion the region function takes each
+  input as an argument in the host's own layout (``lower_triton.take_host_layouts``), so
+  Triton's layout passes anchor on it as on any function argument, and the producer dies.
 - each result (tensor or scalar) goes to a **sink**, a side-effecting inline asm marked
   ``hybrid.out.<j>`` inside ``scf.if %enable``, ``%enable`` being one more opaque producer
   (``hybrid.enable``). The sink keeps the value alive and leaves its layout alone (elementwise
@@ -24,12 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from triton._C.libtriton import ir
-from triton.language import core as tl
-from triton.language.semantic import TritonSemantic
-
 IN = "hybrid.in."
 OUT = "hybrid.out."
+ARG = "hybrid.arg."                   # a host value the stub kernel passes a region
 RESULT = "hybrid.result."             # a region result in the host until the region is inlined
 ENABLE = "hybrid.enable"              # guards a Triton region's sinks: becomes false
 GLUON_ENABLE = "hybrid.gluon.enable"  # guards a Gluon call in a Triton host: becomes true
@@ -44,38 +40,15 @@ def seed(builder, shape: list[int]):
     return builder.create_reshape(value, shape, False) if len(shape) > 1 else value
 
 
-def produce(builder, ir_type, element_ty, shape: list[int], index: int):
-    """An opaque tensor of ``ir_type`` (``shape`` elements of ``element_ty``) standing for input
-    ``index``; seeded by a coalesced load where one can be made (``loaded_seed``)."""
-    operand = loaded_seed(builder, element_ty, shape)
-    if operand is None:
-        operand = seed(builder, shape)
-    return builder.create_inline_asm(f"{IN}{index}", "=r,r", [operand], [ir_type], True, 1).get_result(0)
+def produce(builder, ir_type, shape: list[int], index: int):
+    """An opaque tensor of ``ir_type`` standing for input ``index`` through the tt pipeline."""
+    return builder.create_inline_asm(f"{IN}{index}", "=r,r", [seed(builder, shape)], [ir_type], True, 1).get_result(0)
 
 
-def loaded_seed(builder, element_ty, shape: list[int]):
-    """A row-major load of the tensor from a pointer no pass can see through, or None (other
-    ranks, sub-byte or pointer elements). Triton's coalescing gives it the vectorized layout a
-    real load of the tensor gets, and layout propagation carries that into the region: the
-    region computes in the layout its input would have in an all-Triton kernel (where it is
-    loaded), not in the one-element-per-thread default for a value Triton cannot see."""
-    if len(shape) not in (1, 2) or element_ty.is_ptr() or element_ty.primitive_bitwidth < 8:
-        return None
-    i32 = builder.get_int32_ty()
-    offsets = builder.create_make_range(builder.get_block_ty(i32, [shape[-1]]), 0, shape[-1])
-    if len(shape) == 2:
-        rows = builder.create_make_range(builder.get_block_ty(i32, [shape[0]]), 0, shape[0])
-        rows = builder.create_expand_dims(rows, 1)
-        rows = builder.create_mul(rows, builder.create_splat(builder.get_block_ty(i32, [shape[0], 1]),
-                                                             builder.get_int32(shape[1])))
-        offsets = builder.create_add(builder.create_broadcast(rows, shape),
-                                     builder.create_broadcast(builder.create_expand_dims(offsets, 0), shape))
-    pointer = tl.pointer_type(element_ty)
-    base = builder.create_int_to_ptr(builder.get_int64(0), pointer.to_ir(builder))
-    base.set_attr("tt.divisibility", ir.make_attr([16], base.get_context()))   # aligned, as the JIT specializes
-    pointers = builder.create_addptr(builder.create_splat(builder.get_block_ty(pointer.to_ir(builder), shape), base),
-                                     offsets)
-    return tl.load(tl.tensor(pointers, tl.block_type(pointer, shape)), _semantic=TritonSemantic(builder)).handle
+def host_value(builder, ir_type, marker: str):
+    """An opaque value of the ttg type ``ir_type`` (a host's layout included) no pass can fold."""
+    poison = builder.create_poison(ir_type)
+    return builder.create_inline_asm(marker, "=r,r", [poison], [ir_type], True, 1).get_result(0)
 
 
 def enable_flag(builder, marker: str):
@@ -89,8 +62,7 @@ def result_placeholder(builder, ir_type, key: str, attr: str):
     Opaque on purpose: a bare ``ub.poison`` would let the inliner's canonicalization fold the
     host's use of it (``truncf(poison)`` is ``poison``), and the region's result would be lost.
     """
-    poison = builder.create_poison(ir_type)
-    value = builder.create_inline_asm(f"{RESULT}{key}", "=r,r", [poison], [ir_type], True, 1).get_result(0)
+    value = host_value(builder, ir_type, f"{RESULT}{key}")
     value.set_attr(attr, builder.get_string_attr(key))
     return value
 

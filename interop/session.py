@@ -36,6 +36,23 @@ class HybridCodeGenerator(_cg.CodeGenerator):
         super().__init__(*args, **kwargs)
         if self.is_gluon:
             guarded_builder.guard(self.builder)
+            self._name_regions_in_mismatches()
+
+    def _name_regions_in_mismatches(self) -> None:
+        """A layout mismatch in the host's code that involves a Triton region's result names the
+        region, its call site, both layouts and the conversion to write (``mismatch``)."""
+        broadcast = self.semantic.broadcast_impl_value
+
+        def broadcast_impl_value(lhs, rhs):
+            try:
+                return broadcast(lhs, rhs)
+            except ValueError as exc:
+                error = self.session.mismatch(self, lhs, rhs, exc)
+                if error is None:
+                    raise
+                raise error from exc
+
+        self.semantic.broadcast_impl_value = broadcast_impl_value
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):
         if _is_library(fn):   # triton.language's own helpers (reduce combiners, ...) serve both languages
@@ -81,14 +98,18 @@ class HybridSession:
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg.type, name, call_site) for arg in args]
+        leaves = arguments.leaves(args, fn.arg_names)
+        host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
-        scalar_attrs = self._scalar_attrs(gen, arguments.leaves(args, fn.arg_names))
+        if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
+            specialization += f" in {', '.join(str(t) for t in host_types)}"
+        scalar_attrs = self._scalar_attrs(gen, leaves)
         if any(scalar_attrs):
             specialization += f" {scalar_attrs}"
         dry = compat.in_loop_carry_discovery(gen) or self._probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
-            lowered = self._lower(fn, args, arg_types, name, call_site, scalar_attrs)
+            lowered = self._lower(fn, args, arg_types, host_types, name, call_site, scalar_attrs)
             if dry:
                 self._spare[specialization] = lowered
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
@@ -182,6 +203,25 @@ class HybridSession:
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
 
+    def mismatch(self, gen, lhs, rhs, exc: ValueError) -> RegionError | None:
+        """The error for a layout mismatch between ``lhs`` and ``rhs`` where one is a Triton
+        region's result (``None`` otherwise): the layout the region returned, the one expected
+        by the other operand, and where."""
+        for mine, other in ((lhs, rhs), (rhs, lhs)):
+            found = self._region_results.get(mine.handle.id()) if isinstance(mine, tl.tensor) else None
+            if found is None or "Layout mismatch" not in str(exc):
+                continue
+            region, j = found
+            site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
+            returned, expected = mine.type.layout, getattr(other.type, "layout", None)
+            return RegionError(
+                region.function, str(region.call_site),
+                f"its result return[{j}] comes back in {returned} (the layout Triton's passes gave it for the "
+                f"host's inputs) and meets a value in {expected} at {site}",
+                f"convert explicitly where the layouts meet: gl.convert_layout(<result>, {expected}), or give "
+                f"the region inputs in the layout you need")
+        return None
+
     def region_of(self, value) -> Region | None:
         """The Triton region whose result ``value`` is, if it is one."""
         return self._region_results.get(value.handle.id(), (None, None))[0]
@@ -225,9 +265,9 @@ class HybridSession:
         known = self._kernel_args or {}
         return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
 
-    def _lower(self, fn, args, arg_types, name: str, call_site: CallSite, scalar_attrs: list):
+    def _lower(self, fn, args, arg_types, host_types: list, name: str, call_site: CallSite, scalar_attrs: list):
         try:
-            return lower_triton_function(fn, args, arg_types, context=self.context, options=self.options,
+            return lower_triton_function(fn, args, arg_types, host_types, context=self.context, options=self.options,
                                          target=self.target, scalar_attrs=scalar_attrs)
         except RegionError:
             raise

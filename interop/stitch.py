@@ -50,12 +50,13 @@ def splice(host_module, placeholder, region_module, region_function) -> None:
 
 
 def bind_ports(lowered, host_tensor_types: list, region_index: int, context) -> None:
-    """Turn a lowered region's opaque ports (``opaque.py``) into the placeholder's interface.
+    """Check a lowered region's interface against the placeholder's and tag its boundary ops.
 
-    Each tensor input becomes a new argument of the region's body block, in the host's type,
-    converted (tagged as the boundary's) to the type each of its producers had; each sink is
-    tagged with ``result_key`` so ``connect_results`` finds it after inlining. The block then
-    matches the placeholder's signature: scalars, then tensors.
+    The region function takes its scalars, then its tensors in the host's types
+    (``lower_triton.take_host_layouts``), as the placeholder does. A conversion the region's
+    passes kept on a tensor input (an anchor inside the region wanted another layout) is tagged
+    as that input's boundary; each sink is tagged with ``result_key`` so ``connect_results``
+    finds it after inlining.
     """
     blocks = function_blocks(lowered.module, lowered.function)
     if len(blocks) != 1:
@@ -63,18 +64,20 @@ def bind_ports(lowered, host_tensor_types: list, region_index: int, context) -> 
     block, ports = blocks[0], opaque.find(lowered.module)
     builder = gluon_ir.GluonOpBuilder(context)
     positions = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
-    for position, host_type in zip(positions, host_tensor_types):
-        block.add_argument(host_type)
-        argument = block.arg(block.get_num_arguments() - 1)
-        for producer in ports.producers.get(position, []):
-            result = producer.get_result(0)
-            if str(result.get_type()) == str(host_type):
-                result.replace_all_uses_with(argument)
-                continue
-            builder.set_insertion_point_after(producer)
-            converted = builder.create_convert_layout(result.get_type(), argument)
-            converted.set_attr(TAG, builder.get_string_attr(tag(region_index, "in", position)))
-            result.replace_all_uses_with(converted)
+    first = block.get_num_arguments() - len(host_tensor_types)
+    inputs: dict[int, int] = {}   # block argument id -> leaf position
+    for i, (position, host_type) in enumerate(zip(positions, host_tensor_types)):
+        argument = block.arg(first + i)
+        if str(argument.get_type()) != str(host_type):
+            raise StitchError(f"tensor input {position} of the lowered region is {argument.get_type()}; "
+                              f"the host passes {host_type}")
+        inputs[argument.id()] = position
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout" and op.get_operand(0).id() in inputs:
+            op.get_result(0).set_attr(TAG, builder.get_string_attr(tag(region_index, "in", inputs[op.get_operand(0).id()])))
+
+    lowered.module.walk(visit)
     for j, sink in ports.sinks.items():
         sink.get_result(0).set_attr(SINK, builder.get_string_attr(result_key(region_index, j)))
     for j, conversion in ports.sink_conversions.items():

@@ -1,10 +1,13 @@
 """Values crossing between a Triton function and a Gluon function in the interpreter.
 
-Compiled, a Triton region sees its tensors without layouts (its passes choose them), and a Gluon
-region sees the layouts its host gave. Here the same types are made: Triton code gets plain
-block types; Gluon code gets a ``RegionLayout`` for layouts only the compiler would know, or
-what the function declared with ``@hybrid.takes`` (``declared``). A shared buffer a Gluon
-function returns to Triton code is loaded, as the compiled boundary does.
+Compiled, a Triton region takes its tensors in the layouts its Gluon host gave them, as layout
+anchors (function arguments), and Triton's passes choose the rest; a Gluon region sees the
+layouts its Triton host's passes chose. Here the same types are made: Triton code gets plain
+block types; a Triton region's results come back to Gluon code in the layouts those passes
+keep (``followed``) where the region ran no layout anchor of its own (``AnchorWatch``), and in
+a ``RegionLayout`` otherwise; Gluon code called from Triton gets a ``RegionLayout``, or what
+the function declared with ``@hybrid.takes`` (``declared``). A shared buffer a Gluon function
+returns to Triton code is loaded, as the compiled boundary does.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import inspect
 
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
+from triton.language.semantic import TritonSemantic
 
 from interop import handoff
 
@@ -20,13 +24,57 @@ from . import program as prog
 from .layouts import RegionLayout
 
 
-def into(language: str, value, origin: str, semantic=None):
+#: The ``TritonSemantic`` builders of ops Triton's ``RemoveLayoutConversions`` takes layouts from
+#: (besides function arguments): memory accesses, dots, gathers; a region that runs one may return
+#: a layout its host never gave it.
+ANCHORS = ("load", "store", "dot", "dot_scaled", "gather", "atomic_", "descriptor_")
+
+
+class AnchorWatch(TritonSemantic):
+    """Triton's semantic, noting whether the code it builds ran a layout anchor (``ANCHORS``; a
+    reshape that may reorder elements too)."""
+    anchored = False
+
+    def __getattribute__(self, name: str):
+        if name.startswith(ANCHORS) and not name.startswith("_"):
+            object.__setattr__(self, "anchored", True)
+        return super().__getattribute__(name)
+
+    def reshape(self, input, dst_shape, can_reorder):
+        self.anchored = self.anchored or bool(can_reorder)
+        return super().reshape(input, dst_shape, can_reorder)
+
+
+def given_layouts(values) -> list[tuple[tuple, object]]:
+    """(shape, layout) of each distributed tensor among ``values`` (recursing through tuples)."""
+    found = []
+    for value in values:
+        if isinstance(value, (tl.tuple, tuple)):
+            found += given_layouts(value.values if isinstance(value, tl.tuple) else value)
+        elif isinstance(value, tl.tensor) and isinstance(value.type, gl.distributed_type):
+            found.append((tuple(value.type.shape), value.type.layout))
+    return found
+
+
+def followed(given: list[tuple[tuple, object]], shape: tuple):
+    """The layout Triton's passes keep for a result of ``shape`` of a region without anchors of
+    its own: its one input layout of that shape (elementwise math), or the slice of its one input
+    layout with one axis fewer (a reduction); ``None`` where that is not one layout."""
+    same = {layout for s, layout in given if s == shape}
+    if not same:
+        same = {gl.SliceLayout(axis, layout) for s, layout in given if len(s) == len(shape) + 1
+                for axis in range(len(s)) if s[:axis] + s[axis + 1:] == shape}
+    return same.pop() if len(same) == 1 else None
+
+
+def into(language: str, value, origin: str, semantic=None, given: list | None = None):
     """``value`` as code of ``language`` sees it (recursing through tuples); ``semantic`` (the
-    Gluon one) loads a returned shared buffer."""
+    Gluon one) loads a returned shared buffer; ``given`` are the layouts a Triton region without
+    anchors of its own was given (``followed``)."""
     if isinstance(value, tl.tuple):
-        return tl.tuple([into(language, v, origin, semantic) for v in value.values])
+        return tl.tuple([into(language, v, origin, semantic, given) for v in value.values])
     if isinstance(value, tuple):
-        return tuple(into(language, v, origin, semantic) for v in value)
+        return tuple(into(language, v, origin, semantic, given) for v in value)
     if language == "triton" and isinstance(value, gl.shared_memory_descriptor):
         if semantic is None:
             raise TypeError(f"a shared-memory descriptor cannot be passed into a Triton region ({origin}); "
@@ -37,7 +85,9 @@ def into(language: str, value, origin: str, semantic=None):
     ty = value.type
     if language == "triton":
         return tl.tensor(value.handle, tl.block_type(ty.element_ty, ty.shape))
-    return tl.tensor(value.handle, gl.distributed_type(ty.element_ty, ty.shape, _region_layout(origin, len(ty.shape))))
+    layout = followed(given, tuple(ty.shape)) if given else None
+    return tl.tensor(value.handle, gl.distributed_type(ty.element_ty, ty.shape,
+                                                       layout or _region_layout(origin, len(ty.shape))))
 
 
 def declared(fn, args: tuple, kwargs: dict, semantic) -> tuple[tuple, dict]:

@@ -19,7 +19,6 @@ from typing import Iterator
 import triton.experimental.gluon.language as gl
 import triton.language as tl
 from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.language.semantic import TritonSemantic
 from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
@@ -60,7 +59,7 @@ def _is_builtin(member) -> bool:
 
 
 def semantic_for(language: str, num_warps: int, builder):
-    return GluonInterpreterSemantic(builder, num_warps) if language == "gluon" else TritonSemantic(builder)
+    return GluonInterpreterSemantic(builder, num_warps) if language == "gluon" else boundary.AnchorWatch(builder)
 
 
 def _dynamic(member):
@@ -79,6 +78,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     language = caller.language if library else language_of(fn)
     num_warps = num_warps or caller.num_warps
     crossing = language != caller.language
+    given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:
         origin = f"the {caller.language} caller gave '{fn.__name__}'"
         args = tuple(boundary.into(language, a, origin) for a in args)
@@ -90,7 +90,9 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
             args, kwargs = boundary.declared(fn, args, kwargs, semantic)
         result = rewritten(fn)(*args, **kwargs)
         if crossing:
-            result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic)
+            kept = None if getattr(semantic, "anchored", True) else given
+            result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic,
+                                   kept)
     return result
 
 

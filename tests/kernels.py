@@ -73,6 +73,13 @@ def t_store_block(ptr, x, BLOCK: tl.constexpr):
     tl.store(ptr + tl.arange(0, BLOCK), x)   # returns nothing
 
 
+@triton.jit
+def t_store_tile(x, ptr, B: tl.constexpr):
+    rows = tl.arange(0, B)
+    cols = tl.arange(0, B)
+    tl.store(ptr + rows[:, None] * B + cols[None, :], x)
+
+
 # -- Gluon hosts (ported code) ------------------------------------------------------------------
 @hybrid.jit
 @gluon.jit
@@ -139,11 +146,11 @@ def k_agree(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
 @hybrid.jit
 @gluon.jit
 def k_chain(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr, L2: gl.constexpr):
-    """The host converts L1 -> L2 and the region wants L1 back: the chain folds to nothing."""
+    """The host converts L1 -> L2 and the region's store (a layout anchor) wants L1 back: the
+    chain folds to nothing."""
     offs = gl.arange(0, BLOCK, layout=L1)
     x = gl.convert_layout(gl.load(x_ptr + offs), L2)
-    y = t_scale(x, 2.0)
-    gl.store(y_ptr + offs, y)
+    t_store_block(y_ptr, x, BLOCK)
 
 
 @hybrid.jit
@@ -174,15 +181,22 @@ def k_void_region(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
 
 @hybrid.jit
 @gluon.jit
+def k_store_unconverted(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """The region's store (a layout anchor) wants its coalesced layout, the host gives another:
+    a boundary conversion Triton keeps."""
+    t_store_block(y_ptr, gl.load(x_ptr + gl.arange(0, BLOCK, layout=L1)), BLOCK)
+
+
+@hybrid.jit
+@gluon.jit
 def k_read_staged_columns(x_ptr, y_ptr, B: gl.constexpr, L: gl.constexpr, LC: gl.constexpr):
-    """Stages a tile in shared memory, reads it back column-wise (``LC``) for a Triton region that
-    computes in rows: the boundary conversion becomes a read in the region's layout."""
+    """Stages a tile in shared memory, reads it back column-wise (``LC``) for a Triton region whose
+    store (a layout anchor) wants rows: the boundary conversion becomes a read in the region's layout."""
     rows = gl.arange(0, B, layout=gl.SliceLayout(1, L))
     cols = gl.arange(0, B, layout=gl.SliceLayout(0, L))
     smem = gl.allocate_shared_memory(gl.float32, [B, B], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]),
                                      gl.load(x_ptr + rows[:, None] * B + cols[None, :]))
-    y = t_scale(smem.load(LC), 2.0)
-    gl.store(y_ptr + rows[:, None] * B + cols[None, :], gl.convert_layout(y, L))
+    t_store_tile(smem.load(LC), y_ptr, B)
 
 
 @hybrid.jit
@@ -244,4 +258,6 @@ def cases(target: str) -> dict:
                            {"B": 64, "L": L, "LC": column_2d(target)}),
         "stage": (k_stage_region_result, {"x_ptr": p32, "y_ptr": p32}, {"B": 64, "LC": column_2d(target)}),
         "void": (k_void_region, {"x_ptr": p32, "y_ptr": p32}, {"BLOCK": 512, "L1": L1}),
+        "store_unconverted": (k_store_unconverted, {"x_ptr": p32, "y_ptr": p32},
+                              {"BLOCK": 512, "L1": scalar_1d(target)}),
     }

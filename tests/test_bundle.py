@@ -24,7 +24,7 @@ def test_manifest_describes_every_target(softmax_bundle):
         binary = (path / t["file"]).read_bytes()
         assert t["sha256"] == hashlib.sha256(binary).hexdigest() == r.entry.sha256
         assert binary[:4] == b"\x7fELF"   # cubin and hsaco are both ELF
-        assert t["num_warps"] == 4 and t["shared"] == r.summary["shared_bytes"] > 0
+        assert t["num_warps"] == 4 and t["shared"] == r.summary["shared_bytes"]
         assert t["registers"] > 0 and t["spills"] == 0
         assert t["constexprs"]["BM"] == softmax.BM and "BlockedLayout" in t["constexprs"]["L"]
         assert t["triton_version"] == compat.TRITON_VERSION

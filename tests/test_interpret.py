@@ -14,6 +14,7 @@ from interop.errors import LayoutError, TargetError  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 
 from tests import interp_kernels as k  # noqa: E402
+from tests.kernels import t_arange_load  # noqa: E402
 
 
 def _blocked_1d(warp_size=32, num_warps=4, vec=4):
@@ -113,6 +114,22 @@ def test_hopper_op_on_sm80_is_a_target_error_and_its_layouts_fail_on_amd():
 
 
 def test_a_triton_result_used_in_gluon_without_conversion_names_its_marker_layout():
+    """A region that loads (a layout anchor of its own) returns a layout only the compiler knows."""
+    from triton.experimental import gluon
+
+    @gluon.jit
+    def unconverted(x_ptr, y_ptr, BN: gl.constexpr, L: gl.constexpr):
+        cols = gl.arange(0, BN, layout=L)
+        gl.store(y_ptr + cols, t_arange_load(x_ptr, BN, BN))   # the load's layout, which Triton chose
+
+    x = torch.randn(128)
+    with pytest.raises(interpret.InterpretError, match=r"test_interpret.py:\d+.*RegionLayout\(the layout triton "
+                                                       r"region 't_arange_load' returned"):
+        interpret.launch(unconverted, (1, ), x, torch.zeros_like(x), BN=128, L=_blocked_1d(vec=1), target="sm90a")
+
+
+def test_a_triton_result_without_anchors_keeps_the_hosts_layout():
+    """Row statistics computed in the host's layout come back in its slices, as compiled."""
     from triton.experimental import gluon
 
     @gluon.jit
@@ -122,13 +139,12 @@ def test_a_triton_result_used_in_gluon_without_conversion_names_its_marker_layou
         offsets = rows[:, None] * BN + cols[None, :]
         x = gl.load(x_ptr + offsets)
         m, s = softmax.row_stats(x, n_cols, BN)
-        gl.store(y_ptr + offsets, x - m[:, None])   # m still has the layout Triton chose
+        gl.store(y_ptr + offsets, x - m[:, None])
 
     x = torch.randn(16, 128)
-    with pytest.raises(interpret.InterpretError, match=r"test_interpret.py:\d+.*RegionLayout\(the layout triton "
-                                                       r"region 'row_stats' returned"):
-        interpret.launch(unconverted, (1, ), x, torch.zeros_like(x), 128, BN=128, L=softmax.constexprs("sm90a")["L"],
-                         target="sm90a")
+    y = torch.zeros_like(x)
+    interpret.launch(unconverted, (1, ), x, y, 128, BN=128, L=softmax.constexprs("sm90a")["L"], target="sm90a")
+    assert torch.equal(y, x - x.max(dim=1, keepdim=True).values)
 
 
 @pytest.mark.parametrize("stages", [1, 2, 3])

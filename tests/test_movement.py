@@ -10,6 +10,7 @@ from triton.experimental.gluon import language as gl
 from triton.compiler.compiler import make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
+import hybrid
 from hybrid.targets import TARGETS
 from interop import movement
 from interop.scratch import ScratchProbe
@@ -79,8 +80,9 @@ def test_prediction_matches_the_instructions_triton_emits(builder, name):
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_boundary_records_say_what_their_conversions_move(target):
-    from examples import softmax
-    fb = softmax.build(target)
+    from tests import kernels
+    kernel, signature, constexprs = kernels.cases(target)["store_unconverted"]
+    fb = hybrid.compile(kernel, signature, constexprs, target=target, boundaries="convert")
     for b in fb.boundaries:
         if not b.conversions:
             assert (b.movement, b.shared_bytes, b.barriers) == ("none", 0, 0), b

@@ -1,0 +1,236 @@
+"""Ports of upstream tutorial patterns, written for ``bench/parity.py``: each a hybrid kernel in one
+direction and the all-Triton kernel it was ported from (vector add, matmul with an activation
+helper, layer norm, attention with its inner loop as a region). The examples (``examples/``)
+cover the rest: fused softmax both ways, layer norm and attention with a Triton host.
+
+Each port is a ``Port``: its builds for a target (hybrid, triton, and gluon where written) and
+the direction of its region (``gluon->triton``: a Gluon host calls Triton code).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from examples import attention
+from examples.layernorm import row_moments_triton
+from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
+from hybrid.targets import TARGETS
+
+NUM_WARPS = 4
+
+
+# -- vector add -------------------------------------------------------------------------------------
+@triton.jit
+def add(x, y):
+    return x + y
+
+
+@gluon.jit
+def add_gluon_helper(x, y):
+    return x + y
+
+
+@hybrid.jit
+@gluon.jit
+def add_gluon_host(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
+    mask = offs < n
+    gl.store(z_ptr + offs, add(gl.load(x_ptr + offs, mask=mask), gl.load(y_ptr + offs, mask=mask)), mask=mask)
+
+
+@gluon.jit
+def add_gluon(x_ptr, y_ptr, z_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
+    mask = offs < n
+    gl.store(z_ptr + offs, gl.load(x_ptr + offs, mask=mask) + gl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@hybrid.jit
+@triton.jit
+def add_triton_host(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(z_ptr + offs, add_gluon_helper(tl.load(x_ptr + offs, mask=mask), tl.load(y_ptr + offs, mask=mask)),
+             mask=mask)
+
+
+@triton.jit
+def add_triton(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(z_ptr + offs, add(tl.load(x_ptr + offs, mask=mask), tl.load(y_ptr + offs, mask=mask)), mask=mask)
+
+
+# -- matmul with an activation helper ---------------------------------------------------------------
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+@gluon.jit
+def leaky_relu_gluon(x):
+    return gl.where(x >= 0, x, 0.01 * x)
+
+
+@triton.jit
+def mainloop(a_ptr, b_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * K + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@hybrid.jit
+@gluon.jit
+def matmul_act_gluon_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                          L: gl.constexpr):
+    acc = leaky_relu(mainloop(a_ptr, b_ptr, K, BM, BN, BK))   # the activation stays in the MMA layout
+    c = gl.convert_layout(acc.to(gl.float16), L)
+    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    gl.store(c_ptr + rm[:, None] * K + rn[None, :], c)
+
+
+@hybrid.jit
+@triton.jit
+def matmul_act_triton_host(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    acc = leaky_relu_gluon(mainloop(a_ptr, b_ptr, K, BM, BN, BK))
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * K + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def matmul_act_triton(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    acc = leaky_relu(mainloop(a_ptr, b_ptr, K, BM, BN, BK))
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * K + rn[None, :], acc.to(tl.float16))
+
+
+# -- layer norm, Gluon host -------------------------------------------------------------------------
+@hybrid.jit
+@gluon.jit
+def layernorm_gluon_host(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BM: gl.constexpr, BN: gl.constexpr,
+                         L: gl.constexpr):
+    rows = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    offsets = rows[:, None] * n_cols + cols[None, :]
+    mask = (cols < n_cols)[None, :]
+    x = gl.load(x_ptr + offsets, mask=mask, other=0.0).to(gl.float32)
+    mean, rstd = row_moments_triton(x, n_cols, eps, BN)   # reductions: slices of L
+    w = gl.load(w_ptr + cols, mask=cols < n_cols).to(gl.float32)
+    b = gl.load(b_ptr + cols, mask=cols < n_cols).to(gl.float32)
+    y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+    gl.store(y_ptr + offsets, y.to(gl.float16), mask=mask)
+
+
+@triton.jit
+def layernorm_triton(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    offsets = rows[:, None] * n_cols + cols[None, :]
+    mask = (cols < n_cols)[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    mean, rstd = row_moments_triton(x, n_cols, eps, BN)
+    w = tl.load(w_ptr + cols, mask=cols < n_cols).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cols < n_cols).to(tl.float32)
+    y = (x - mean[:, None]) * rstd[:, None] * w[None, :] + b[None, :]
+    tl.store(y_ptr + offsets, y.to(tl.float16), mask=mask)
+
+
+# -- attention, Gluon host, the inner loop as a Triton region -----------------------------------------
+@hybrid.jit
+@gluon.jit
+def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                         L: gl.constexpr):
+    base = gl.program_id(1).to(gl.int64) * N_CTX * HEAD_DIM
+    offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
+    offs_n = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    LT: gl.constexpr = gl.BlockedLayout([4, 1], [L.threads_per_warp[1], L.threads_per_warp[0]], [1, L.warps_per_cta[0]],
+                                        [0, 1])
+    q = gl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
+    offs_dt = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, LT))
+    offs_nt = gl.arange(0, BN, layout=gl.SliceLayout(0, LT))
+    k_ptrs = K + base + offs_nt[None, :] * HEAD_DIM + offs_dt[:, None]
+    offs_nv = gl.arange(0, BN, layout=gl.SliceLayout(1, L))
+    v_ptrs = V + base + offs_nv[:, None] * HEAD_DIM + offs_d[None, :]
+    m_i = gl.zeros([BM], gl.float32, layout=gl.SliceLayout(1, L)) - float("inf")
+    l_i = gl.zeros([BM], gl.float32, layout=gl.SliceLayout(1, L)) + 1.0
+    acc = gl.zeros([BM, HEAD_DIM], gl.float32, layout=L)
+    acc, m_i, l_i = attention.kv_loop(acc, m_i, l_i, q, k_ptrs, v_ptrs, offs_m, offs_n, sm_scale * 1.44269504, 0,
+                                      N_CTX, HEAD_DIM, BN, False)
+    l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
+    o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
+    gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)
+
+
+@dataclass(frozen=True)
+class Port:
+    name: str
+    direction: str   # "gluon->triton": a Gluon host calls Triton code; "triton->gluon" the other way
+    builds: Callable[[str], dict]   # target -> {variant: compiled}
+
+
+def _vector_add(target: str, host: str) -> dict:
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"}
+    layout = {"L": vector_layout(target, NUM_WARPS)}
+    pure = {"triton": compile_pure(add_triton, sig, {"BLOCK": 1024}, target, NUM_WARPS)}
+    if host == "gluon":
+        return {"hybrid": hybrid.compile(add_gluon_host, sig, {"BLOCK": 1024, **layout}, target, num_warps=NUM_WARPS),
+                "gluon": compile_pure(add_gluon, sig, {"BLOCK": 1024, **layout}, target, NUM_WARPS), **pure}
+    return {"hybrid": hybrid.compile(add_triton_host, sig, {"BLOCK": 1024}, target, num_warps=NUM_WARPS), **pure}
+
+
+def _matmul_act(target: str, host: str) -> dict:
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
+    tiles = {"BM": 128, "BN": 128, "BK": 64}
+    pure = {"triton": compile_pure(matmul_act_triton, sig, tiles, target, NUM_WARPS, divisible=("K", ))}
+    if host == "gluon":
+        fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS)}, target,
+                            num_warps=NUM_WARPS, divisible=("K", ))
+    else:
+        fb = hybrid.compile(matmul_act_triton_host, sig, tiles, target, num_warps=NUM_WARPS, divisible=("K", ))
+    return {"hybrid": fb, **pure}
+
+
+def _layernorm(target: str) -> dict:
+    sig = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
+    tiles = {"BM": 4, "BN": 1024}
+    return {"hybrid": hybrid.compile(layernorm_gluon_host, sig, {**tiles, "L": row_layout(target, NUM_WARPS, 1024, 8)},
+                                     target, num_warps=NUM_WARPS, divisible=("n_cols", )),
+            "triton": compile_pure(layernorm_triton, sig, tiles, target, NUM_WARPS, divisible=("n_cols", ))}
+
+
+def _attention(target: str) -> dict:
+    tiles = attention.tiles(target, 64)
+    tiles = {k: v for k, v in tiles.items() if k in ("BM", "BN")}
+    options = attention.options(target, 64)
+    layout = tile_layout(target, options.get("num_warps", NUM_WARPS))
+    hybrid_build = hybrid.compile(attention_gluon_host, attention.SIGNATURE,
+                                  {"HEAD_DIM": 64, **tiles, "L": layout}, target, divisible=attention.DIVISIBLE,
+                                  **options)
+    return {"hybrid": hybrid_build, "triton": attention.build_triton(target, 64)}
+
+
+PORTS = (
+    Port("vector_add", "gluon->triton", lambda t: _vector_add(t, "gluon")),
+    Port("vector_add", "triton->gluon", lambda t: _vector_add(t, "triton")),
+    Port("matmul_activation", "gluon->triton", lambda t: _matmul_act(t, "gluon")),
+    Port("matmul_activation", "triton->gluon", lambda t: _matmul_act(t, "triton")),
+    Port("layernorm", "gluon->triton", _layernorm),
+    Port("attention_inner_loop", "gluon->triton", _attention),
+)
+__all__ = ["PORTS", "Port", "TARGETS"]
