@@ -74,15 +74,21 @@ def lower_triton_function(fn, args: list, arg_types: list, *, context, options, 
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttgir"](stages["ttir"](module, metadata), metadata)
+    ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
+    return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves])
+
+
+def lowered_region(module, ret_type, leaf_is_tensor: list[bool]) -> LoweredRegion:
+    """The ``LoweredRegion`` of a lowered region's ttg ``module`` (fresh, or re-parsed from a
+    cache by ``lowering_cache``): its ports are found by their markers."""
     ports = opaque.find(module)
     inputs = [str(ports.producers[k][0].get_result(0).get_type()) if k in ports.producers else None
-              for k in range(len(leaves))]
+              for k in range(len(leaf_is_tensor))]
     outputs = [ports.sinks[j].get_operand(0).get_type() for j in range(len(ports.sinks))]
     sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
                for j in range(len(ports.sinks))]
-    ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
-    return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type,
-                         [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
+    return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type, leaf_is_tensor, inputs, outputs,
+                         sources)
 
 
 def _add_region_function(context, module, body, leaves: list):
