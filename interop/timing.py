@@ -18,7 +18,7 @@ from typing import Iterator
 import triton
 
 #: what no stage accounts for: Triton's setup, cache key and cache writes, the front end's glue
-OTHER = "other"
+OTHER = "other (Triton's setup and cache, first-use loading)"
 TRITON = "triton "          # prefix of the stages Triton's listener reports
 
 
