@@ -75,9 +75,10 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
 
     ``options`` are the backend's (``num_warps``, ``num_stages``, ...); those not given take the
     backend's own defaults for the target, as a launch through Triton's JIT does (AMD pipelines 2
-    stages by default, NVIDIA 3). ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
-    ``constexprs`` may be left out or given as ``"constexpr"``. With ``aligned_pointers`` every
-    pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors;
+    stages by default, NVIDIA 3). ``signature`` maps argument names to Triton type strings
+    (``"*fp16"``, ``"i32"``); names in ``constexprs`` may be left out or given as ``"constexpr"``.
+    With ``aligned_pointers`` every pointer argument is assumed 16-byte aligned, as Triton's JIT
+    specializes for aligned tensors;
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
     ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or

@@ -99,8 +99,7 @@ def _parse(entry: _Entry, context) -> LoweredRegion | None:
 
 # -- on disk --------------------------------------------------------------------------------------
 def _path(cache_key: str) -> Path:
-    root = Path(os.environ.get("HYBRID_CACHE_DIR") or Path.home() / ".cache" / "triton-hybrid")
-    return root / "regions" / cache_key[:2] / f"{cache_key}.json"
+    return caches.default_root() / "regions" / cache_key[:2] / f"{cache_key}.json"
 
 
 def _read(cache_key: str) -> _Entry | None:

@@ -93,7 +93,7 @@ def _holders(layout: DistributedLinearLayout, shape: list) -> tuple[np.ndarray, 
     rank = len(shape)
     axes = [np.array(span(bases, rank), dtype=np.int64) for bases in
             (layout.reg_bases, layout.lane_bases, layout.warp_bases)]
-    coords = axes[0][:, None, None, :] ^ axes[1][None, :, None, :] ^ axes[2][None, None, :, :]   # [reg, lane, warp, dim]
+    coords = axes[0][:, None, None, :] ^ axes[1][None, :, None, :] ^ axes[2][None, None, :, :]   # [reg,lane,warp,dim]
     element = np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape).ravel()
     _, lanes, warps = np.meshgrid(np.arange(len(axes[0])), np.arange(len(axes[1])), np.arange(len(axes[2])),
                                   indexing="ij")
@@ -105,7 +105,8 @@ def _kind(src: tuple, dst: tuple) -> str:
     else ``shuffles`` if some thread of its own warp does; else ``shared``."""
     (src_element, src_warp, src_lane), (dst_element, dst_warp, dst_lane) = src, dst
     lanes, warps = int(max(src_lane.max(), dst_lane.max())) + 1, int(max(src_warp.max(), dst_warp.max())) + 1
-    in_thread = np.isin((dst_element * warps + dst_warp) * lanes + dst_lane, (src_element * warps + src_warp) * lanes + src_lane)
+    in_thread = np.isin((dst_element * warps + dst_warp) * lanes + dst_lane,
+                        (src_element * warps + src_warp) * lanes + src_lane)
     if in_thread.all():
         return "registers"
     in_warp = np.isin(dst_element[~in_thread] * warps + dst_warp[~in_thread], src_element * warps + src_warp)

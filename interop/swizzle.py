@@ -56,8 +56,8 @@ def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
     best = min(range(len(candidates)), key=lambda i: (int(total[i]), int(waves[0, i]), i))
     plain_waves = waves[:, 0]   # the first candidate is the unswizzled layout
     vec, per_phase, max_phase, order = candidates[best]
-    return Plan(gl.SwizzledSharedLayout(vec, per_phase, max_phase, list(order)), int(waves[0, best]), int(waves[1:, best].sum()),
-                int(plain_waves[0]), int(plain_waves[1:].sum()), int(issued[:, best].sum()))
+    return Plan(gl.SwizzledSharedLayout(vec, per_phase, max_phase, list(order)), int(waves[0, best]),
+                int(waves[1:, best].sum()), int(plain_waves[0]), int(plain_waves[1:].sum()), int(issued[:, best].sum()))
 
 
 def describe(chosen: Plan) -> str:

@@ -50,4 +50,5 @@ def test_cli_report_writes_json(tmp_path):
     assert [r["target"] for r in reports] == ["sm80", "gfx942"]
     assert "row_stats" in proc.stdout and "instructions" in proc.stdout
     assert proc.stdout.count("compile time per stage") == 2 and "Triton region lowering" in proc.stdout
-    assert all({s["stage"] for s in r["timing"]["stages"]} >= {"Triton region lowering", "triton llir"} for r in reports)
+    assert all({s["stage"] for s in r["timing"]["stages"]} >= {"Triton region lowering", "triton llir"}
+               for r in reports)
