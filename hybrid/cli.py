@@ -63,6 +63,7 @@ def parser() -> argparse.ArgumentParser:
                                         "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
     _job_arguments(r)
     r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
+    r.add_argument("--timing", action="store_true", help="also print where each compile's time went, per stage")
     pr = commands.add_parser("profile", help="per-region cycles of the mixed kernels a script launches (GPU)",
                              description="Runs a script under Proton's intra-kernel instrumentation with a scope per "
                                          "region, then prints each region's cycles per warp (median, p90), calls and "
@@ -153,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         cli.error(str(exc))
     out = Console(width=140)
     if args.command == "report":
-        return _report(jobs, args.json, out)
+        return _report(jobs, args.json, out, args.timing)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         task = progress.add_task("building", total=len(jobs))
@@ -171,13 +172,18 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(not r.ok for r in results) else 0
 
 
-def _report(jobs: list, path: str, out: Console) -> int:
+def _report(jobs: list, path: str, out: Console, timing: bool = False) -> int:
     import hybrid
+    from .report import timing_table
     reports = []
     for job in jobs:
         spec = resolve(job)
-        rep = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options).report()
+        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
+        rep = fb.report()
         out.print(report_table(rep))
+        if timing:
+            out.print(timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
+            rep["timing"] = fb.timing.to_json()
         reports.append(rep)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(reports, indent=1))

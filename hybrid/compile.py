@@ -11,7 +11,7 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, planner
+from interop import arch, compat, instrument, planner, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
@@ -29,6 +29,7 @@ class FusedBinary:
     regions: list[dict]
     boundaries: list[Boundary]
     kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
+    timing: timing.Timing | None = field(default=None, repr=False)   # where the compile's time went, per stage
 
     @property
     def binary(self) -> bytes:
@@ -68,14 +69,16 @@ class FusedBinary:
 
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-            num_warps: int = 4, num_stages: int = 3, aligned_pointers: bool = True, divisible=(),
-            boundaries: str = "auto", instrument_regions: bool = False, loops: str | None = None,
-            **options) -> FusedBinary:
+            aligned_pointers: bool = True, divisible=(), boundaries: str = "auto", instrument_regions: bool = False,
+            loops: str | None = None, **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
-    ``signature`` maps argument names to Triton type strings (``"*fp16"``, ``"i32"``); names in
-    ``constexprs`` may be left out or given as ``"constexpr"``. With ``aligned_pointers`` every
-    pointer argument is assumed 16-byte aligned, as Triton's JIT specializes for aligned tensors;
+    ``options`` are the backend's (``num_warps``, ``num_stages``, ...); those not given take the
+    backend's own defaults for the target, as a launch through Triton's JIT does (AMD pipelines 2
+    stages by default, NVIDIA 3). ``signature`` maps argument names to Triton type strings
+    (``"*fp16"``, ``"i32"``); names in ``constexprs`` may be left out or given as ``"constexpr"``.
+    With ``aligned_pointers`` every pointer argument is assumed 16-byte aligned, as Triton's JIT
+    specializes for aligned tensors;
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
     ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or
@@ -89,16 +92,16 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
     profiled = instrument_regions or instrument.enabled()
-    with planner.using(boundaries), \
+    with planner.using(boundaries), timing.recording() as timed, \
             _instrumented(gpu_target, loops or instrument.loops()) if profiled else contextlib.nullcontext():
-        compiled = triton.compile(source, target=gpu_target,
-                                  options={"num_warps": num_warps, "num_stages": num_stages, **options})
+        compiled = triton.compile(source, target=gpu_target, options=options)
     ttgir = compiled.asm["ttgir"]
     regions = module_json_attr(ttgir, REGIONS_ATTR)
     boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]
     _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled)
+                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled,
+                       timing=timed)
 
 
 @contextlib.contextmanager
@@ -137,8 +140,8 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
 
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-                num_warps: int = 4, num_stages: int = 3, instrument_regions: bool = False,
-                loops: str | None = None, aligned_pointers: bool = True, divisible=()) -> str:
+                instrument_regions: bool = False, loops: str | None = None, aligned_pointers: bool = True,
+                divisible=(), **options) -> str:
     """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
@@ -148,7 +151,7 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
     gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
-    options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages})
+    options = backend.parse_options(options)
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)

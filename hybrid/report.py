@@ -50,6 +50,17 @@ def print_table(summaries: list[dict], console: Console | None = None) -> None:
     (console or Console(width=200)).print(table(summaries))
 
 
+def timing_table(timing, title: str) -> Table:
+    """An ``interop.timing.Timing`` as a table: each stage's own time, calls and share, costliest first."""
+    out = Table(title=f"{title}: {timing.total:.3f} s" + "".join(f", {cache} cache hits {n}"
+                                                              for cache, n in sorted(timing.hits.items())))
+    for column in ("stage", "ms", "calls", "share"):
+        out.add_column(column, justify="left" if column == "stage" else "right")
+    for stage, seconds, calls in timing.rows():
+        out.add_row(stage, f"{1000 * seconds:.1f}", str(calls or ""), f"{100 * seconds / max(timing.total, 1e-9):.0f}%")
+    return out
+
+
 def profile_table(kernel) -> Table:
     """A ``hybrid.profile.KernelProfile`` as a table: cycles per warp, all calls together."""
     out = Table(title=f"{kernel.kernel}: cycles per warp over {kernel.warps} warps (CTAs x warps x launches)")

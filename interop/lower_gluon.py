@@ -13,7 +13,7 @@ from triton.compiler.compiler import make_backend
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import compat
+from . import compat, timing
 
 #: the function a probe build creates
 PROBE = "hybrid_gluon_probe"
@@ -32,6 +32,7 @@ def build_gluon_function(fn, args: list, arg_types: list, *, module, context, op
     return module.get_function(name), generator.ret_type
 
 
+@timing.timed("Gluon region probe builds")
 def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[object, object]:
     """``fn``'s return type for ``args`` (tensors of Triton type) and the module of a throwaway
     build in which every tensor argument has its declared type (``wants``, ``handoff.Want`` by

@@ -87,15 +87,23 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     take_host_layouts(context, module, leaves, host_types)
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
+    ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
+    return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
+                          [str(ty) for ty in host_types])
+
+
+def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: list[str]) -> LoweredRegion:
+    """The ``LoweredRegion`` of a lowered region's ttg ``module`` (fresh, or re-parsed from a
+    cache by ``lowering_cache``): its ports are found by their markers, the types its inputs
+    want by the conversions of its arguments."""
     ports = opaque.find(module)
     wanted = iter(_wanted_inputs(module, host_types))
-    inputs = [next(wanted) if isinstance(ty, tl.block_type) else None for ty in leaves]
+    inputs = [next(wanted) if is_tensor else None for is_tensor in leaf_is_tensor]
     outputs = [ports.sinks[j].get_operand(0).get_type() for j in range(len(ports.sinks))]
     sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
                for j in range(len(ports.sinks))]
-    ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
-    return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type,
-                         [isinstance(t, tl.block_type) for t in leaves], inputs, outputs, sources)
+    return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type, leaf_is_tensor, inputs, outputs,
+                         sources)
 
 
 def _wanted_inputs(module, host_types: list) -> list[str]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import product
 
+import numpy as np
 from triton.experimental.gluon.language._layouts import DistributedLinearLayout
 
+from . import timing
 from .boundary import shape_and_dtype
 
 #: movement kinds, cheapest first
@@ -52,6 +53,7 @@ def tile_bytes(shape, bits: int) -> int:
     return math.prod(shape) * bits // 8
 
 
+@timing.timed("movement analysis")
 def between(builder, source_layout, result_layout, shape: list, bits: int) -> Movement:
     """The movement of converting a ``shape`` tensor of ``bits``-bit elements between two Gluon
     layouts (``builder``: a ``GluonOpBuilder``, for Triton's linear-layout conversion), a round
@@ -59,14 +61,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
     src_layout, dst_layout = linear(builder, source_layout, shape), linear(builder, result_layout, shape)
     if _bases(src_layout) == _bases(dst_layout):
         return Movement("none", 0, 0)
-    src, dst = _owners(src_layout), _owners(dst_layout)
-    kind = "registers"
-    for coordinate, threads in dst.items():
-        held = src[coordinate]
-        for warp, lane in threads:
-            if (warp, lane) in held:
-                continue
-            kind = max(kind, "shuffles" if any(w == warp for w, _ in held) else "shared", key=ORDER.index)
+    kind = _kind(_holders(src_layout, shape), _holders(dst_layout, shape))
     if kind == "registers":
         return Movement(kind, 0, 0)
     if kind == "shuffles":
@@ -92,17 +87,30 @@ def _bases(layout: DistributedLinearLayout) -> tuple:
     return tuple(tuple(map(tuple, b)) for b in (layout.reg_bases, layout.lane_bases, layout.warp_bases))
 
 
-def _owners(layout: DistributedLinearLayout) -> dict[tuple, set[tuple[int, int]]]:
-    """Tensor coordinate -> the (warp, lane) pairs holding it (several where a layout broadcasts)."""
-    owners: dict[tuple, set[tuple[int, int]]] = {}
-    rank = len((layout.reg_bases or layout.lane_bases or layout.warp_bases or [[0]])[0])
-    registers = span(layout.reg_bases, rank)
-    for (warp, w_coord), (lane, l_coord) in product(enumerate(span(layout.warp_bases, rank)),
-                                                    enumerate(span(layout.lane_bases, rank))):
-        base = tuple(a ^ b for a, b in zip(w_coord, l_coord))
-        for r_coord in registers:
-            owners.setdefault(tuple(a ^ b for a, b in zip(base, r_coord)), set()).add((warp, lane))
-    return owners
+def _holders(layout: DistributedLinearLayout, shape: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (element, warp, lane) a layout places: the element's row-major index and the warp and
+    lane holding it, one entry per register of every thread (several per element where it broadcasts)."""
+    rank = len(shape)
+    axes = [np.array(span(bases, rank), dtype=np.int64) for bases in
+            (layout.reg_bases, layout.lane_bases, layout.warp_bases)]
+    coords = axes[0][:, None, None, :] ^ axes[1][None, :, None, :] ^ axes[2][None, None, :, :]   # [reg,lane,warp,dim]
+    element = np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape).ravel()
+    _, lanes, warps = np.meshgrid(np.arange(len(axes[0])), np.arange(len(axes[1])), np.arange(len(axes[2])),
+                                  indexing="ij")
+    return element, warps.ravel(), lanes.ravel()
+
+
+def _kind(src: tuple, dst: tuple) -> str:
+    """``registers`` if every thread of ``dst`` already holds each element it needs in ``src``;
+    else ``shuffles`` if some thread of its own warp does; else ``shared``."""
+    (src_element, src_warp, src_lane), (dst_element, dst_warp, dst_lane) = src, dst
+    lanes, warps = int(max(src_lane.max(), dst_lane.max())) + 1, int(max(src_warp.max(), dst_warp.max())) + 1
+    in_thread = np.isin((dst_element * warps + dst_warp) * lanes + dst_lane,
+                        (src_element * warps + src_warp) * lanes + src_lane)
+    if in_thread.all():
+        return "registers"
+    in_warp = np.isin(dst_element[~in_thread] * warps + dst_warp[~in_thread], src_element * warps + src_warp)
+    return "shuffles" if in_warp.all() else "shared"
 
 
 def span(bases: list, rank: int) -> list[tuple]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon import language as gl
 
-from . import movement, stitch, swizzle
+from . import movement, stitch, swizzle, timing
 from .boundary import TAG, shape_and_dtype
 from .setting import Setting
 
@@ -68,6 +68,7 @@ class LiveConversion:
     movement: movement.Movement
 
 
+@timing.timed("boundary planning")
 def plan(module, context, probe, way: str = "auto",
          shared_limit: int | None = None) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
     """Choose for every value with boundary conversions in ``module`` and rewrite the handed-off

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from triton._C.libtriton import gluon_ir, ir
 
-from . import compat, diagnostics
+from . import caches, compat, diagnostics, timing
+
+
+#: scratch bytes by (target, warps, warp size, PTX version, source type, result type): the same
+#: layout pair meets again in later compiles (the printed types hold layouts and shapes whole)
+_BYTES: dict[tuple, int] = {}
+caches.register(_BYTES.clear)
 
 
 class ScratchProbe:
@@ -17,14 +23,17 @@ class ScratchProbe:
 
     def __init__(self, context, target, options):
         self.context, self.target, self.options = context, target, options
-        self._bytes: dict[tuple[str, str], int] = {}
 
     def conversion_bytes(self, source_type, result_type) -> int:
-        key = (str(source_type), str(result_type))
-        if key not in self._bytes:
-            self._bytes[key] = self._allocate(source_type, result_type)
-        return self._bytes[key]
+        key = (self.target.backend, str(self.target.arch), self.options.num_warps, self.options.warp_size,
+               getattr(self.options, "ptx_version", None), str(source_type), str(result_type))
+        if key in _BYTES:
+            timing.hit("scratch probes")
+        else:
+            _BYTES[key] = self._allocate(source_type, result_type)
+        return _BYTES[key]
 
+    @timing.timed("scratch probes")
     def _allocate(self, source_type, result_type) -> int:
         builder = gluon_ir.GluonOpBuilder(self.context)
         module = builder.create_module()

@@ -14,7 +14,7 @@ from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
 from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
-               movement, opaque, planner, stitch, swizzle, triton_host, validate)
+               lowering_cache, movement, opaque, planner, stitch, swizzle, timing, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
 from .lower_triton import lower_triton_function
@@ -265,10 +265,15 @@ class HybridSession:
         known = self._kernel_args or {}
         return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
 
+    @timing.timed("Triton region lowering")
     def _lower(self, fn, args, arg_types, host_types: list, name: str, call_site: CallSite, scalar_attrs: list):
+        printed = [str(ty) for ty in host_types]
         try:
-            return lower_triton_function(fn, args, arg_types, host_types, context=self.context, options=self.options,
-                                         target=self.target, scalar_attrs=scalar_attrs)
+            return lowering_cache.lowered(
+                lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, self.options, self.target),
+                self.context, printed, lambda: lower_triton_function(fn, args, arg_types, host_types,
+                                                                     context=self.context, options=self.options,
+                                                                     target=self.target, scalar_attrs=scalar_attrs))
         except RegionError:
             raise
         except Exception as exc:  # Triton's own CompilationError, pass-manager failures, ...
@@ -341,6 +346,7 @@ class HybridSession:
             timed.append(region)
         return False
 
+    @timing.timed("Gluon region builds")
     def _build_gluon_call(self, call, ports, module, gluon_builder, variant: int) -> tuple:
         """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
         shared layouts of planned handoffs chosen for them; returns (function, wants, plans)."""
@@ -374,6 +380,7 @@ class HybridSession:
         kept = {r.index for r in self.regions}
         self._planned = [p for p in self._planned if p["region"] in kept]
 
+    @timing.timed("stitching")
     def _splice_triton_regions(self, module) -> None:
         for region, lowered, placeholder, tensor_types in self._pending:
             try:
@@ -382,6 +389,7 @@ class HybridSession:
             except stitch.StitchError as exc:
                 raise RegionError(region.function, str(region.call_site), str(exc)) from exc
 
+    @timing.timed("stitching")
     def _stitch(self, module) -> None:
         """Inline every spliced region, connect results, fold boundary conversions, verify, record."""
         try:

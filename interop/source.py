@@ -17,7 +17,7 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, compat, diagnostics, instrument, planner
+from . import arch, compat, diagnostics, instrument, planner, timing
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
@@ -44,7 +44,7 @@ class HybridGluonSource(GluonASTSource):
         with _session(self, target, options, context) as (session, generator):
             with compat.code_generator_class(generator):
                 try:
-                    with diagnostics.capture() as found:
+                    with diagnostics.capture() as found, timing.stage("host code generation"):
                         module = super().make_ir(target, options, codegen_fns, module_map, context)
                 except RuntimeError as exc:
                     if "error encountered during parsing" not in str(exc):
@@ -78,11 +78,12 @@ class HybridTritonSource(GluonASTSource):
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
         with _session(self, target, options, context) as (session, generator):
-            with compat.code_generator_class(generator):
+            with compat.code_generator_class(generator), timing.stage("host code generation"):
                 module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
             stages: dict = {}
             make_backend(target).add_stages(stages, options, Language.TRITON)
-            module = stages["ttgir"](stages["ttir"](module, {}), {})
+            with timing.stage("host tt->ttg (Triton's passes)"):
+                module = stages["ttgir"](stages["ttir"](module, {}), {})
             with compat.code_generator_class(generator):
                 session.finish_triton_host(module)
         return _recorded(module, session, context)

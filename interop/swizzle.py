@@ -10,12 +10,14 @@ reader's loads for a set of swizzled layouts and keeps the cheapest (the same mo
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
 from triton.experimental.gluon import language as gl
 
+from . import caches, timing
 from .movement import linear, span
 
 _BANKS, _WORD, _WAVEFRONT = 32, 4, 128
@@ -41,21 +43,21 @@ def plain(rank: int) -> gl.SwizzledSharedLayout:
     return gl.SwizzledSharedLayout(1, 1, 1, list(reversed(range(rank))))
 
 
+@timing.timed("swizzle planning")
 def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
     """The swizzled layout for a ``shape`` tile of ``bits``-bit elements that costs ``writer``
     (a distributed layout) and ``readers`` the fewest wavefronts; ties go to the simpler layout."""
-    threads = [_thread_coords(linear(builder, layout, shape)) for layout in [writer, *readers]]
-    nbytes = max(1, bits // 8)
-    orders = [list(reversed(range(len(shape))))] + ([[0, 1]] if len(shape) == 2 else [])
-    candidates = [gl.SwizzledSharedLayout(vec, per_phase, max_phase, order)
-                  for order, vec, per_phase, max_phase in product(orders, _powers(16), (1, 2, 4, 8), _powers(16))
-                  if (max_phase > 1 or (vec, per_phase) == (1, 1)) and vec * max_phase <= shape[order[0]]]
-    costs = [[_accesses(_offsets(c, shape, t), nbytes) for t in threads] for c in candidates]
-    best = min(range(len(candidates)), key=lambda i: (sum(w + n for w, n in costs[i]), costs[i][0][0], i))
-    plain_costs = [_accesses(_offsets(plain(len(shape)), shape, t), nbytes)[0] for t in threads]
-    waves = [w for w, _ in costs[best]]
-    return Plan(candidates[best], waves[0], sum(waves[1:]), plain_costs[0], sum(plain_costs[1:]),
-                sum(n for _, n in costs[best]))
+    candidates = _candidates(tuple(shape))
+    tables = [_costs(*_thread_bases(linear(builder, layout, shape)), tuple(shape), max(1, bits // 8))
+              for layout in [writer, *readers]]
+    waves = np.stack([w for w, _ in tables])          # [thread layout, candidate]
+    issued = np.stack([n for _, n in tables])
+    total = (waves + issued).sum(axis=0)
+    best = min(range(len(candidates)), key=lambda i: (int(total[i]), int(waves[0, i]), i))
+    plain_waves = waves[:, 0]   # the first candidate is the unswizzled layout
+    vec, per_phase, max_phase, order = candidates[best]
+    return Plan(gl.SwizzledSharedLayout(vec, per_phase, max_phase, list(order)), int(waves[0, best]),
+                int(waves[1:, best].sum()), int(plain_waves[0]), int(plain_waves[1:].sum()), int(issued[:, best].sum()))
 
 
 def describe(chosen: Plan) -> str:
@@ -68,22 +70,61 @@ def _powers(limit: int) -> list[int]:
     return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
 
 
-def _thread_coords(layout) -> np.ndarray:
+@functools.lru_cache(maxsize=None)
+def _candidates(shape: tuple) -> list[tuple]:
+    """(vec, per_phase, max_phase, order) of every swizzled layout weighed, the unswizzled one first."""
+    orders = [tuple(reversed(range(len(shape))))] + ([(0, 1)] if len(shape) == 2 else [])
+    return [(vec, per_phase, max_phase, order)
+            for order, vec, per_phase, max_phase in product(orders, _powers(16), (1, 2, 4, 8), _powers(16))
+            if (max_phase > 1 or (vec, per_phase) == (1, 1)) and vec * max_phase <= shape[order[0]]]
+
+
+def _thread_bases(layout) -> tuple[tuple, tuple]:
+    """The register and lane bases of a linear layout, hashable (all one warp's accesses depend on)."""
+    return tuple(map(tuple, layout.reg_bases)), tuple(map(tuple, layout.lane_bases))
+
+
+@functools.lru_cache(maxsize=4096)
+def _costs(reg_bases: tuple, lane_bases: tuple, shape: tuple, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate (``_candidates(shape)``): (wavefronts, instructions) one warp of the layout
+    with these bases needs to access the tile. Cached: the same layouts meet again in the next
+    compile, and in the conversion and handoff weighed for one value."""
+    coords = _thread_coords(reg_bases, lane_bases)
+    candidates = _candidates(shape)
+    offsets = np.concatenate([_offsets([c for c in candidates if c[3] == order], shape, coords)
+                              for order in dict.fromkeys(c[3] for c in candidates)])
+    vec = _vector_widths(offsets, nbytes)
+    waves = np.zeros(len(candidates), dtype=np.int64)
+    for width in np.unique(vec):
+        chosen = vec == width
+        waves[chosen] = _wavefronts(offsets[chosen], int(width), nbytes)
+    waves.flags.writeable = False   # shared by every caller: read only
+    issued = offsets.shape[1] // vec
+    issued.flags.writeable = False
+    return waves, issued
+
+
+caches.register(_costs.cache_clear)
+
+
+def _thread_coords(reg_bases: tuple, lane_bases: tuple) -> np.ndarray:
     """``[register, lane, dim]``: the coordinate each lane of one warp holds in each register."""
-    rank = len((layout.reg_bases or layout.lane_bases)[0])
-    registers = np.array(span(layout.reg_bases, rank))
-    lanes = np.array(span(layout.lane_bases, rank))
+    rank = len((reg_bases or lane_bases)[0])
+    registers = np.array(span(reg_bases, rank), dtype=np.int32)
+    lanes = np.array(span(lane_bases, rank), dtype=np.int32)
     return registers[:, None, :] ^ lanes[None, :, :]
 
 
-def _offsets(layout, shape: list, coords: np.ndarray) -> np.ndarray:
-    """Element offsets of ``coords`` in a swizzled shared layout (Triton's formula: the column
-    group ``col // vec`` of each row is XORed with ``(row // per_phase) % max_phase``)."""
-    order = list(layout.order)
+def _offsets(candidates: list[tuple], shape: tuple, coords: np.ndarray) -> np.ndarray:
+    """``[candidate, register, lane]``: element offsets of ``coords`` in swizzled shared layouts
+    of one order (Triton's formula: the column group ``col // vec`` of each row is XORed with
+    ``(row // per_phase) % max_phase``)."""
+    vec, per_phase, max_phase = (np.array([c[k] for c in candidates], dtype=np.int32)[:, None, None] for k in range(3))
+    order = candidates[0][3]
     col = coords[..., order[0]]
     row = coords[..., order[1]] if len(order) > 1 else np.zeros_like(col)
-    phase = (row // layout.per_phase) % layout.max_phase
-    offsets = row * shape[order[0]] + ((col // layout.vec) ^ phase) * layout.vec + col % layout.vec
+    phase = (row // per_phase) & (max_phase - 1)          # all powers of two
+    offsets = row * shape[order[0]] + (((col // vec) ^ phase) * vec | col & (vec - 1))
     stride = shape[order[0]] * (shape[order[1]] if len(order) > 1 else 1)
     for dim in order[2:]:
         offsets = offsets + coords[..., dim] * stride
@@ -91,22 +132,31 @@ def _offsets(layout, shape: list, coords: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _accesses(offsets: np.ndarray, nbytes: int) -> tuple[int, int]:
-    """(wavefronts, instructions) one warp needs to access its registers (``offsets[register,
-    lane]``), each thread moving as many consecutive registers at once as are consecutive in
-    shared memory (<= 16 B)."""
-    registers, lanes = offsets.shape
-    vec = 1
-    while vec * 2 * nbytes <= 16 and registers % (vec * 2) == 0 and np.array_equal(
-            offsets.reshape(-1, vec * 2, lanes), offsets.reshape(-1, vec * 2, lanes)[:, :1, :] +
-            np.arange(vec * 2)[None, :, None]):
-        vec *= 2
-    per_wavefront = max(1, min(lanes, _WAVEFRONT // (vec * nbytes)))
-    starts = offsets[::vec] * nbytes                                   # [group, lane] in bytes
-    words = (starts[..., None] + np.arange(0, vec * nbytes, _WORD)[None, None, :]) // _WORD
-    wavefront = (np.arange(starts.shape[0])[:, None] * -(-lanes // per_wavefront)
-                 + np.arange(lanes)[None, :] // per_wavefront)         # [group, lane] -> wavefront id
-    keys = np.unique(np.stack([np.broadcast_to(wavefront[..., None], words.shape), words], -1).reshape(-1, 2), axis=0)
-    count = int(wavefront.max()) + 1
-    per_bank = np.bincount(keys[:, 0] * _BANKS + keys[:, 1] % _BANKS, minlength=count * _BANKS)
-    return int(per_bank.reshape(count, _BANKS).max(axis=1).sum()), registers // vec
+def _vector_widths(offsets: np.ndarray, nbytes: int) -> np.ndarray:
+    """Per candidate, how many consecutive registers each thread moves at once: as many as are
+    consecutive in shared memory in every group (<= 16 B)."""
+    count, registers, lanes = offsets.shape
+    vec = np.ones(count, dtype=np.int64)
+    still = np.ones(count, dtype=bool)
+    width = 2
+    while width * nbytes <= 16 and registers % width == 0:
+        groups = offsets.reshape(count, -1, width, lanes)
+        still &= (groups == groups[:, :, :1, :] + np.arange(width)[None, None, :, None]).all(axis=(1, 2, 3))
+        vec[still] = width
+        width *= 2
+    return vec
+
+
+def _wavefronts(offsets: np.ndarray, vec: int, nbytes: int) -> np.ndarray:
+    """Per candidate, the wavefronts one warp needs when each thread moves ``vec`` registers at
+    once: a wavefront serves 128 bytes of lanes, and distinct words of one bank serialize."""
+    count, _, lanes = offsets.shape
+    per_wavefront = max(1, min(lanes, _WAVEFRONT // (vec * nbytes)))    # lanes served by one wavefront
+    starts = offsets[:, ::vec] * nbytes                                 # [candidate, group, lane] in bytes
+    words = (starts[..., None] + np.arange(0, vec * nbytes, _WORD, dtype=np.int32)) // _WORD
+    rows = np.sort(words.reshape(-1, per_wavefront * words.shape[-1]), axis=1)   # one row of words per wavefront
+    distinct = np.ones(rows.shape, dtype=bool)
+    distinct[:, 1:] = rows[:, 1:] != rows[:, :-1]
+    wavefront = np.broadcast_to(np.arange(rows.shape[0])[:, None], rows.shape)
+    per_bank = np.bincount((wavefront * _BANKS + (rows & (_BANKS - 1)))[distinct], minlength=rows.shape[0] * _BANKS)
+    return per_bank.reshape(count, -1, _BANKS).max(axis=2).sum(axis=1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from triton._C.libtriton import gluon_ir
 
-from . import instrument, opaque
+from . import instrument, opaque, timing
 from .boundary import TAG, is_shared, shape_and_dtype, tag
 from .region import Region
 
@@ -112,6 +112,7 @@ def find_ports(module, call_index: int) -> list[Ports]:
     return list(copies.values())
 
 
+@timing.timed("stitching")
 def splice(call: GluonCall, function, wants: list, ports: Ports, context, profiled: bool) -> list[str]:
     """Call ``function(operands)`` after the sinks, hand each producer's uses the result converted
     to the producer's layout (tagged as a boundary conversion), and make the markers pure: unused,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interop import compat
+from interop.caches import default_root
 from interop.source import STITCH_VERSION
 
 from .plan import Spec, canonical_json, sha256_json
@@ -72,11 +73,6 @@ def job_key(spec: Spec) -> str:
         "signature": spec.signature, "constexprs": spec.constexprs_json, "options": spec.options,
         "target": spec.job.target, "triton": compat.TRITON_VERSION, "stitch": STITCH_VERSION,
         "compiler": compat.compiler_fingerprint(spec.job.target)})
-
-
-def default_root() -> Path:
-    """``$HYBRID_CACHE_DIR``, else ``~/.cache/triton-hybrid``."""
-    return Path(os.environ.get("HYBRID_CACHE_DIR") or Path.home() / ".cache" / "triton-hybrid")
 
 
 class CorruptEntry(Exception):

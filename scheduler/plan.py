@@ -5,7 +5,8 @@ machine; the worker imports the kernel itself. A kernel's module may provide def
 command line cannot spell: ``SIGNATURE`` (a dict), ``constexprs(target)`` (for example
 target-specific layouts), ``options(target)`` (``num_warps``, ``num_stages``) and ``DIVISIBLE``
 (integer arguments a launch specializes as multiples of 16); values given in the job override
-them, and ``DEFAULT_OPTIONS`` fill in the rest.
+them, and options named nowhere take the backend's own defaults for the target, as a JIT launch's
+do (``hybrid.compile``).
 """
 from __future__ import annotations
 
@@ -18,9 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from hybrid.targets import TARGETS
-
-DEFAULT_OPTIONS = {"num_warps": 4, "num_stages": 3}
-
 
 def canonical_json(value) -> str:
     """The one serialization every key and checksum is taken over (sorted keys, no spaces)."""
@@ -125,6 +123,6 @@ def resolve(job: Job) -> Spec:
     signature = {a: given[a] for a in fn.arg_names if a in given and a not in constexprs}
     module_options = getattr(module, "options", None)
     divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
-    options = {**DEFAULT_OPTIONS, **(module_options(job.target) if callable(module_options) else {}), **divisible,
+    options = {**(module_options(job.target) if callable(module_options) else {}), **divisible,
                **job.options}
     return Spec(job, fn, signature, constexprs, options)

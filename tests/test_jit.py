@@ -6,6 +6,7 @@ compilation. A stand-in driver names the target, so this runs on the CPU for eac
 import pytest
 from triton.runtime import driver
 
+import hybrid
 from examples import softmax
 from hybrid.targets import TARGETS
 
@@ -56,3 +57,20 @@ def test_launch_path_compiles_the_fused_kernel(jit_target):
     assert "hybrid.regions" in ttgir and "row_stats" in ttgir   # stitched by HybridGluonSource, not plain Gluon
     assert ttgir.count("tt.func public") == 1 and "tt.call" not in ttgir
     assert "tt.divisibility = 16" in ttgir                        # upstream's specialization of the pointers
+
+
+@pytest.mark.parametrize("jit_target", list(TARGETS), indirect=True)
+def test_an_ahead_of_time_build_is_the_kernel_a_launch_gets(jit_target):
+    """``hybrid.compile`` with no options takes the backend's own defaults, as the JIT does (AMD
+    pipelines 2 stages, NVIDIA 3): the binary is the one a launch with the same arguments builds."""
+    if jit_target.startswith("gfx"):
+        pytest.importorskip("torch", reason="Triton's AMD argument specialization imports torch")
+    from examples import tile_matmul
+    sizes = (1000, 1000, 1000, 1000, 1000, 1000)   # neither 1 nor a multiple of 16: not specialized
+    launched = tile_matmul.matmul_kernel.warmup(Pointer("fp16"), Pointer("fp16"), Pointer("fp16"), *sizes, grid=(1, ),
+                                                **tile_matmul.constexprs(jit_target))
+    built = hybrid.compile(tile_matmul.matmul_kernel, tile_matmul.SIGNATURE, tile_matmul.constexprs(jit_target),
+                           target=jit_target)
+    assert built.metadata["num_stages"] == launched.metadata.num_stages == (2 if jit_target.startswith("gfx") else 3)
+    assert built.metadata["shared"] == launched.metadata.shared
+    assert built.binary == launched.asm["cubin" if "cubin" in launched.asm else "hsaco"]

@@ -43,9 +43,12 @@ def test_a_bigger_region_gets_the_bigger_share():
 def test_cli_report_writes_json(tmp_path):
     out = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "hybrid.cli", "report", "examples/softmax.py:softmax_kernel",
-                           "--target", "sm80", "--target", "gfx942", "--json", str(out)], cwd=ROOT,
+                           "--target", "sm80", "--target", "gfx942", "--json", str(out), "--timing"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     reports = json.loads(out.read_text())
     assert [r["target"] for r in reports] == ["sm80", "gfx942"]
     assert "row_stats" in proc.stdout and "instructions" in proc.stdout
+    assert proc.stdout.count("compile time per stage") == 2 and "Triton region lowering" in proc.stdout
+    assert all({s["stage"] for s in r["timing"]["stages"]} >= {"Triton region lowering", "triton llir"}
+               for r in reports)

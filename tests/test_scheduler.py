@@ -40,7 +40,7 @@ def test_module_options_and_divisible_arguments_apply_under_the_job():
     assert spec.options == {**matmul.options("gfx942"), "divisible": list(matmul.DIVISIBLE)}
     assert resolve(plan(["examples.matmul:matmul_kernel"], ["sm90a"], options={"num_warps": 4})[0]).options[
         "num_warps"] == 4
-    assert resolve(plan(["examples.softmax:softmax_kernel"], ["sm80"])[0]).options == {"num_warps": 4, "num_stages": 3}
+    assert resolve(plan(["examples.softmax:softmax_kernel"], ["sm80"])[0]).options == {}   # the backend's defaults
 
 
 def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
