@@ -12,25 +12,34 @@ from hybrid.port import compare  # noqa: E402
 
 
 @gluon.jit
+def _in_host_rows(v, HOST: gl.constexpr):
+    """A row statistic back in the caller's layout, as a Gluon function that the caller uses
+    without converting must return it (Gluon's results keep the layouts their code gives them)."""
+    return gl.convert_layout(v, gl.SliceLayout(1, HOST))
+
+
+@gluon.jit
 def row_stats_port(x, n_cols, BN: gl.constexpr):
     """A Gluon port of ``softmax.row_stats`` (the kernel's Triton region)."""
+    HOST: gl.constexpr = x.type.layout
     L: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
     x = gl.convert_layout(x, L)
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
     x = gl.where(cols[None, :] < n_cols, x, float("-inf"))
     m = gl.max(x, axis=1)
-    return m, gl.sum(gl.exp(x - m[:, None]), axis=1)
+    return _in_host_rows(m, HOST), _in_host_rows(gl.sum(gl.exp(x - m[:, None]), axis=1), HOST)
 
 
 @gluon.jit
 def row_stats_port_off_by_one(x, n_cols, BN: gl.constexpr):
     """The same port with a planted bug: the last column of each row is masked off."""
+    HOST: gl.constexpr = x.type.layout
     L: gl.constexpr = gl.BlockedLayout([1, 1], [1, 32], [gl.num_warps(), 1], [1, 0])
     x = gl.convert_layout(x, L)
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
     x = gl.where(cols[None, :] < n_cols - 1, x, float("-inf"))
     m = gl.max(x, axis=1)
-    return m, gl.sum(gl.exp(x - m[:, None]), axis=1)
+    return _in_host_rows(m, HOST), _in_host_rows(gl.sum(gl.exp(x - m[:, None]), axis=1), HOST)
 
 
 def _launch_args(n_rows=40, n_cols=97):
