@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime.jit import JITFunction
+from triton.runtime.jit import JITFunction, KernelInterface
 
 from interop.source import HybridGluonSource, HybridTritonSource, variant
 
@@ -47,11 +47,30 @@ class HybridTritonJITFunction(_Interpretable, JITFunction):
         return result
 
 
-def jit(fn):
-    """Stack on ``@gluon.jit`` or ``@triton.jit``: ``@hybrid.jit`` above the upstream decorator."""
+def jit(kernel):
+    """Stack on ``@gluon.jit`` or ``@triton.jit``: ``@hybrid.jit`` above the upstream decorator.
+
+    Also takes a kernel already wrapped by ``@triton.autotune`` / ``@triton.heuristics`` (a
+    library's kernel: ``hybrid.jit(lib.kernel)``): the JIT function inside is made hybrid and the
+    wrapper is returned, so every config still goes through the autotuner.
+
+    The JIT function is changed in place, not copied: every other reference to it (the library
+    module's own name for it, say) launches the hybrid kernel from then on, for the whole process.
+    """
+    fn = kernel
+    while isinstance(fn, KernelInterface) and not isinstance(fn, JITFunction):
+        fn = getattr(fn, "fn", None)   # Autotuner / Heuristics keep the kernel they wrap as ``fn``
     if not isinstance(fn, JITFunction):
-        raise TypeError("hybrid.jit must be stacked on a @gluon.jit or @triton.jit kernel: "
-                        "@hybrid.jit above @gluon.jit / @triton.jit")
+        raise TypeError(f"hybrid.jit takes a @gluon.jit or @triton.jit kernel (or one wrapped by @triton.autotune "
+                        f"/ @triton.heuristics), not {type(kernel).__name__}: write @hybrid.jit above "
+                        f"@gluon.jit / @triton.jit")
+    _make_hybrid(fn)
+    return kernel
+
+
+def _make_hybrid(fn: JITFunction) -> None:
+    if isinstance(fn, _Interpretable):
+        return
     # The decorator receives the object upstream just made; re-classing it keeps every piece of
     # upstream state (specialization settings, caches) without re-deriving it.
     fn.__class__ = HybridGluonJITFunction if isinstance(fn, GluonJITFunction) else HybridTritonJITFunction
@@ -59,4 +78,3 @@ def jit(fn):
     # the old class; without a fresh one, launches would compile without stitching.
     fn.device_caches = defaultdict(fn.create_binder)
     fn._caches_by_variant = {variant(): fn.device_caches}
-    return fn

@@ -99,6 +99,7 @@ class HybridSession:
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg.type, name, call_site) for arg in args]
         leaves = arguments.leaves(args, fn.arg_names)
+        self._check_host_layouts(name, call_site, leaves)
         host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
@@ -120,6 +121,16 @@ class HybridSession:
             return None
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
         return next(_cg.unflatten_ir_values(results, [host_type]))
+
+    def _check_host_layouts(self, name: str, call_site: CallSite, leaves: list) -> None:
+        """The region is lowered in the host's layouts, so one invalid for the target (written for
+        another warp size or warp count) would fail inside Triton's passes; say so here instead."""
+        for value_name, leaf in leaves:
+            layout = getattr(leaf.type, "layout", None)
+            problem = layout and validate.layout_problem(layout, self.options.warp_size, self.options.num_warps,
+                                                         arch.describe(self.target))
+            if problem:
+                raise RegionError(name, str(call_site), f"the host's layout of '{value_name}': {problem}")
 
     def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered, args) -> list:
         """Declare the placeholder and call it with the scalars, then the tensors.

@@ -39,12 +39,12 @@ def layout_problem(layout, warp_size: int, num_warps: int, target: str) -> str |
         return layout_problem(layout.parent, warp_size, num_warps, target)
     if not isinstance(layout, gl.BlockedLayout):
         return None
-    threads = layout.threads_per_warp
+    threads = [int(t) for t in layout.threads_per_warp]
     if math.prod(threads) != warp_size:
         return (f"layout has {math.prod(threads)} threads per warp ({threads}) but {target} runs "
                 f"{warp_size}-thread warps.\n  hint: choose the layout per target, e.g. "
                 f"threads_per_warp whose product is {warp_size}.")
-    warps = layout.warps_per_cta
+    warps = [int(w) for w in layout.warps_per_cta]
     if math.prod(warps) != num_warps:
         return (f"layout spreads over {math.prod(warps)} warps ({warps}) but the code runs on "
                 f"num_warps={num_warps}.\n  hint: pass num_warps={math.prod(warps)} or "

@@ -45,6 +45,13 @@ def k_inline_layout(x_ptr, BLOCK: gl.constexpr):
     gl.store(x_ptr + offs, offs.to(gl.float32))
 
 
+@hybrid.jit
+@gluon.jit
+def k_region_inline_layout(x_ptr, BLOCK: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=gl.BlockedLayout([1], [32], [4], [0]))   # 32-wide warps only
+    gl.store(x_ptr + offs, t_identity(gl.load(x_ptr + offs)))
+
+
 @gluon.jit
 def g_shape_bug(x, L1: gl.constexpr):
     return gl.convert_layout(x, L1) + gl.arange(0, 16, layout=L1)   # 16 elements against the caller's 512
@@ -170,6 +177,8 @@ def main(case: str, target: str) -> None:
         "warps": lambda: hybrid.compile(k_shape_mismatch, {"x_ptr": "*fp32", "y_ptr": "*fp32"},
                                         {"BLOCK": 512, "L1": L1}, target=target, num_warps=8),
         "inline_layout": lambda: hybrid.compile(k_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512}, target=target),
+        "region_inline_layout": lambda: hybrid.compile(k_region_inline_layout, {"x_ptr": "*fp32"}, {"BLOCK": 512},
+                                                       target=target),
         "gluon_shape_bug": lambda: hybrid.compile(h_gluon_shape_bug, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
         "gluon_inline_layout": lambda: hybrid.compile(h_call_1d, {"x_ptr": "*fp32"},

@@ -61,6 +61,14 @@ def test_inline_layout_for_wrong_warp_size():
                         f"{BAD}:{line_of('32-wide warps only')}")
 
 
+def test_host_layout_for_wrong_warp_size_names_the_region():
+    """A Triton region is lowered in the host's layouts: one written for 32-thread warps is
+    named at the call, not left to fail inside Triton's passes on a wave64 target."""
+    proc = run_case("region_inline_layout", "gfx942")
+    assert_python_error(proc, "RegionError", "region 't_identity'", f"{BAD}:{line_of('t_identity(gl.load(')}",
+                        "the host's layout of 'x'", "32 threads per warp", "64-thread warps", "hint:")
+
+
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_bug_inside_gluon_region_names_it_and_the_call_site(target):
     proc = run_case("gluon_shape_bug", target)

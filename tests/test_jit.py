@@ -4,11 +4,15 @@
 compilation. A stand-in driver names the target, so this runs on the CPU for each backend.
 """
 import pytest
+import triton
+import triton.language as tl
 from triton.runtime import driver
 
 import hybrid
 from examples import softmax
 from hybrid.targets import TARGETS
+from tests.kernels import vec_1d
+from tests.triton_hosts import g_add_one
 
 
 class TargetOnlyDriver:
@@ -74,3 +78,30 @@ def test_an_ahead_of_time_build_is_the_kernel_a_launch_gets(jit_target):
     assert built.metadata["num_stages"] == launched.metadata.num_stages == (2 if jit_target.startswith("gfx") else 3)
     assert built.metadata["shared"] == launched.metadata.shared
     assert built.binary == launched.asm["cubin" if "cubin" in launched.asm else "hsaco"]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 256}), triton.Config({"BLOCK": 512})], key=["n"])
+@triton.jit
+def autotuned_add_one(x_ptr, n, BLOCK: tl.constexpr, L1: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, g_add_one(tl.load(x_ptr + offs, mask=offs < n), L1), mask=offs < n)
+
+
+@pytest.mark.parametrize("jit_target", ["sm90a"], indirect=True)
+def test_hybrid_jit_on_a_library_kernel_already_autotuned(jit_target):
+    """``hybrid.jit(lib.kernel)`` on an autotuned kernel makes the JIT function inside hybrid and
+    keeps the autotuner: every config compiles through stitching, into one kernel entry."""
+    kernel = hybrid.jit(autotuned_add_one)
+    assert kernel is autotuned_add_one and type(kernel.fn).__name__ == "HybridTritonJITFunction"
+    assert hybrid.jit(kernel) is kernel   # a second application keeps the compiled kernels
+    compiled = kernel.warmup(Pointer("fp32"), 1000, grid=(1, ), L1=vec_1d(jit_target))
+    assert len(compiled) == 2
+    for binary, block in zip(compiled, (256, 512)):
+        ttgir = binary.asm["ttgir"]
+        assert "hybrid.regions" in ttgir and "g_add_one" in ttgir and "tt.call" not in ttgir
+        assert f"tensor<{block}xf32" in ttgir
+
+
+def test_hybrid_jit_on_something_else_says_what_it_takes():
+    with pytest.raises(TypeError, match="@triton.autotune.*not function.*@hybrid.jit above @gluon.jit"):
+        hybrid.jit(lambda: None)
