@@ -53,23 +53,27 @@ def codegen_location_kwargs(fn) -> dict:
     return kwargs
 
 
-_swap_lock = threading.RLock()
+_install_lock = threading.RLock()
 
 
-@contextlib.contextmanager
-def code_generator_class(cls) -> Iterator[None]:
-    """Make upstream's ``ast_to_ttir`` and nested ``call_JitFunction`` build ``cls``.
+def upstream_code_generator() -> type:
+    """Triton's own ``CodeGenerator`` class, also once ``install_code_generator`` has run."""
+    cls = _codegen_module.CodeGenerator
+    return getattr(cls, "hybrid_upstream", cls)
 
-    Both look the class up as the module global ``CodeGenerator`` at call time, so a scoped
-    rebinding makes every function of the kernel, however deeply nested, pass through ``cls``.
+
+def install_code_generator(cls) -> None:
+    """Make upstream's ``ast_to_ttir`` and nested ``call_JitFunction`` build ``cls`` (a subclass
+    of ``upstream_code_generator()`` that acts as upstream's unless a hybrid compile bound it).
+
+    Both look the class up as the module global ``CodeGenerator`` at call time. It is installed
+    once for the process, not swapped per compile, so that compiles on other threads are never
+    handed a generator bound to someone else's compile; installing again replaces the previous
+    hybrid class (a re-imported module), never stacks on it.
     """
-    with _swap_lock:
-        original = _codegen_module.CodeGenerator
+    with _install_lock:
+        cls.hybrid_upstream = upstream_code_generator()
         _codegen_module.CodeGenerator = cls
-        try:
-            yield
-        finally:
-            _codegen_module.CodeGenerator = original
 
 
 # 3.6's ASTFunction takes constexpr values in a separate `constants` dict keyed by argument
@@ -242,7 +246,7 @@ def ttgir_after_conversion() -> Iterator[None]:
     ``passes.ttir.add_convert_to_ttgpuir`` (NVIDIA in the one pipeline, AMD in its
     ``make_ttgir_early`` one), so it is that call that is made skippable."""
     from triton._C.libtriton import passes
-    with _swap_lock:
+    with _install_lock:
         passes.ttir.add_convert_to_ttgpuir = _skippable(passes.ttir.add_convert_to_ttgpuir)
     _after_conversion.active = True
     try:

@@ -1,10 +1,9 @@
 """One compile of a mixed kernel: intercept cross-language calls, lower, stitch, record.
 
-``HybridSession.code_generator()`` returns a ``CodeGenerator`` subclass bound to the session;
-``compat.code_generator_class`` installs it for the duration of the host's code generation so
-that calls from any Gluon function of the kernel (however nested) to a ``@triton.jit``
-function become Triton regions, and calls from Triton code to a ``@gluon.jit`` function become
-Gluon regions (``triton_host.py``). Calls within one language are left to upstream unchanged.
+While the compile generates code under ``interception.generating(session)``, calls from any
+Gluon function of the kernel (however nested) to a ``@triton.jit`` function come here and
+become Triton regions, and calls from Triton code to a ``@gluon.jit`` function become Gluon
+regions (``triton_host.py``). Calls within one language are left to upstream unchanged.
 """
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
-from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
+from . import (arch, arguments, compat, diagnostics, handoff, instrument, interception, locations, lower_gluon,
                lowering_cache, movement, opaque, planner, stitch, swizzle, timing, triton_host, validate)
 from . import boundary as bd
 from .errors import RegionError
@@ -27,45 +26,6 @@ _REGION_HINT = ("the Triton function is lowered on its own for the call site's a
                 "fix it or the arguments passed at the call site")
 _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
                "either given directly or as the name of a constexpr parameter holding it")
-
-
-class HybridCodeGenerator(_cg.CodeGenerator):
-    session: "HybridSession"
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.is_gluon:
-            guarded_builder.guard(self.builder)
-            self._name_regions_in_mismatches()
-
-    def _name_regions_in_mismatches(self) -> None:
-        """A layout mismatch in the host's code that involves a Triton region's result names the
-        region, its call site, both layouts and the conversion to write (``mismatch``)."""
-        broadcast = self.semantic.broadcast_impl_value
-
-        def broadcast_impl_value(lhs, rhs):
-            try:
-                return broadcast(lhs, rhs)
-            except ValueError as exc:
-                error = self.session.mismatch(self, lhs, rhs, exc)
-                if error is None:
-                    raise
-                raise error from exc
-
-        self.semantic.broadcast_impl_value = broadcast_impl_value
-
-    def call_JitFunction(self, fn, args, kwargs, caller_context=None):
-        if _is_library(fn):   # triton.language's own helpers (reduce combiners, ...) serve both languages
-            return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
-        if self.is_gluon and not fn.is_gluon():
-            return self.session.call_triton_region(self, fn, args, kwargs)
-        if not self.is_gluon and fn.is_gluon():
-            return self.session.call_gluon_region(self, fn, args, kwargs)
-        return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
-
-
-def _is_library(fn) -> bool:
-    return getattr(fn.fn, "__module__", "").startswith("triton.")
 
 
 class HybridSession:
@@ -85,15 +45,14 @@ class HybridSession:
         self._planned: list[dict] = []                            # boundary fields known at the call site
         self._gluon_calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
-        self._probing = False                 # building a Gluon function only for its result types
+        self.host_module = None   # the kernel's module, set by its code generator (for a failed verify)
         self._timed_loops: dict[int, list[Region]] = {}   # pipelined loop body -> regions timed around it
         self._region_results: dict[int, tuple[Region, int]] = {}   # a Triton region's result value -> (region, j)
 
-    def code_generator(self) -> type:
-        return type("HybridCodeGenerator", (HybridCodeGenerator,), {"session": self})
-
     # -- during code generation -------------------------------------------------------------
-    def call_triton_region(self, gen, fn, args, kwargs):
+    def call_triton_region(self, gen, fn, args, kwargs, probing: bool):
+        """A Triton call in Gluon code: lowered now, spliced after code generation. ``probing``:
+        ``gen`` builds a Gluon function only for its result types (nothing is spliced)."""
         call_site = CallSite(gen.file_name, gen.begin_line + gen.cur_node.lineno)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
@@ -103,10 +62,10 @@ class HybridSession:
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
             specialization += f" in {', '.join(str(t) for t in host_types)}"
-        scalar_attrs = self._scalar_attrs(gen, leaves)
+        scalar_attrs = self._scalar_attrs(gen, leaves, probing)
         if any(scalar_attrs):
             specialization += f" {scalar_attrs}"
-        dry = compat.in_loop_carry_discovery(gen) or self._probing
+        dry = compat.in_loop_carry_discovery(gen) or probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
             lowered = self._lower(fn, args, arg_types, host_types, name, call_site, scalar_attrs)
@@ -159,14 +118,12 @@ class HybridSession:
         arg_types = [arg.type for arg in args]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if specialization not in self._probed:
-            self._probing = True   # Triton calls inside it are typed, not stitched (as in a dry visit)
             try:
-                ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=self.context,
-                                                           options=self.options, target=self.target)
+                with interception.generating(self, probing=True):
+                    ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=self.context,
+                                                               options=self.options, target=self.target)
             except Exception as exc:
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
-            finally:
-                self._probing = False
             errors = diagnostics.verify(probe_module)
             if errors:
                 raise RegionError(name, str(call_site), f"the Gluon function does not verify for "
@@ -254,10 +211,10 @@ class HybridSession:
                 raise RegionError(fn.__name__, str(call_site), f"the layout declared for '{param}': {problem}")
         return wants
 
-    def _scalar_attrs(self, gen, leaves: list) -> list[list]:
+    def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
         (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
-        if self._probing:
+        if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.kernel_arg_attrs and self._kernel_args is None:
             kernel = gen.module.get_function(gen.module.get_entry_func_name())

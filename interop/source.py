@@ -17,7 +17,7 @@ from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, compat, diagnostics, instrument, planner, timing
+from . import arch, diagnostics, instrument, interception, planner, timing
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
@@ -41,20 +41,20 @@ class HybridGluonSource(GluonASTSource):
         return f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as (session, generator):
-            with compat.code_generator_class(generator):
-                try:
-                    with diagnostics.capture() as found, timing.stage("host code generation"):
-                        module = super().make_ir(target, options, codegen_fns, module_map, context)
-                except RuntimeError as exc:
-                    if "error encountered during parsing" not in str(exc):
-                        raise
-                    raise LayoutError(
-                        f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
-                        f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n{found.errors()}"
-                        "\n  hint: a layout written in the kernel body must match the "
-                        "target's warp size and the kernel's num_warps; pass target-specific layouts as "
-                        "constexprs.") from exc
+        with _session(self, target, options, context) as session:
+            try:
+                with interception.generating(session), timing.stage("host code generation"):
+                    module = super().make_ir(target, options, codegen_fns, module_map, context)
+            except RuntimeError as exc:
+                if "error encountered during parsing" not in str(exc) or session.host_module is None:
+                    raise
+                raise LayoutError(
+                    f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
+                    f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n"
+                    f"{diagnostics.verify(session.host_module)}"
+                    "\n  hint: a layout written in the kernel body must match the "
+                    "target's warp size and the kernel's num_warps; pass target-specific layouts as "
+                    "constexprs.") from exc
             session.finish(module)
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
@@ -77,32 +77,29 @@ class HybridTritonSource(GluonASTSource):
         return f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}"
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as (session, generator):
-            with compat.code_generator_class(generator), timing.stage("host code generation"):
+        with _session(self, target, options, context) as session, interception.generating(session):
+            with timing.stage("host code generation"):
                 module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
             stages: dict = {}
             make_backend(target).add_stages(stages, options, Language.TRITON)
             with timing.stage("host tt->ttg (Triton's passes)"):
                 module = stages["ttgir"](stages["ttir"](module, {}), {})
-            with compat.code_generator_class(generator):
-                session.finish_triton_host(module)
+            session.finish_triton_host(module)
         return _recorded(module, session, context)
 
 
 @contextlib.contextmanager
 def _session(source, target, options, context):
-    """Check the constexpr layouts, then one ``HybridSession`` (and its code generator class)
-    for the compile; its region modules are dropped however the compile ends."""
+    """Check the constexpr layouts, then one ``HybridSession`` for the compile; its region
+    modules are dropped however the compile ends."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
     session = HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
-    generator = session.code_generator()
     try:
-        yield session, generator
+        yield session
     finally:
         session.close()
-        del generator.session
 
 
 def _recorded(module, session: HybridSession, context):

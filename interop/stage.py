@@ -19,7 +19,7 @@ from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon.language._layouts import DistributedLayout
 from triton.language import core as tl
 
-from . import swizzle, validate
+from . import interception, swizzle, validate
 from .errors import RegionError
 
 
@@ -32,7 +32,7 @@ def stage(value, *readers, _semantic=None, _generator=None):
     """Store ``value`` once into shared memory in a swizzle planned for its own layout and
     ``readers`` (the distributed layouts the buffer will be loaded in); returns the buffer."""
     readers = [tl._unwrap_if_constexpr(r) for r in readers]
-    session = getattr(_generator, "session", None)
+    session = interception.session_of(_generator)
     problem = _problem(value.type, readers)
     if problem and _generator is not None:
         region = session.region_of(value) if session is not None else None
