@@ -156,9 +156,13 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     ir.load_dialects(context)
     backend.load_dialects(context)
     instrument.load_dialect(context)
+    stages: dict = {}
+    backend.add_stages(stages, options, source.language)
     with instrument.forced(loops) if instrument_regions else contextlib.nullcontext():
         module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
                                 backend.get_module_map(), context)
+        if isinstance(source, HybridTritonSource):   # Triton's ttir and ttgir, then the Gluon regions
+            module = stages["ttgir"].stitched(stages["ttir"](module, {}), {})
     return str(module)
 
 

@@ -76,6 +76,33 @@ def install_code_generator(cls) -> None:
         _codegen_module.CodeGenerator = cls
 
 
+def install_stages_hook(extend) -> None:
+    """Have Triton call ``extend(backend, stages, options, language)`` each time a backend composes
+    a compile's stages, after any hook set before (which keeps working).
+
+    The hook is ``knobs.runtime.add_stages_inspection_hook`` in 3.6 through 3.9; the backends
+    call it with ``(backend, stages, options, language, capability)``. 3.9 also calls it with no
+    arguments, at the start of every compile and JIT launch, for a cache key and a specialization
+    hash: the previous hook's, or nothing added (what ``extend`` does to a hybrid compile is in
+    that source's own hash). Installing again replaces the hook installed before, never stacks on it.
+    """
+    from triton import knobs
+    with _install_lock:
+        previous = knobs.runtime.add_stages_inspection_hook
+        previous = getattr(previous, "hybrid_previous", previous)
+
+        def add_stages_inspection_hook(*args):
+            if not args:
+                return previous() if previous is not None else ("", "")
+            if previous is not None:
+                previous(*args)
+            backend, stages, options, language = args[:4]
+            extend(backend, stages, options, language)
+
+        add_stages_inspection_hook.hybrid_previous = previous
+        knobs.runtime.add_stages_inspection_hook = add_stages_inspection_hook
+
+
 # 3.6's ASTFunction takes constexpr values in a separate `constants` dict keyed by argument
 # path and expects the bare `constexpr` class as their type; 3.7+ carries them in the types.
 _AST_FUNCTION_TAKES_CONSTANTS = "constants" in inspect.signature(_codegen_module.ASTFunction.__init__).parameters

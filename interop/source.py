@@ -1,23 +1,24 @@
-"""The ``ASTSource`` of a mixed kernel with a Gluon host, for ``triton.compile`` and the JIT.
+"""The ``ASTSource`` of a mixed kernel, for ``triton.compile`` and the JIT.
 
-``make_ir`` builds the host's ``glir`` exactly as Gluon does, with Triton calls turned into
-regions, then stitches the regions in before any Gluon pass runs (Gluon's SCCP must not see a
-placeholder). From there on the module follows Gluon's own pipeline to a binary. Regions and
+A Gluon host's ``make_ir`` builds its ``glir`` exactly as Gluon does, with Triton calls turned
+into regions, then stitches the regions in before any Gluon pass runs (Gluon's SCCP must not
+see a placeholder); from there on the module follows Gluon's own pipeline to a binary. A Triton
+host's ``make_ir`` builds its tt IR with each Gluon call opaque; Triton's own stages lower it and
+its Gluon regions are spliced in inside the ``ttgir`` stage (``stages_hook``). Regions and
 boundary records are stored as module attributes so they survive Triton's on-disk cache.
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
 import json
 from pathlib import Path
 
 from triton._C.libtriton import ir
-from triton.backends.compiler import Language
-from triton.compiler.compiler import ASTSource, make_backend
+from triton.compiler.compiler import ASTSource
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, diagnostics, instrument, interception, planner, timing
+from . import arch, diagnostics, instrument, interception, planner, stages_hook, timing
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .validate import check_constexpr_layouts
@@ -38,10 +39,11 @@ class HybridGluonSource(GluonASTSource):
     """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def hash(self) -> str:
-        return f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}"
+        return _hex(f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}")
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as session:
+        session = _new_session(self, target, options, context)
+        try:
             try:
                 with interception.generating(session), timing.stage("host code generation"):
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
@@ -56,6 +58,8 @@ class HybridGluonSource(GluonASTSource):
                     "target's warp size and the kernel's num_warps; pass target-specific layouts as "
                     "constexprs.") from exc
             session.finish(module)
+        finally:
+            session.close()
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
             code = self.fn.fn.__code__
@@ -67,39 +71,49 @@ class HybridGluonSource(GluonASTSource):
         return _recorded(module, session, context)
 
 
-class HybridTritonSource(GluonASTSource):
-    """A Triton host: lowered by Triton's own ``make_ttir``/``make_ttgir`` with each Gluon call
-    kept opaque, then the Gluon bodies are spliced in at ttg. What ``make_ir`` returns is a ttg
-    module like a Gluon kernel's, so from here it follows Gluon's pipeline (hence the base class:
-    its language and first stage are the Gluon ones of this Triton release)."""
+class HybridTritonSource(ASTSource):
+    """A Triton host: a Triton source whose ``make_ir`` keeps each Gluon call opaque, so Triton's
+    own ``ttir`` and ``ttgir`` stages lower the kernel; inside the ``ttgir`` stage the Gluon bodies
+    are spliced in and the module follows Gluon's pipeline from there (``stages_hook``)."""
 
     def hash(self) -> str:
-        return f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}"
+        return _hex(f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}")
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as session, interception.generating(session):
-            with timing.stage("host code generation"):
-                module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
-            stages: dict = {}
-            make_backend(target).add_stages(stages, options, Language.TRITON)
-            with timing.stage("host tt->ttg (Triton's passes)"):
-                module = stages["ttgir"](stages["ttir"](module, {}), {})
+        session = _new_session(self, target, options, context)
+        try:
+            with interception.generating(session), timing.stage("host code generation"):
+                module = super().make_ir(target, options, codegen_fns, module_map, context)
+            stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, session,
+                                                                                  context))
+        except BaseException:
+            session.close()
+            raise
+        return module
+
+
+def _finish_triton_host(session: HybridSession, context, module):
+    """After the host's ttgir: its Gluon regions built for the layouts Triton gave their operands,
+    spliced, stitched and recorded."""
+    try:
+        with interception.generating(session):
             session.finish_triton_host(module)
         return _recorded(module, session, context)
+    finally:
+        session.close()
 
 
-@contextlib.contextmanager
-def _session(source, target, options, context):
-    """Check the constexpr layouts, then one ``HybridSession`` for the compile; its region
-    modules are dropped however the compile ends."""
+def _hex(key: str) -> str:
+    """A source's hash as Triton wants it: hex digits (its dump and override folders decode them)."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _new_session(source, target, options, context) -> HybridSession:
+    """Check the constexpr layouts, then one ``HybridSession`` for the compile."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
-    session = HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
-    try:
-        yield session
-    finally:
-        session.close()
+    return HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
 
 
 def _recorded(module, session: HybridSession, context):
