@@ -11,9 +11,10 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, planner, timing
+from interop import arch, compat, instrument, setting, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
+from interop.setting import BuildSettings
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
 
 from . import targets
@@ -69,8 +70,8 @@ class FusedBinary:
 
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-            aligned_pointers: bool = True, divisible=(), boundaries: str = "auto", instrument_regions: bool = False,
-            loops: str | None = None, **options) -> FusedBinary:
+            aligned_pointers: bool = True, divisible=(), boundaries: str | None = None,
+            instrument_regions: bool | None = None, loops: str | None = None, **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
     ``options`` are the backend's (``num_warps``, ``num_stages``, ...); those not given take the
@@ -81,19 +82,20 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     specializes for aligned tensors;
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
-    ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or
-    forced to ``"convert"`` (Triton's conversions) or ``"shared"`` (shared-memory handoffs).
-    ``instrument_regions`` (or a block under ``interop.instrument.forced()``) builds the binary a
+    The build settings (``interop.setting``): ``boundaries`` is how boundary conversions are
+    planned (``interop.planner``): ``"auto"``, or forced to ``"convert"`` (Triton's conversions)
+    or ``"shared"`` (shared-memory handoffs). ``instrument_regions`` builds the binary a
     Proton-instrumented launch gets: Proton scopes per region and for the kernel (regions in
-    pipelined loops timed per ``loops``, default the block's, ``interop.instrument``), lowered by
-    Proton's own passes.
+    pipelined loops timed per ``loops``: ``"total"`` or ``"iteration"``, ``interop.instrument``),
+    lowered by Proton's own passes. A setting not given (None) is the enclosing block's
+    (``hybrid.boundary_mode(...)``, ``interop.instrument.forced()``, ``hybrid.profile.profiling()``)
+    or the default (``"auto"``, not instrumented, ``"total"``); one given wins over any block.
     """
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
+    settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     gpu_target = targets.resolve(target)
-    profiled = instrument_regions or instrument.enabled()
-    with planner.using(boundaries), timing.recording() as timed, \
-            _instrumented(gpu_target, loops or instrument.loops()) if profiled else contextlib.nullcontext():
+    with timing.recording() as timed, _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext():
         compiled = triton.compile(source, target=gpu_target, options=options)
     ttgir = compiled.asm["ttgir"]
     regions = module_json_attr(ttgir, REGIONS_ATTR)
@@ -105,15 +107,14 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
 
 
 @contextlib.contextmanager
-def _instrumented(target, loops: str):
+def _instrumented(target):
     """Under Proton's instrumentation hook: one already active (a profiled GPU session), or
     Proton's hook activated for ``target`` without a GPU."""
-    with instrument.timing(loops):
-        if instrument.proton_active():
-            yield
-            return
-        with compat.proton_instrumentation(target, arch.shared_memory_limit(target) or 0):
-            yield
+    if compat.proton_instrumenting():
+        yield
+        return
+    with compat.proton_instrumentation(target, arch.shared_memory_limit(target) or 0):
+        yield
 
 
 def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundary], target) -> None:
@@ -140,15 +141,16 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
 
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-                instrument_regions: bool = False, loops: str | None = None, aligned_pointers: bool = True,
-                divisible=(), **options) -> str:
+                boundaries: str | None = None, instrument_regions: bool | None = None, loops: str | None = None,
+                aligned_pointers: bool = True, divisible=(), **options) -> str:
     """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
     instrumentation mode, with regions in pipelined loops timed per ``loops``
-    (``interop.instrument``)."""
+    (``interop.instrument``). Settings not given are the enclosing blocks', as in ``compile``."""
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
+    settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
     options = backend.parse_options(options)
@@ -158,19 +160,20 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     instrument.load_dialect(context)
     stages: dict = {}
     backend.add_stages(stages, options, source.language)
-    with instrument.forced(loops) if instrument_regions else contextlib.nullcontext():
-        module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
-                                backend.get_module_map(), context)
-        if isinstance(source, HybridTritonSource):   # Triton's ttir and ttgir, then the Gluon regions
-            module = stages["ttgir"].stitched(stages["ttir"](module, {}), {})
+    module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
+                            backend.get_module_map(), context)
+    if isinstance(source, HybridTritonSource):   # Triton's ttir and ttgir, then the Gluon regions
+        module = stages["ttgir"].stitched(stages["ttir"](module, {}), {})
     return str(module)
 
 
-def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool, divisible=()):
-    """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would."""
+def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool, divisible=(),
+                  settings: BuildSettings | None = None):
+    """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would, with
+    its build settings (by default the enclosing blocks')."""
     full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers, divisible)
     source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
-    return source_class(kernel, full_signature, constexprs, attrs)
+    return source_class(kernel, full_signature, constexprs, attrs, settings)
 
 
 def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True,

@@ -316,6 +316,13 @@ class _StandInDriver:
         return 0
 
 
+def proton_instrumenting() -> bool:
+    """Whether Proton's instrumentation hook is on (it lowers ``proton.record`` ops when a kernel
+    compiles): ``proton.start(..., backend="instrumentation")`` sets this flag."""
+    from triton.profiler.language import flags
+    return bool(flags.instrumentation_on)
+
+
 @contextlib.contextmanager
 def proton_instrumentation(target, shared_limit: int, mode: str = "default") -> Iterator[None]:
     """Proton's own instrumentation hook, active for ``target`` without a GPU, so that compiles in

@@ -19,6 +19,7 @@ from .errors import RegionError
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
 from .scratch import ScratchProbe
+from .setting import BuildSettings
 
 _GLUON_HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
                "convert them explicitly inside the Gluon function to the layouts it needs")
@@ -31,10 +32,11 @@ _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or 
 class HybridSession:
     """Regions, their lowered bodies and boundary records of one compile."""
 
-    def __init__(self, context, options, target, kernel_arg_attrs: list | None = None):
+    def __init__(self, context, options, target, settings: BuildSettings, kernel_arg_attrs: list | None = None):
         self.context = context
         self.options = options
         self.target = target
+        self.settings = settings
         #: per runtime argument of the host kernel, its specialization attributes (tt.divisibility)
         self.kernel_arg_attrs = kernel_arg_attrs or []
         self._kernel_args: dict | None = None
@@ -101,7 +103,7 @@ class HybridSession:
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
         self._pending.append((region, lowered, placeholder, [h.get_type() for h in tensors]))
-        with instrument.around(gen.builder, region, instrument.enabled()):
+        with instrument.around(gen.builder, region, self.settings.instrument_regions):
             gen.builder.call(placeholder, handles)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(index, j), stitch.RESULT)
                    for j, ty in enumerate(lowered.outputs)]
@@ -293,9 +295,9 @@ class HybridSession:
     def _profile_here(self, module, region: Region, ports) -> bool:
         """Whether this copy of a Gluon call gets its own Proton scope; in a pipelined loop timed
         in total, the loop gets one instead (``instrument``)."""
-        if not instrument.enabled():
+        if not self.settings.instrument_regions:
             return False
-        loop = instrument.pipelined_loop(module, ports.last_sink) if instrument.loops() == "total" else None
+        loop = instrument.pipelined_loop(module, ports.last_sink) if self.settings.loops == "total" else None
         if loop is None:
             return True
         timed = self._timed_loops.setdefault(loop, [])
@@ -360,14 +362,14 @@ class HybridSession:
             raise RegionError(names, site, f"stitching failed: {exc}") from exc
         probe = ScratchProbe(self.context, self.target, self.options)
         try:
-            choices, live = planner.plan(module, self.context, probe, planner.mode(),
+            choices, live = planner.plan(module, self.context, probe, self.settings.boundaries,
                                          arch.shared_memory_limit(self.target))
         except (ValueError, RuntimeError) as exc:
             raise RegionError(", ".join(r.function for r in self.regions), str(self.regions[0].call_site),
                               f"planning the boundaries failed: {exc}") from exc
         by_tag = {t: choice for choice in choices for t in choice.tags}
         self.boundaries = [_record(planned, live, loaded, by_tag) for planned in self._planned]
-        if instrument.enabled() and self.regions:
+        if self.settings.instrument_regions and self.regions:
             instrument.bracket(module, gluon_ir.GluonOpBuilder(self.context), self._timed_loops)
             stitch.verify(module, "placing the Proton scopes")
 

@@ -18,9 +18,10 @@ from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, diagnostics, instrument, interception, planner, stages_hook, timing
+from . import arch, diagnostics, interception, setting, stages_hook, timing
 from .errors import LayoutError, TargetError
 from .session import HybridSession
+from .setting import BuildSettings
 from .validate import check_constexpr_layouts
 
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
@@ -29,17 +30,21 @@ REGIONS_ATTR = "hybrid.regions"
 BOUNDARIES_ATTR = "hybrid.boundaries"
 
 
-def variant() -> str:
-    """The build settings a kernel's IR depends on beyond its source and options: how boundaries
-    are planned and how regions are instrumented. Part of every cache key."""
-    return f"{planner.mode()}-{instrument.key()}"
+class _Settled:
+    """A mixed kernel's source carries its build settings (``setting``): given, or for a JIT
+    launch the defaults where it happens; their key is part of its hash."""
 
-
-class HybridGluonSource(GluonASTSource):
-    """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
+    def __init__(self, fn, signature, constexprs=None, attrs=None, settings: BuildSettings | None = None) -> None:
+        super().__init__(fn, signature, constexprs, attrs)
+        self.settings = settings or setting.current()
 
     def hash(self) -> str:
-        return _hex(f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}")
+        return hashlib.sha256(f"{super().hash()}-{type(self).__name__}{STITCH_VERSION}-{self.settings.key}"
+                              .encode()).hexdigest()   # hex: Triton's dump and override folders decode it
+
+
+class HybridGluonSource(_Settled, GluonASTSource):
+    """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
         session = _new_session(self, target, options, context)
@@ -71,13 +76,10 @@ class HybridGluonSource(GluonASTSource):
         return _recorded(module, session, context)
 
 
-class HybridTritonSource(ASTSource):
+class HybridTritonSource(_Settled, ASTSource):
     """A Triton host: a Triton source whose ``make_ir`` keeps each Gluon call opaque, so Triton's
     own ``ttir`` and ``ttgir`` stages lower the kernel; inside the ``ttgir`` stage the Gluon bodies
     are spliced in and the module follows Gluon's pipeline from there (``stages_hook``)."""
-
-    def hash(self) -> str:
-        return _hex(f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}")
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
         session = _new_session(self, target, options, context)
@@ -103,17 +105,13 @@ def _finish_triton_host(session: HybridSession, context, module):
         session.close()
 
 
-def _hex(key: str) -> str:
-    """A source's hash as Triton wants it: hex digits (its dump and override folders decode them)."""
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
 def _new_session(source, target, options, context) -> HybridSession:
     """Check the constexpr layouts, then one ``HybridSession`` for the compile."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
-    return HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
+    return HybridSession(context, options, target, source.settings,
+                         [list(source.attrs.get((i, ), [])) for i in runtime])
 
 
 def _recorded(module, session: HybridSession, context):

@@ -110,7 +110,7 @@ def test_loop_not_pipelined_keeps_a_pair_per_iteration():
 
 def test_unknown_loop_timing_names_the_choices():
     with pytest.raises(ValueError, match="total, iteration"):
-        with instrument.timing("sometimes"):
+        with instrument.forced("sometimes"):
             pass
 
 
