@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -11,11 +10,12 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, setting, timing
+from interop import arch, compat, instrument, records, setting, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
+from interop.region import Region
 from interop.setting import BuildSettings
-from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
+from interop.source import HybridGluonSource, HybridTritonSource
 
 from . import targets
 
@@ -27,7 +27,7 @@ class FusedBinary:
     target: str
     asm: dict
     metadata: dict
-    regions: list[dict]
+    regions: list[Region]
     boundaries: list[Boundary]
     kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
     timing: timing.Timing | None = field(default=None, repr=False)   # where the compile's time went, per stage
@@ -65,7 +65,7 @@ class FusedBinary:
         """A JSON-able record of this binary, for reports and bundles."""
         return {"kernel": self.name, "target": self.target, "kernel_entries": self.kernel_entries,
                 "binary_bytes": len(self.binary), "shared_bytes": self.metadata.get("shared", 0),
-                "num_warps": self.metadata.get("num_warps"), "regions": self.regions,
+                "num_warps": self.metadata.get("num_warps"), "regions": [r.to_json() for r in self.regions],
                 "boundaries": [b.to_json() for b in self.boundaries]}
 
 
@@ -97,13 +97,11 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     gpu_target = targets.resolve(target)
     with timing.recording() as timed, _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext():
         compiled = triton.compile(source, target=gpu_target, options=options)
-    ttgir = compiled.asm["ttgir"]
-    regions = module_json_attr(ttgir, REGIONS_ATTR)
-    boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]
-    _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
+    found = records.decode(compiled.asm["ttgir"])
+    _check_shared_memory(compiled.metadata, found, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled,
-                       timing=timed)
+                       metadata=compiled.metadata._asdict(), regions=list(found.regions),
+                       boundaries=list(found.boundaries), kernel=compiled, timing=timed)
 
 
 @contextlib.contextmanager
@@ -117,7 +115,7 @@ def _instrumented(target):
         yield
 
 
-def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundary], target) -> None:
+def _check_shared_memory(metadata, found: records.Records, target) -> None:
     """Over the target's shared memory, a kernel only fails at launch upstream; say it now,
     with what each region allocates itself, what each boundary puts through shared memory (a
     handoff's buffer, conversion scratch; buffers whose lifetimes do not overlap share space,
@@ -125,11 +123,10 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
     limit = arch.shared_memory_limit(target)
     if limit is None or metadata.shared <= limit:
         return
-    parts = [f"r{r['index']} {r['function']} ({r['language']}, {r['call_site']}): {r.get('shared_bytes', 0)} B"
-             for r in regions]
+    parts = [f"r{r.index} {r.function} ({r.language}, {r.call_site}): {r.shared_bytes} B" for r in found.regions]
     crossings = [f"r{b.region} {b.direction} {b.value}: {b.shared_bytes} B ({b.handoff} handoff"
                  + (f", conversion via {b.movement}" if b.conversions else "") + ")"
-                 for b in boundaries if b.shared_bytes]
+                 for b in found.boundaries if b.shared_bytes]
     raise SharedMemoryError(
         f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
         "  per region: " + ("; ".join(parts) if parts else "none") + "\n"
@@ -192,12 +189,3 @@ def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: 
     attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if (aligned_pointers and full_signature[name].startswith("*")) or name in divisible}
     return full_signature, attrs
-
-
-def module_json_attr(ttgir: str, name: str) -> list:
-    """Decode a JSON string attribute of the printed module (MLIR escapes bytes as ``\\XX``)."""
-    match = re.search(re.escape(name) + r' = "((?:[^"\\]|\\.)*)"', ttgir)
-    if match is None:
-        return []
-    text = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), match.group(1)).replace("\\\\", "\\")
-    return json.loads(text)

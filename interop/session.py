@@ -7,6 +7,8 @@ regions (``triton_host.py``). Calls within one language are left to upstream unc
 """
 from __future__ import annotations
 
+import dataclasses
+
 from triton._C.libtriton import gluon_ir
 from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
@@ -44,7 +46,7 @@ class HybridSession:
         self.boundaries: list[bd.Boundary] = []
         self._pending: list[tuple] = []   # (region, lowered, placeholder, host tensor types)
         self._spare: dict[str, object] = {}   # lowered during a loop's dry visit, for the real visit
-        self._planned: list[dict] = []                            # boundary fields known at the call site
+        self._planned: list[bd.PlannedBoundary] = []
         self._gluon_calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self.host_module = None   # the kernel's module, set by its code generator (for a failed verify)
@@ -191,14 +193,15 @@ class HybridSession:
         if value.handle.id() not in self._region_results:
             return
         region, j = self._region_results[value.handle.id()]
-        key = (region.index, "out", j)
-        planned = next((p for p in self._planned if (p["region"], p["direction"], p["index"]) == key), None)
-        if planned is None or planned.get("handoff") == "shared":   # staged twice: the first buffer is the record's
+        found = bd.tag(region.index, "out", j)
+        k = next((k for k, p in enumerate(self._planned) if p.tag == found), None)
+        if k is None or self._planned[k].handoff == "shared":   # staged twice: the first buffer is the record's
             return
         ty = value.type
-        planned.update(to_layout=bd.layout_of(str(buffer.handle.get_type())), handoff="shared",
-                       shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
-                       reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
+        self._planned[k] = dataclasses.replace(
+            self._planned[k], to_layout=bd.layout_of(str(buffer.handle.get_type())), handoff="shared",
+            shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
+            reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
 
     def _wants(self, fn, args: list, call_site: CallSite) -> dict:
         """The call's ``@hybrid.takes`` declarations, checked against the arguments and the target."""
@@ -252,11 +255,11 @@ class HybridSession:
     def _plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str,
               **shared) -> None:
         """One boundary record to complete after stitching; ``shared`` holds a shared-memory
-        handoff's ``Boundary`` fields (and its ``reason``)."""
+        handoff's fields (and its ``reason``)."""
         shape, dtype = bd.shape_and_dtype(expected)
-        self._planned.append(dict(region=region.index, function=region.function, direction=direction, index=index,
-                                  value=value, shape=shape, dtype=dtype, from_layout=bd.layout_of(given),
-                                  to_layout=bd.layout_of(expected), agree=given == expected, **shared))
+        self._planned.append(bd.PlannedBoundary(region.index, region.function, direction, index, value, shape, dtype,
+                                                bd.layout_of(given), bd.layout_of(expected), given == expected,
+                                                **shared))
 
     # -- after code generation -----------------------------------------------------------------
     def finish(self, module) -> None:
@@ -337,7 +340,7 @@ class HybridSession:
         called = stitch.called_symbols(module)
         self.regions = [r for r in self.regions if r.symbol in called]
         kept = {r.index for r in self.regions}
-        self._planned = [p for p in self._planned if p["region"] in kept]
+        self._planned = [p for p in self._planned if p.region in kept]
 
     @timing.timed("stitching")
     def _splice_triton_regions(self, module) -> None:
@@ -408,9 +411,9 @@ class HybridSession:
         self._spare.clear()
 
 
-def _record(planned: dict, live: dict, loaded: set[str], choices: dict) -> bd.Boundary:
-    fields = {k: v for k, v in planned.items() if k not in ("agree", "reason")}
-    boundary_tag = bd.tag(planned["region"], planned["direction"], planned["index"])
+def _record(planned: bd.PlannedBoundary, live: dict, loaded: set[str], choices: dict) -> bd.Boundary:
+    fields = planned.boundary_fields()
+    boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
     choice = choices.get(boundary_tag)
     if choice is not None and choice.way == "handoff":
@@ -419,16 +422,16 @@ def _record(planned: dict, live: dict, loaded: set[str], choices: dict) -> bd.Bo
                       barriers=int(owner), cost=choice.cost if owner else 0)
         reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
         return bd.Boundary(**fields, conversions=len(remaining), reason=reason)
-    if "reason" in planned:
-        reason = planned["reason"]
+    if planned.reason is not None:
+        reason = planned.reason
     elif boundary_tag in loaded and not remaining:
         reason = "loaded from shared memory straight in the region's layout (no conversion)"
         fields["handoff"] = "shared"
-    elif planned["agree"]:
+    elif planned.agree:
         reason = "layouts agree"
     elif not remaining:
         reason = "folded away (the neighbouring conversion already yields the needed layout)" \
-            if planned["direction"] == "in" else "folded into the host's own conversion"
+            if planned.direction == "in" else "folded into the host's own conversion"
     else:
         reason = "converted"
         first = remaining[0]

@@ -5,20 +5,19 @@ into regions, then stitches the regions in before any Gluon pass runs (Gluon's S
 see a placeholder); from there on the module follows Gluon's own pipeline to a binary. A Triton
 host's ``make_ir`` builds its tt IR with each Gluon call opaque; Triton's own stages lower it and
 its Gluon regions are spliced in inside the ``ttgir`` stage (``stages_hook``). Regions and
-boundary records are stored as module attributes so they survive Triton's on-disk cache.
+boundary records are stored on the module (``records``) so they survive Triton's on-disk cache.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from pathlib import Path
 
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, diagnostics, interception, setting, stages_hook, timing
+from . import arch, diagnostics, interception, records, setting, stages_hook, timing
 from .errors import LayoutError, TargetError
 from .session import HybridSession
 from .setting import BuildSettings
@@ -26,8 +25,6 @@ from .validate import check_constexpr_layouts
 
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
 STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()[:16]
-REGIONS_ATTR = "hybrid.regions"
-BOUNDARIES_ATTR = "hybrid.boundaries"
 
 
 class _Settled:
@@ -116,9 +113,5 @@ def _new_session(source, target, options, context) -> HybridSession:
 
 def _recorded(module, session: HybridSession, context):
     """Store the regions and boundary records on the module (they survive Triton's cache)."""
-    if session.regions:
-        builder = ir.builder(context)
-        module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
-        module.set_attr(BOUNDARIES_ATTR,
-                        builder.get_string_attr(json.dumps([b.to_json() for b in session.boundaries])))
+    records.encode(module, ir.builder(context), session.regions, session.boundaries)
     return module

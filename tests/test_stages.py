@@ -51,7 +51,7 @@ def test_the_host_goes_through_tritons_ttir_and_ttgir_stages(knobs):
     fb = build()
     assert "tt.func public @h_scale" in fb.asm["ttir"] and "hybrid.gluon.in.0.0" in fb.asm["ttir"]
     assert "hybrid.gluon." not in fb.asm["ttgir"] and fb.kernel_entries == 1
-    assert [r["function"] for r in fb.regions] == ["g_add_one"]
+    assert [r.function for r in fb.regions] == ["g_add_one"]
     rows = {stage: seconds for stage, seconds, _ in fb.timing.rows()}
     assert {"host code generation", "triton ttir", "triton ttgir", "Gluon region builds", "stitching"} <= set(rows)
     assert sum(rows.values()) == pytest.approx(fb.timing.total) and all(s >= 0 for s in rows.values())
