@@ -95,7 +95,8 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     gpu_target = targets.resolve(target)
-    with timing.recording() as timed, _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext():
+    profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
+    with timing.recording() as timed, profiled:
         compiled = triton.compile(source, target=gpu_target, options=options)
     found = records.decode(compiled.asm["ttgir"])
     _check_shared_memory(compiled.metadata, found, gpu_target)

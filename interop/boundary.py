@@ -75,7 +75,7 @@ class PlannedBoundary:
 
     def boundary_fields(self) -> dict:
         """The fields a ``Boundary`` takes from this record as they are (its reason is decided
-        with the rest, ``session``)."""
+        with the rest, ``assemble``)."""
         return {f.name: getattr(self, f.name) for f in fields(Boundary) if f.name != "reason" and hasattr(self, f.name)}
 
 

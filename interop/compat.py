@@ -124,7 +124,7 @@ def function_prototype(args: list, arg_types: list):
 def in_loop_carry_discovery(generator) -> bool:
     """Whether ``generator`` is in the dry visit of a loop body whose IR will be discarded.
 
-    3.9 marks it; 3.6 does not, and there the session filters uncalled regions afterwards.
+    3.9 marks it; 3.6 does not, and there the compile filters uncalled regions afterwards.
     """
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 

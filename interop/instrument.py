@@ -128,6 +128,28 @@ def pipelined_loop(module, op) -> int | None:
     return loops[-1] if loops else None
 
 
+class Scopes:
+    """Where one compile's scopes go (``settings``: whether regions are instrumented, and how
+    regions in pipelined loops are timed), and the pipelined loops timed whole so far."""
+
+    def __init__(self, settings):
+        self.on, self.loop_timing = settings.instrument_regions, settings.loops
+        self.timed_loops: dict[int, list] = {}   # pipelined loop body region id -> the regions timed in it
+
+    def around_region(self, module, region, op) -> bool:
+        """Whether ``region``'s instance at ``op`` gets its own scope; in a pipelined loop timed
+        in total, the loop gets one instead (placed by ``bracket``)."""
+        if not self.on:
+            return False
+        loop = pipelined_loop(module, op) if self.loop_timing == "total" else None
+        if loop is None:
+            return True
+        timed = self.timed_loops.setdefault(loop, [])
+        if region.index not in {r.index for r in timed}:
+            timed.append(region)
+        return False
+
+
 def bracket(module, builder, timed_loops: dict[int, list]) -> None:
     """Add a scope around each pipelined loop in ``timed_loops`` (body region id -> the regions
     in it), then the kernel scope around everything."""

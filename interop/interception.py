@@ -6,7 +6,7 @@ there sees every function of a kernel, however deeply nested. ``HybridCodeGenera
 installed once for the process (``compat.install_code_generator``). Each instance takes the
 compile it serves from a ContextVar when it is created (``generating``); with none set it is
 exactly upstream's generator. A plain Triton or Gluon compile on another thread (Triton's
-async compile mode takes any executor) therefore never meets a hybrid compile's session.
+async compile mode takes any executor) therefore never meets a hybrid compile.
 """
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from . import compat, guarded_builder
 
 @dataclass(frozen=True)
 class Interception:
-    """Where a generator sends cross-language calls: ``session``'s ``call_triton_region`` and
-    ``call_gluon_region``. ``probing``: the Gluon function being generated is built only to learn
-    its result types, so its Triton calls are typed, not stitched (as in a loop's dry visit)."""
-    session: object
+    """Where a generator sends cross-language calls: the Triton and Gluon regions of ``compile``
+    (a ``compile_context.CompileContext``). ``probing``: the Gluon function being generated is
+    built only to learn its result types, so its Triton calls are typed, not stitched (as in a
+    loop's dry visit)."""
+    compile: object
     probing: bool = False
 
 
@@ -31,19 +32,19 @@ _current: contextvars.ContextVar[Interception | None] = contextvars.ContextVar("
 
 
 @contextlib.contextmanager
-def generating(session, probing: bool = False) -> Iterator[None]:
-    """Code generators created in this block (in this thread or context) report to ``session``."""
-    token = _current.set(Interception(session, probing))
+def generating(compile_context, probing: bool = False) -> Iterator[None]:
+    """Code generators created in this block (in this thread or context) report to ``compile_context``."""
+    token = _current.set(Interception(compile_context, probing))
     try:
         yield
     finally:
         _current.reset(token)
 
 
-def session_of(generator):
-    """The session ``generator`` reports to, or None (an upstream compile, or no generator)."""
+def compile_of(generator):
+    """The compile ``generator`` reports to, or None (an upstream compile, or no generator)."""
     interception = getattr(generator, "interception", None)
-    return interception.session if interception is not None else None
+    return interception.compile if interception is not None else None
 
 
 class HybridCodeGenerator(compat.upstream_code_generator()):
@@ -57,7 +58,7 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
         if self.interception is None:
             return
         if self.is_kernel:
-            self.interception.session.host_module = self.module
+            self.interception.compile.host_module = self.module
         if self.is_gluon:
             guarded_builder.guard(self.builder)
             self._name_regions_in_mismatches()
@@ -71,7 +72,7 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
             try:
                 return broadcast(lhs, rhs)
             except ValueError as exc:
-                error = self.interception.session.mismatch(self, lhs, rhs, exc)
+                error = self.interception.compile.triton.mismatch(self, lhs, rhs, exc)
                 if error is None:
                     raise
                 raise error from exc
@@ -84,8 +85,8 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
         if interception is None or _is_library(fn) or self.is_gluon == fn.is_gluon():
             return super().call_JitFunction(fn, args, kwargs, caller_context=caller_context)
         if self.is_gluon:
-            return interception.session.call_triton_region(self, fn, args, kwargs, probing=interception.probing)
-        return interception.session.call_gluon_region(self, fn, args, kwargs)
+            return interception.compile.triton.call(self, fn, args, kwargs, probing=interception.probing)
+        return interception.compile.gluon.call(self, fn, args, kwargs)
 
 
 def _is_library(fn) -> bool:

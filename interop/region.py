@@ -13,6 +13,11 @@ class CallSite:
         return f"{self.file}:{self.line}"
 
     @classmethod
+    def of(cls, generator) -> "CallSite":
+        """Where the code generator ``generator`` is in its function's source."""
+        return cls(generator.file_name, generator.begin_line + generator.cur_node.lineno)
+
+    @classmethod
     def parse(cls, text: str) -> "CallSite":
         file, _, line = text.rpartition(":")
         return cls(file, int(line))

@@ -1,7 +1,7 @@
 """The build settings of a compile: one frozen record, passed explicitly through it.
 
 ``hybrid.compile`` takes them as arguments and hands them to the source it compiles; the
-session reads them from there. A launch through Triton's JIT has no arguments for them, so
+compile context reads them from there. A launch through Triton's JIT has no arguments for them, so
 its source takes ``current()``: the defaults where the launch happens, set by the enclosing
 blocks (``hybrid.boundary_mode(...)``, ``instrument.forced()``, ``hybrid.profile.profiling()``,
 all through ``using``), with regions instrumented while Proton's instrumentation mode is on.

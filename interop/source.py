@@ -19,7 +19,9 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import arch, diagnostics, interception, records, setting, stages_hook, timing
 from .errors import LayoutError, TargetError
-from .session import HybridSession
+from .compile_context import CompileContext
+from .gluon_regions import finish_triton_host
+from .triton_regions import finish_gluon_host
 from .setting import BuildSettings
 from .validate import check_constexpr_layouts
 
@@ -44,24 +46,24 @@ class HybridGluonSource(_Settled, GluonASTSource):
     """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        session = _new_session(self, target, options, context)
+        cc = _new_compile(self, target, options, context)
         try:
             try:
-                with interception.generating(session), timing.stage("host code generation"):
+                with interception.generating(cc), timing.stage("host code generation"):
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
             except RuntimeError as exc:
-                if "error encountered during parsing" not in str(exc) or session.host_module is None:
+                if "error encountered during parsing" not in str(exc) or cc.host_module is None:
                     raise
                 raise LayoutError(
                     f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
                     f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n"
-                    f"{diagnostics.verify(session.host_module)}"
+                    f"{diagnostics.verify(cc.host_module)}"
                     "\n  hint: a layout written in the kernel body must match the "
                     "target's warp size and the kernel's num_warps; pass target-specific layouts as "
                     "constexprs.") from exc
-            session.finish(module)
+            finish_gluon_host(cc, module)
         finally:
-            session.close()
+            cc.close()
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
             code = self.fn.fn.__code__
@@ -70,7 +72,7 @@ class HybridGluonSource(_Settled, GluonASTSource):
                               + "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
                               + "\n  hint: compile it only for targets that have these ops, or branch on a "
                               "constexpr target inside the kernel.")
-        return _recorded(module, session, context)
+        return _recorded(module, cc, context)
 
 
 class HybridTritonSource(_Settled, ASTSource):
@@ -79,39 +81,38 @@ class HybridTritonSource(_Settled, ASTSource):
     are spliced in and the module follows Gluon's pipeline from there (``stages_hook``)."""
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        session = _new_session(self, target, options, context)
+        cc = _new_compile(self, target, options, context)
         try:
-            with interception.generating(session), timing.stage("host code generation"):
+            with interception.generating(cc), timing.stage("host code generation"):
                 module = super().make_ir(target, options, codegen_fns, module_map, context)
-            stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, session,
-                                                                                  context))
+            stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, cc, context))
         except BaseException:
-            session.close()
+            cc.close()
             raise
         return module
 
 
-def _finish_triton_host(session: HybridSession, context, module):
+def _finish_triton_host(cc: CompileContext, context, module):
     """After the host's ttgir: its Gluon regions built for the layouts Triton gave their operands,
     spliced, stitched and recorded."""
     try:
-        with interception.generating(session):
-            session.finish_triton_host(module)
-        return _recorded(module, session, context)
+        with interception.generating(cc):
+            finish_triton_host(cc, module)
+        return _recorded(module, cc, context)
     finally:
-        session.close()
+        cc.close()
 
 
-def _new_session(source, target, options, context) -> HybridSession:
-    """Check the constexpr layouts, then one ``HybridSession`` for the compile."""
+def _new_compile(source, target, options, context) -> CompileContext:
+    """Check the constexpr layouts, then the compile's ``CompileContext``."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
-    return HybridSession(context, options, target, source.settings,
-                         [list(source.attrs.get((i, ), [])) for i in runtime])
+    return CompileContext(context, options, target, source.settings,
+                          [list(source.attrs.get((i, ), [])) for i in runtime])
 
 
-def _recorded(module, session: HybridSession, context):
+def _recorded(module, cc: CompileContext, context):
     """Store the regions and boundary records on the module (they survive Triton's cache)."""
-    records.encode(module, ir.builder(context), session.regions, session.boundaries)
+    records.encode(module, ir.builder(context), cc.regions, cc.boundaries)
     return module

@@ -149,5 +149,5 @@ def _worker_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "interop.session", "scheduler.build"])
+    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "scheduler.build"])
     return context
