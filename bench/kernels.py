@@ -77,7 +77,7 @@ def static_rows(examples, targets: list[str]) -> list[dict]:
                 rows.append({**key, "variant": "hybrid", **resources(fb.asm, fb.metadata),
                              "boundary_conversions": sum(b.conversions for b in fb.boundaries),
                              "boundary_shared_bytes": sum(b.shared_bytes for b in fb.boundaries),
-                             "boundaries": len(fb.boundaries), "regions": [r["function"] for r in fb.regions]})
+                             "boundaries": len(fb.boundaries), "regions": [r.function for r in fb.regions]})
                 for variant in PURE:
                     if variant in variants(example):
                         plain = getattr(example, f"build_{variant}")(target, **case)

@@ -43,7 +43,7 @@ def figures(compiled) -> dict:
 
 
 def direction(fb) -> str:
-    languages = {r["language"] for r in fb.regions}
+    languages = {r.language for r in fb.regions}
     return " + ".join(sorted({"triton": "gluon->triton", "gluon": "triton->gluon"}[lang] for lang in languages))
 
 

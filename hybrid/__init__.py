@@ -2,7 +2,7 @@
 from interop.boundary import Boundary
 from interop.errors import RegionError
 from interop.handoff import shared, takes
-from interop.planner import using as boundary_mode
+from interop.setting import boundary_mode
 from interop.stage import stage
 
 from .compile import FusedBinary, compile

@@ -15,6 +15,7 @@ from collections import Counter
 
 from interop.boundary import TAG
 from interop.locations import op_lines
+from interop.region import Region
 
 from .resources import resources
 
@@ -24,10 +25,10 @@ HOST, SHARED, NONE, BOUNDARY = "host", "shared", "unattributed", "boundary conve
 class Owners:
     """``file:line`` -> the bucket it belongs to."""
 
-    def __init__(self, regions: list[dict]):
+    def __init__(self, regions: list[Region]):
         self.owners: dict[str, set[str]] = {}
         for region in regions:
-            for line in region.get("lines", []):
+            for line in region.lines:
                 self.owners.setdefault(line, set()).add(bucket(region))
 
     def __call__(self, where: str | None) -> str:
@@ -39,8 +40,8 @@ class Owners:
         return SHARED if owners else HOST
 
 
-def bucket(region: dict) -> str:
-    return f"r{region['index']} {region['function']}"
+def bucket(region: Region) -> str:
+    return f"r{region.index} {region.function}"
 
 
 def ttgir_ops(ttgir: str, owner: Owners) -> Counter:
@@ -97,10 +98,10 @@ def report(fb) -> dict:
     ops = ttgir_ops(fb.asm["ttgir"], owner)
     insts = instructions(fb.assembly, fb.name, owner)
     figures = resources(fb.asm, fb.metadata)
-    by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r["index"]] for r in fb.regions}
-    rows = [{"bucket": bucket(r), "function": r["function"], "language": r["language"], "call_site": r["call_site"],
+    by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r.index] for r in fb.regions}
+    rows = [{"bucket": bucket(r), "function": r.function, "language": r.language, "call_site": str(r.call_site),
              "ttgir_ops": ops[bucket(r)], "instructions": insts[bucket(r)],
-             "shared_bytes": r.get("shared_bytes", 0), "boundaries": by_region[bucket(r)]} for r in fb.regions]
+             "shared_bytes": r.shared_bytes, "boundaries": by_region[bucket(r)]} for r in fb.regions]
     rows += [{"bucket": name, "ttgir_ops": ops[name], "instructions": insts[name]}
              for name in (HOST, BOUNDARY, SHARED, NONE)]
     return {"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass, field
 
@@ -11,10 +10,12 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, planner, timing
+from interop import arch, compat, instrument, records, setting, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
-from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
+from interop.region import Region
+from interop.setting import BuildSettings
+from interop.source import HybridGluonSource, HybridTritonSource
 
 from . import targets
 
@@ -26,7 +27,7 @@ class FusedBinary:
     target: str
     asm: dict
     metadata: dict
-    regions: list[dict]
+    regions: list[Region]
     boundaries: list[Boundary]
     kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
     timing: timing.Timing | None = field(default=None, repr=False)   # where the compile's time went, per stage
@@ -64,13 +65,13 @@ class FusedBinary:
         """A JSON-able record of this binary, for reports and bundles."""
         return {"kernel": self.name, "target": self.target, "kernel_entries": self.kernel_entries,
                 "binary_bytes": len(self.binary), "shared_bytes": self.metadata.get("shared", 0),
-                "num_warps": self.metadata.get("num_warps"), "regions": self.regions,
+                "num_warps": self.metadata.get("num_warps"), "regions": [r.to_json() for r in self.regions],
                 "boundaries": [b.to_json() for b in self.boundaries]}
 
 
 def compile(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-            aligned_pointers: bool = True, divisible=(), boundaries: str = "auto", instrument_regions: bool = False,
-            loops: str | None = None, **options) -> FusedBinary:
+            aligned_pointers: bool = True, divisible=(), boundaries: str | None = None,
+            instrument_regions: bool | None = None, loops: str | None = None, **options) -> FusedBinary:
     """Build ``kernel`` (a ``@hybrid.jit`` kernel) for ``target`` without a GPU.
 
     ``options`` are the backend's (``num_warps``, ``num_stages``, ...); those not given take the
@@ -81,42 +82,41 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     specializes for aligned tensors;
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
-    ``boundaries`` is how boundary conversions are planned (``interop.planner``): ``"auto"``, or
-    forced to ``"convert"`` (Triton's conversions) or ``"shared"`` (shared-memory handoffs).
-    ``instrument_regions`` (or a block under ``interop.instrument.forced()``) builds the binary a
+    The build settings (``interop.setting``): ``boundaries`` is how boundary conversions are
+    planned (``interop.planner``): ``"auto"``, or forced to ``"convert"`` (Triton's conversions)
+    or ``"shared"`` (shared-memory handoffs). ``instrument_regions`` builds the binary a
     Proton-instrumented launch gets: Proton scopes per region and for the kernel (regions in
-    pipelined loops timed per ``loops``, default the block's, ``interop.instrument``), lowered by
-    Proton's own passes.
+    pipelined loops timed per ``loops``: ``"total"`` or ``"iteration"``, ``interop.instrument``),
+    lowered by Proton's own passes. A setting not given (None) is the enclosing block's
+    (``hybrid.boundary_mode(...)``, ``interop.instrument.forced()``, ``hybrid.profile.profiling()``)
+    or the default (``"auto"``, not instrumented, ``"total"``); one given wins over any block.
     """
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
+    settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     gpu_target = targets.resolve(target)
-    profiled = instrument_regions or instrument.enabled()
-    with planner.using(boundaries), timing.recording() as timed, \
-            _instrumented(gpu_target, loops or instrument.loops()) if profiled else contextlib.nullcontext():
+    profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
+    with timing.recording() as timed, profiled:
         compiled = triton.compile(source, target=gpu_target, options=options)
-    ttgir = compiled.asm["ttgir"]
-    regions = module_json_attr(ttgir, REGIONS_ATTR)
-    boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]
-    _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
+    found = records.decode(compiled.asm["ttgir"])
+    _check_shared_memory(compiled.metadata, found, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled,
-                       timing=timed)
+                       metadata=compiled.metadata._asdict(), regions=list(found.regions),
+                       boundaries=list(found.boundaries), kernel=compiled, timing=timed)
 
 
 @contextlib.contextmanager
-def _instrumented(target, loops: str):
+def _instrumented(target):
     """Under Proton's instrumentation hook: one already active (a profiled GPU session), or
     Proton's hook activated for ``target`` without a GPU."""
-    with instrument.timing(loops):
-        if instrument.proton_active():
-            yield
-            return
-        with compat.proton_instrumentation(target, arch.shared_memory_limit(target) or 0):
-            yield
+    if compat.proton_instrumenting():
+        yield
+        return
+    with compat.proton_instrumentation(target, arch.shared_memory_limit(target) or 0):
+        yield
 
 
-def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundary], target) -> None:
+def _check_shared_memory(metadata, found: records.Records, target) -> None:
     """Over the target's shared memory, a kernel only fails at launch upstream; say it now,
     with what each region allocates itself, what each boundary puts through shared memory (a
     handoff's buffer, conversion scratch; buffers whose lifetimes do not overlap share space,
@@ -124,11 +124,10 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
     limit = arch.shared_memory_limit(target)
     if limit is None or metadata.shared <= limit:
         return
-    parts = [f"r{r['index']} {r['function']} ({r['language']}, {r['call_site']}): {r.get('shared_bytes', 0)} B"
-             for r in regions]
+    parts = [f"r{r.index} {r.function} ({r.language}, {r.call_site}): {r.shared_bytes} B" for r in found.regions]
     crossings = [f"r{b.region} {b.direction} {b.value}: {b.shared_bytes} B ({b.handoff} handoff"
                  + (f", conversion via {b.movement}" if b.conversions else "") + ")"
-                 for b in boundaries if b.shared_bytes]
+                 for b in found.boundaries if b.shared_bytes]
     raise SharedMemoryError(
         f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
         "  per region: " + ("; ".join(parts) if parts else "none") + "\n"
@@ -140,15 +139,16 @@ def _check_shared_memory(metadata, regions: list[dict], boundaries: list[Boundar
 
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,
-                instrument_regions: bool = False, loops: str | None = None, aligned_pointers: bool = True,
-                divisible=(), **options) -> str:
+                boundaries: str | None = None, instrument_regions: bool | None = None, loops: str | None = None,
+                aligned_pointers: bool = True, divisible=(), **options) -> str:
     """The kernel's module right after stitching, before the backend's pipeline (Gluon's),
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
     instrumentation mode, with regions in pipelined loops timed per ``loops``
-    (``interop.instrument``)."""
+    (``interop.instrument``). Settings not given are the enclosing blocks', as in ``compile``."""
     constexprs = dict(constexprs or {})
-    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible)
+    settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
+    source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
     options = backend.parse_options(options)
@@ -156,17 +156,22 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     ir.load_dialects(context)
     backend.load_dialects(context)
     instrument.load_dialect(context)
-    with instrument.forced(loops) if instrument_regions else contextlib.nullcontext():
-        module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
-                                backend.get_module_map(), context)
+    stages: dict = {}
+    backend.add_stages(stages, options, source.language)
+    module = source.make_ir(gpu_target, options, backend.get_codegen_implementation(options),
+                            backend.get_module_map(), context)
+    if isinstance(source, HybridTritonSource):   # Triton's ttir and ttgir, then the Gluon regions
+        module = stages["ttgir"].stitched(stages["ttir"](module, {}), {})
     return str(module)
 
 
-def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool, divisible=()):
-    """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would."""
+def hybrid_source(kernel, signature: dict, constexprs: dict, aligned_pointers: bool, divisible=(),
+                  settings: BuildSettings | None = None):
+    """The ``ASTSource`` for ``kernel``'s host language, specialized like Triton's JIT would, with
+    its build settings (by default the enclosing blocks')."""
     full_signature, attrs = specialization(kernel, signature, constexprs, aligned_pointers, divisible)
     source_class = HybridGluonSource if kernel.is_gluon() else HybridTritonSource
-    return source_class(kernel, full_signature, constexprs, attrs)
+    return source_class(kernel, full_signature, constexprs, attrs, settings)
 
 
 def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: bool = True,
@@ -185,12 +190,3 @@ def specialization(kernel, signature: dict, constexprs: dict, aligned_pointers: 
     attrs = {(i, ): [["tt.divisibility", 16]] for i, name in enumerate(kernel.arg_names)
              if (aligned_pointers and full_signature[name].startswith("*")) or name in divisible}
     return full_signature, attrs
-
-
-def module_json_attr(ttgir: str, name: str) -> list:
-    """Decode a JSON string attribute of the printed module (MLIR escapes bytes as ``\\XX``)."""
-    match = re.search(re.escape(name) + r' = "((?:[^"\\]|\\.)*)"', ttgir)
-    if match is None:
-        return []
-    text = re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), match.group(1)).replace("\\\\", "\\")
-    return json.loads(text)

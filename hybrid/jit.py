@@ -6,19 +6,21 @@ from collections import defaultdict
 from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import JITFunction, KernelInterface
 
-from interop.source import HybridGluonSource, HybridTritonSource, variant
+from interop import setting
+from interop.source import HybridGluonSource, HybridTritonSource
 
 
 class _Interpretable:
     """``kernel[grid](...)`` runs in the interpreter under ``HYBRID_INTERPRET=1`` or
     ``hybrid.interpreting()``; otherwise it is upstream's launch, with one set of compiled
-    kernels per build variant (boundary planning, region instrumentation: ``source.variant``),
-    which upstream's in-memory cache key does not see."""
+    kernels per build settings in effect (``interop.setting.current()``: boundary planning,
+    region instrumentation), which upstream's in-memory cache key does not see."""
 
     def run(self, *args, grid, warmup, **kwargs):
         import interpret
         if not interpret.enabled():
-            self.device_caches = self._caches_by_variant.setdefault(variant(), defaultdict(self.create_binder))
+            self.device_caches = self._caches_by_settings.setdefault(setting.current().key,
+                                                                     defaultdict(self.create_binder))
             return super().run(*args, grid=grid, warmup=warmup, **kwargs)
         if not warmup:
             interpret.launch(self, grid, *args, **kwargs)
@@ -77,4 +79,4 @@ def _make_hybrid(fn: JITFunction) -> None:
     # Upstream's __init__ made ``device_caches`` a defaultdict of the *bound* create_binder of
     # the old class; without a fresh one, launches would compile without stitching.
     fn.device_caches = defaultdict(fn.create_binder)
-    fn._caches_by_variant = {variant(): fn.device_caches}
+    fn._caches_by_settings = {setting.current().key: fn.device_caches}

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from interop import instrument
+from interop import instrument, setting
 
 SCHEMA = 1
 _PID = re.compile(r"^(?P<kernel>.*) Core(?P<core>\d+) CTA(?P<cta>\d+)$")
@@ -175,7 +175,7 @@ def profiling(name: str | Path = "hybrid-profile", loops: str = "total", mode: s
     region in every iteration (``interop.instrument``); ``mode``: Proton's instrumentation mode."""
     import triton.profiler as proton
     result = Profile(Path(f"{name}.chrome_trace"), loops)
-    with instrument.timing(loops):
+    with setting.using(loops=loops):
         proton.start(str(name), data="trace", backend="instrumentation", mode=mode)
         try:
             yield result

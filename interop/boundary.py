@@ -9,7 +9,7 @@ the stitched module.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 #: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
 TAG = "hybrid.boundary"
@@ -44,6 +44,39 @@ class Boundary:
         data = asdict(self)
         data["shape"] = list(self.shape)
         return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Boundary":
+        return cls(**{**data, "shape": tuple(data["shape"])})
+
+
+@dataclass(frozen=True)
+class PlannedBoundary:
+    """What is known of a boundary where the call is made (code generation, or the splice in a
+    Triton host); completed into a ``Boundary`` once the module is stitched and planned."""
+    region: int
+    function: str
+    direction: str
+    index: int
+    value: str
+    shape: tuple
+    dtype: str
+    from_layout: str
+    to_layout: str
+    agree: bool                  # the host's type is the one the region wants
+    handoff: str = "registers"   # "shared": the call site stores it into a buffer (@hybrid.takes, hybrid.stage)
+    shared_bytes: int = 0        # that buffer's bytes
+    fences: int = 0              # async-proxy fences the call site added after it
+    reason: str | None = None    # why, where the call site already decided it
+
+    @property
+    def tag(self) -> str:
+        return tag(self.region, self.direction, self.index)
+
+    def boundary_fields(self) -> dict:
+        """The fields a ``Boundary`` takes from this record as they are (its reason is decided
+        with the rest, ``assemble``)."""
+        return {f.name: getattr(self, f.name) for f in fields(Boundary) if f.name != "reason" and hasattr(self, f.name)}
 
 
 def layout_of(type_text: str) -> str:

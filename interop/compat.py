@@ -53,23 +53,54 @@ def codegen_location_kwargs(fn) -> dict:
     return kwargs
 
 
-_swap_lock = threading.RLock()
+_install_lock = threading.RLock()
 
 
-@contextlib.contextmanager
-def code_generator_class(cls) -> Iterator[None]:
-    """Make upstream's ``ast_to_ttir`` and nested ``call_JitFunction`` build ``cls``.
+def upstream_code_generator() -> type:
+    """Triton's own ``CodeGenerator`` class, also once ``install_code_generator`` has run."""
+    cls = _codegen_module.CodeGenerator
+    return getattr(cls, "hybrid_upstream", cls)
 
-    Both look the class up as the module global ``CodeGenerator`` at call time, so a scoped
-    rebinding makes every function of the kernel, however deeply nested, pass through ``cls``.
+
+def install_code_generator(cls) -> None:
+    """Make upstream's ``ast_to_ttir`` and nested ``call_JitFunction`` build ``cls`` (a subclass
+    of ``upstream_code_generator()`` that acts as upstream's unless a hybrid compile bound it).
+
+    Both look the class up as the module global ``CodeGenerator`` at call time. It is installed
+    once for the process, not swapped per compile, so that compiles on other threads are never
+    handed a generator bound to someone else's compile; installing again replaces the previous
+    hybrid class (a re-imported module), never stacks on it.
     """
-    with _swap_lock:
-        original = _codegen_module.CodeGenerator
+    with _install_lock:
+        cls.hybrid_upstream = upstream_code_generator()
         _codegen_module.CodeGenerator = cls
-        try:
-            yield
-        finally:
-            _codegen_module.CodeGenerator = original
+
+
+def install_stages_hook(extend) -> None:
+    """Have Triton call ``extend(backend, stages, options, language)`` each time a backend composes
+    a compile's stages, after any hook set before (which keeps working).
+
+    The hook is ``knobs.runtime.add_stages_inspection_hook`` in 3.6 through 3.9; the backends
+    call it with ``(backend, stages, options, language, capability)``. 3.9 also calls it with no
+    arguments, at the start of every compile and JIT launch, for a cache key and a specialization
+    hash: the previous hook's, or nothing added (what ``extend`` does to a hybrid compile is in
+    that source's own hash). Installing again replaces the hook installed before, never stacks on it.
+    """
+    from triton import knobs
+    with _install_lock:
+        previous = knobs.runtime.add_stages_inspection_hook
+        previous = getattr(previous, "hybrid_previous", previous)
+
+        def add_stages_inspection_hook(*args):
+            if not args:
+                return previous() if previous is not None else ("", "")
+            if previous is not None:
+                previous(*args)
+            backend, stages, options, language = args[:4]
+            extend(backend, stages, options, language)
+
+        add_stages_inspection_hook.hybrid_previous = previous
+        knobs.runtime.add_stages_inspection_hook = add_stages_inspection_hook
 
 
 # 3.6's ASTFunction takes constexpr values in a separate `constants` dict keyed by argument
@@ -93,7 +124,7 @@ def function_prototype(args: list, arg_types: list):
 def in_loop_carry_discovery(generator) -> bool:
     """Whether ``generator`` is in the dry visit of a loop body whose IR will be discarded.
 
-    3.9 marks it; 3.6 does not, and there the session filters uncalled regions afterwards.
+    3.9 marks it; 3.6 does not, and there the compile filters uncalled regions afterwards.
     """
     return getattr(generator, "_loop_carry_discovery_depth", 0) > 0
 
@@ -242,7 +273,7 @@ def ttgir_after_conversion() -> Iterator[None]:
     ``passes.ttir.add_convert_to_ttgpuir`` (NVIDIA in the one pipeline, AMD in its
     ``make_ttgir_early`` one), so it is that call that is made skippable."""
     from triton._C.libtriton import passes
-    with _swap_lock:
+    with _install_lock:
         passes.ttir.add_convert_to_ttgpuir = _skippable(passes.ttir.add_convert_to_ttgpuir)
     _after_conversion.active = True
     try:
@@ -283,6 +314,13 @@ class _StandInDriver:
 
     def get_current_device(self) -> int:
         return 0
+
+
+def proton_instrumenting() -> bool:
+    """Whether Proton's instrumentation hook is on (it lowers ``proton.record`` ops when a kernel
+    compiles): ``proton.start(..., backend="instrumentation")`` sets this flag."""
+    from triton.profiler.language import flags
+    return bool(flags.instrumentation_on)
 
 
 @contextlib.contextmanager

@@ -2,9 +2,10 @@
 
 MLIR prints diagnostics straight to the process's stderr (file descriptor 2). Triton's
 bindings return only ``False`` or ``PassManager::run failed``. ``capture`` redirects the
-descriptor for one step, so the error can quote the ``file:line: error: ...`` lines. The text
-is written back to stderr afterwards, so nothing is lost. Compiles run one per process (the
-scheduler uses worker processes), so redirecting the descriptor is safe.
+descriptor for one step, so the error can quote the ``file:line: error: ...`` lines; the text
+is written back to stderr afterwards, so nothing is lost. The descriptor is the whole
+process's, so it is only redirected on the failure path: a failed check runs again under
+``capture`` (``replayed``), and successful work that other threads may share never is.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 _ERROR = re.compile(r"^(?:\S+:\d+:\d+|loc\(.*\)): error: ")
@@ -59,20 +60,26 @@ def capture() -> Iterator[Diagnostics]:
             os.write(2, raw)
 
 
+def replayed(check: Callable[[], object]) -> str:
+    """The error diagnostics of ``check``, a step without side effects that just failed, run
+    again with stderr captured."""
+    with capture() as diagnostics, contextlib.suppress(Exception):
+        check()
+    return diagnostics.errors()
+
+
 def verify(module) -> str | None:
     """None when ``module`` verifies, else MLIR's error diagnostics (``file:line: error: ...``)."""
-    with capture() as diagnostics:
-        ok = module.verify()
-    return None if ok else diagnostics.errors() or "the module does not verify"
+    if module.verify():
+        return None
+    return replayed(module.verify) or "the module does not verify"
 
 
 def run(pm, module, *args) -> None:
-    """``pm.run(module, *args)``, raising ``RuntimeError`` with MLIR's error diagnostics."""
-    with capture() as diagnostics:
-        try:
-            pm.run(module, *args)
-        except RuntimeError as exc:
-            failure = exc
-        else:
-            return
-    raise RuntimeError(diagnostics.errors() or str(failure)) from failure
+    """``pm.run(module, *args)``, raising ``RuntimeError`` with MLIR's error diagnostics where the
+    pass left IR that does not verify (a pass cannot be run again on the IR it changed; what a
+    pass reports on its own reaches stderr, and the error says that the pipeline failed)."""
+    try:
+        pm.run(module, *args)
+    except RuntimeError as exc:
+        raise RuntimeError(verify(module) or str(exc)) from exc

@@ -1,6 +1,9 @@
 """The exceptions a kernel author sees for a mixed kernel that cannot be built."""
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 from triton.compiler.errors import CompilationError
 
 
@@ -30,6 +33,23 @@ class RegionError(CompilationError):
 
     def __reduce__(self):
         return type(self), (self.function, self.call_site, self.reason, self.hint)
+
+
+def describe(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def as_region_error(function: str, call_site, hint: str = "") -> Iterator[None]:
+    """A failure in the block (Triton's ``CompilationError``, a pass pipeline's, ...) becomes a
+    ``RegionError`` naming ``function`` and ``call_site``; one that already names a region passes."""
+    try:
+        yield
+    except RegionError:
+        raise
+    except Exception as exc:
+        raise RegionError(function, str(call_site), describe(exc), hint) from exc
 
 
 class LayoutError(ValueError):

@@ -16,7 +16,8 @@ host (after Triton's passes have run). Scopes:
   profile sums them per warp for ``total``.
 
 It is on while Proton's instrumentation mode is (``proton.start(..., backend="instrumentation")``
-sets the flag this reads), or inside ``forced()``.
+sets the flag ``setting.current()`` reads), inside ``forced()``, or for a compile given
+``instrument_regions=True``: the compile's ``setting.BuildSettings`` say so.
 """
 from __future__ import annotations
 
@@ -24,46 +25,17 @@ import contextlib
 from dataclasses import dataclass
 from typing import Iterator
 
-from .setting import Setting
+from . import setting
 
-LOOPS = ("total", "iteration")
 KERNEL_SCOPE = "kernel"
 #: Ops that wait on work a pipeliner left in flight across iterations.
 _ASYNC_WAITS = ("ttg.async_wait", "ttng.warp_group_dot_wait", "ttng.wait_barrier", "ttng.async_tma_store_wait")
 
-_forced = Setting("instrument_regions", (False, True), False)
-_loops = Setting("loops", LOOPS, "total")
 
-
-def enabled() -> bool:
-    return _forced.get() or proton_active()
-
-
-def proton_active() -> bool:
-    """Whether Proton's instrumentation hook is on (it lowers the records when a kernel compiles)."""
-    from triton.profiler.language import flags
-    return bool(flags.instrumentation_on)
-
-
-def loops() -> str:
-    return _loops.get()
-
-
-def key() -> str:
-    """What a build's instrumentation depends on (for cache keys)."""
-    return f"proton-{loops()}" if enabled() else "plain"
-
-
-@contextlib.contextmanager
-def forced(loop_timing: str | None = None) -> Iterator[None]:
-    """Instrument regions in this block (``loop_timing``: one of ``LOOPS``, or the current one)."""
-    with timing(loop_timing or loops()), _forced.using(True):
-        yield
-
-
-def timing(loop_timing: str) -> contextlib.AbstractContextManager:
-    """Time regions in pipelined loops per ``loop_timing`` (one of ``LOOPS``) in this block."""
-    return _loops.using(loop_timing)
+def forced(loop_timing: str | None = None) -> contextlib.AbstractContextManager:
+    """Instrument regions in compiles given no setting in this block (``loop_timing``: one of
+    ``setting.LOOP_TIMINGS``, or as around the block)."""
+    return setting.using(instrument_regions=True, loops=loop_timing)
 
 
 def scope_name(region) -> str:
@@ -154,6 +126,28 @@ def pipelined_loop(module, op) -> int | None:
     loops = [a.op.get_region(0).id() for a in tree.ancestors(op.get_block().get_parent().id())
              if a.op.get_name() == "scf.for" and a.op.get_region(0).id() in pipelined]
     return loops[-1] if loops else None
+
+
+class Scopes:
+    """Where one compile's scopes go (``settings``: whether regions are instrumented, and how
+    regions in pipelined loops are timed), and the pipelined loops timed whole so far."""
+
+    def __init__(self, settings):
+        self.on, self.loop_timing = settings.instrument_regions, settings.loops
+        self.timed_loops: dict[int, list] = {}   # pipelined loop body region id -> the regions timed in it
+
+    def around_region(self, module, region, op) -> bool:
+        """Whether ``region``'s instance at ``op`` gets its own scope; in a pipelined loop timed
+        in total, the loop gets one instead (placed by ``bracket``)."""
+        if not self.on:
+            return False
+        loop = pipelined_loop(module, op) if self.loop_timing == "total" else None
+        if loop is None:
+            return True
+        timed = self.timed_loops.setdefault(loop, [])
+        if region.index not in {r.index for r in timed}:
+            timed.append(region)
+        return False
 
 
 def bracket(module, builder, timed_loops: dict[int, list]) -> None:

@@ -16,11 +16,11 @@ the same end), a barrier ``BARRIER`` (an assumption, to be calibrated with ``ben
 handoff keeps its whole tile live, so it is only weighed while the tile fits in ``BUDGET`` of
 the target's shared memory. Register permutations cost nothing and are never handed off.
 
-Modes: ``auto`` (the cheaper way), ``convert`` and ``shared`` (force one way, to compare).
+Modes (``setting.BuildSettings.boundaries``): ``auto`` (the cheaper way), ``convert`` and ``shared``
+(force one way, to compare).
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 from triton._C.libtriton import gluon_ir
@@ -28,26 +28,11 @@ from triton.experimental.gluon import language as gl
 
 from . import movement, stitch, swizzle, timing
 from .boundary import TAG, shape_and_dtype
-from .setting import Setting
-
-MODES = ("auto", "convert", "shared")
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
 _ELEMENTS = {"i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f16": gl.float16,
              "bf16": gl.bfloat16, "f32": gl.float32, "f64": gl.float64, "f8E4M3FN": gl.float8e4nv,
              "f8E5M2": gl.float8e5}
-_mode = Setting("boundaries", MODES, "auto")
-
-
-def mode() -> str:
-    return _mode.get()
-
-
-def using(way: str) -> contextlib.AbstractContextManager:
-    """Plan boundaries with ``way`` (one of ``MODES``) in this block."""
-    return _mode.using(way)
-
-
 @dataclass(frozen=True)
 class Choice:
     """The planner's decision for the boundary conversions of one value."""

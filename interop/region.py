@@ -12,6 +12,16 @@ class CallSite:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
 
+    @classmethod
+    def of(cls, generator) -> "CallSite":
+        """Where the code generator ``generator`` is in its function's source."""
+        return cls(generator.file_name, generator.begin_line + generator.cur_node.lineno)
+
+    @classmethod
+    def parse(cls, text: str) -> "CallSite":
+        file, _, line = text.rpartition(":")
+        return cls(file, int(line))
+
 
 @dataclass(frozen=True)
 class Region:
@@ -34,3 +44,7 @@ class Region:
         return {"index": self.index, "function": self.function, "language": self.language,
                 "call_site": str(self.call_site), "symbol": self.symbol, "specialization": self.specialization,
                 "shared_bytes": self.shared_bytes, "lines": sorted(self.lines)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Region":
+        return cls(**{**data, "call_site": CallSite.parse(data["call_site"]), "lines": tuple(data["lines"])})

@@ -1,61 +1,69 @@
-"""The ``ASTSource`` of a mixed kernel with a Gluon host, for ``triton.compile`` and the JIT.
+"""The ``ASTSource`` of a mixed kernel, for ``triton.compile`` and the JIT.
 
-``make_ir`` builds the host's ``glir`` exactly as Gluon does, with Triton calls turned into
-regions, then stitches the regions in before any Gluon pass runs (Gluon's SCCP must not see a
-placeholder). From there on the module follows Gluon's own pipeline to a binary. Regions and
-boundary records are stored as module attributes so they survive Triton's on-disk cache.
+A Gluon host's ``make_ir`` builds its ``glir`` exactly as Gluon does, with Triton calls turned
+into regions, then stitches the regions in before any Gluon pass runs (Gluon's SCCP must not
+see a placeholder); from there on the module follows Gluon's own pipeline to a binary. A Triton
+host's ``make_ir`` builds its tt IR with each Gluon call opaque; Triton's own stages lower it and
+its Gluon regions are spliced in inside the ``ttgir`` stage (``stages_hook``). Regions and
+boundary records are stored on the module (``records``) so they survive Triton's on-disk cache.
 """
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
-import json
 from pathlib import Path
 
 from triton._C.libtriton import ir
-from triton.backends.compiler import Language
-from triton.compiler.compiler import ASTSource, make_backend
+from triton.compiler.compiler import ASTSource
 from triton.experimental.gluon._runtime import GluonASTSource
 
-from . import arch, compat, diagnostics, instrument, planner, timing
+from . import arch, diagnostics, interception, records, setting, stages_hook, timing
 from .errors import LayoutError, TargetError
-from .session import HybridSession
+from .compile_context import CompileContext
+from .gluon_regions import finish_triton_host
+from .triton_regions import finish_gluon_host
+from .setting import BuildSettings
 from .validate import check_constexpr_layouts
 
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
 STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()[:16]
-REGIONS_ATTR = "hybrid.regions"
-BOUNDARIES_ATTR = "hybrid.boundaries"
 
 
-def variant() -> str:
-    """The build settings a kernel's IR depends on beyond its source and options: how boundaries
-    are planned and how regions are instrumented. Part of every cache key."""
-    return f"{planner.mode()}-{instrument.key()}"
+class _Settled:
+    """A mixed kernel's source carries its build settings (``setting``): given, or for a JIT
+    launch the defaults where it happens; their key is part of its hash."""
 
-
-class HybridGluonSource(GluonASTSource):
-    """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
+    def __init__(self, fn, signature, constexprs=None, attrs=None, settings: BuildSettings | None = None) -> None:
+        super().__init__(fn, signature, constexprs, attrs)
+        self.settings = settings or setting.current()
 
     def hash(self) -> str:
-        return f"{super().hash()}-hybrid{STITCH_VERSION}-{variant()}"
+        return hashlib.sha256(f"{super().hash()}-{type(self).__name__}{STITCH_VERSION}-{self.settings.key}"
+                              .encode()).hexdigest()   # hex: Triton's dump and override folders decode it
+
+
+class HybridGluonSource(_Settled, GluonASTSource):
+    """A Gluon host: Triton calls become regions, stitched at ``glir`` before any Gluon pass."""
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as (session, generator):
-            with compat.code_generator_class(generator):
-                try:
-                    with diagnostics.capture() as found, timing.stage("host code generation"):
-                        module = super().make_ir(target, options, codegen_fns, module_map, context)
-                except RuntimeError as exc:
-                    if "error encountered during parsing" not in str(exc):
-                        raise
-                    raise LayoutError(
-                        f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
-                        f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n{found.errors()}"
-                        "\n  hint: a layout written in the kernel body must match the "
-                        "target's warp size and the kernel's num_warps; pass target-specific layouts as "
-                        "constexprs.") from exc
-            session.finish(module)
+        cc = _new_compile(self, target, options, context)
+        try:
+            try:
+                with interception.generating(cc), timing.stage("host code generation"):
+                    module = super().make_ir(target, options, codegen_fns, module_map, context)
+            except RuntimeError as exc:
+                if "error encountered during parsing" not in str(exc) or cc.host_module is None:
+                    raise
+                raise LayoutError(
+                    f"the Gluon kernel '{self.fn.__name__}' does not verify for {target.backend}:{target.arch} "
+                    f"({options.warp_size}-thread warps, num_warps={options.num_warps}):\n"
+                    f"{diagnostics.verify(cc.host_module)}"
+                    "\n  hint: a layout written in the kernel body must match the "
+                    "target's warp size and the kernel's num_warps; pass target-specific layouts as "
+                    "constexprs.") from exc
+            finish_gluon_host(cc, module)
+        finally:
+            cc.close()
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
             code = self.fn.fn.__code__
@@ -64,52 +72,47 @@ class HybridGluonSource(GluonASTSource):
                               + "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
                               + "\n  hint: compile it only for targets that have these ops, or branch on a "
                               "constexpr target inside the kernel.")
-        return _recorded(module, session, context)
+        return _recorded(module, cc, context)
 
 
-class HybridTritonSource(GluonASTSource):
-    """A Triton host: lowered by Triton's own ``make_ttir``/``make_ttgir`` with each Gluon call
-    kept opaque, then the Gluon bodies are spliced in at ttg. What ``make_ir`` returns is a ttg
-    module like a Gluon kernel's, so from here it follows Gluon's pipeline (hence the base class:
-    its language and first stage are the Gluon ones of this Triton release)."""
-
-    def hash(self) -> str:
-        return f"{super().hash()}-hybrid-triton{STITCH_VERSION}-{variant()}"
+class HybridTritonSource(_Settled, ASTSource):
+    """A Triton host: a Triton source whose ``make_ir`` keeps each Gluon call opaque, so Triton's
+    own ``ttir`` and ``ttgir`` stages lower the kernel; inside the ``ttgir`` stage the Gluon bodies
+    are spliced in and the module follows Gluon's pipeline from there (``stages_hook``)."""
 
     def make_ir(self, target, options, codegen_fns, module_map, context):
-        with _session(self, target, options, context) as (session, generator):
-            with compat.code_generator_class(generator), timing.stage("host code generation"):
-                module = ASTSource.make_ir(self, target, options, codegen_fns, module_map, context)
-            stages: dict = {}
-            make_backend(target).add_stages(stages, options, Language.TRITON)
-            with timing.stage("host tt->ttg (Triton's passes)"):
-                module = stages["ttgir"](stages["ttir"](module, {}), {})
-            with compat.code_generator_class(generator):
-                session.finish_triton_host(module)
-        return _recorded(module, session, context)
+        cc = _new_compile(self, target, options, context)
+        try:
+            with interception.generating(cc), timing.stage("host code generation"):
+                module = super().make_ir(target, options, codegen_fns, module_map, context)
+            stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, cc, context))
+        except BaseException:
+            cc.close()
+            raise
+        return module
 
 
-@contextlib.contextmanager
-def _session(source, target, options, context):
-    """Check the constexpr layouts, then one ``HybridSession`` (and its code generator class)
-    for the compile; its region modules are dropped however the compile ends."""
+def _finish_triton_host(cc: CompileContext, context, module):
+    """After the host's ttgir: its Gluon regions built for the layouts Triton gave their operands,
+    spliced, stitched and recorded."""
+    try:
+        with interception.generating(cc):
+            finish_triton_host(cc, module)
+        return _recorded(module, cc, context)
+    finally:
+        cc.close()
+
+
+def _new_compile(source, target, options, context) -> CompileContext:
+    """Check the constexpr layouts, then the compile's ``CompileContext``."""
     check_constexpr_layouts(source.fn, source.constants, options.warp_size, options.num_warps,
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
-    session = HybridSession(context, options, target, [list(source.attrs.get((i, ), [])) for i in runtime])
-    generator = session.code_generator()
-    try:
-        yield session, generator
-    finally:
-        session.close()
-        del generator.session
+    return CompileContext(context, options, target, source.settings,
+                          [list(source.attrs.get((i, ), [])) for i in runtime])
 
 
-def _recorded(module, session: HybridSession, context):
+def _recorded(module, cc: CompileContext, context):
     """Store the regions and boundary records on the module (they survive Triton's cache)."""
-    if session.regions:
-        builder = ir.builder(context)
-        module.set_attr(REGIONS_ATTR, builder.get_string_attr(json.dumps([r.to_json() for r in session.regions])))
-        module.set_attr(BOUNDARIES_ATTR,
-                        builder.get_string_attr(json.dumps([b.to_json() for b in session.boundaries])))
+    records.encode(module, ir.builder(context), cc.regions, cc.boundaries)
     return module

@@ -5,8 +5,8 @@ In a Gluon kernel, a Triton region's result comes back in the layout Triton's pa
 which the author cannot write down in advance. ``hybrid.stage(y, *reader_layouts)`` stores
 ``y`` into a new shared buffer whose swizzled layout ``swizzle.plan`` picks for ``y``'s own
 layout (the writer) and the layouts the kernel will load the buffer in (the readers), and
-returns its ``shared_memory_descriptor``. Where ``y`` is a Triton region's result, the session
-records the boundary as a shared-memory handoff (``HybridSession.staged``); the store takes
+returns its ``shared_memory_descriptor``. Where ``y`` is a Triton region's result, the compile
+records the boundary as a shared-memory handoff (``TritonRegions.staged``); the store takes
 the region's value as it is, so there is one write and no conversion.
 
 It is a builtin (like ``gl.allocate_shared_memory``), so the code generator hands it its
@@ -19,7 +19,7 @@ from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon.language._layouts import DistributedLayout
 from triton.language import core as tl
 
-from . import swizzle, validate
+from . import interception, swizzle, validate
 from .errors import RegionError
 
 
@@ -32,10 +32,11 @@ def stage(value, *readers, _semantic=None, _generator=None):
     """Store ``value`` once into shared memory in a swizzle planned for its own layout and
     ``readers`` (the distributed layouts the buffer will be loaded in); returns the buffer."""
     readers = [tl._unwrap_if_constexpr(r) for r in readers]
-    session = getattr(_generator, "session", None)
+    compile_context = interception.compile_of(_generator)
+    regions = compile_context.triton if compile_context is not None else None
     problem = _problem(value.type, readers)
     if problem and _generator is not None:
-        region = session.region_of(value) if session is not None else None
+        region = regions.region_of(value) if regions is not None else None
         site = f"{_generator.file_name}:{_generator.begin_line + _generator.cur_node.lineno}"
         raise RegionError(region.function if region else "hybrid.stage", site, f"hybrid.stage: {problem}", _HINT)
     if problem:
@@ -48,8 +49,8 @@ def stage(value, *readers, _semantic=None, _generator=None):
     else:   # the interpreter: any layout gives the same values
         plan, layout = None, swizzle.plain(len(ty.shape))
     buffer = _semantic.allocate_shared(ty.element_ty, list(ty.shape), layout, value)
-    if session is not None and plan is not None:
-        session.staged(value, buffer, plan)
+    if regions is not None and plan is not None:
+        regions.staged(value, buffer, plan)
     return buffer
 
 

@@ -18,7 +18,7 @@ RESULT = "hybrid.result"
 
 
 class StitchError(RuntimeError):
-    """The stitched module failed verification; the session turns this into a RegionError."""
+    """The stitched module failed verification; the compile turns this into a RegionError."""
 
 
 def function_blocks(module, function) -> list:

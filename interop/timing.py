@@ -3,8 +3,10 @@
 ``recording()`` opens a ``Timing`` for the block; ``stage(name)`` brackets work inside it.
 Stages nest, and each stage is charged only its own time (a region lowered during the host's
 code generation is charged to region lowering, not to the host), so the stages of a compile
-add up to its total. Triton's own stages after ``make_ir`` (``llir``, ``ptx``, ``cubin``, ...)
-come from Triton's compilation listener. Outside ``recording()`` a stage costs one lookup.
+add up to its total. Triton's own stages after ``make_ir`` (``ttir``, ``ttgir``, ``llir``, ``ptx``,
+``cubin``, ...) come from Triton's compilation listener, less what stages of this project ran
+inside them (``inside_triton``: a Triton host's Gluon regions are finished in its ``ttgir``
+stage). Outside ``recording()`` a stage costs one lookup.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ class Timing:
     hits: dict[str, int] = field(default_factory=dict)   # per cache: lookups it served
     total: float = 0.0
     _open: list = field(default_factory=list, repr=False)   # [name, start of its current slice]
+    _inside: dict[str, float] = field(default_factory=dict, repr=False)   # Triton stage -> our stages' time in it
 
     def add(self, name: str, seconds: float, calls: int = 1) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
@@ -89,7 +92,7 @@ def recording() -> Iterator[Timing]:
         if kwargs.get("cache_hit"):
             timing.hit("triton")
         for name, microseconds in times.lowering_stages:
-            timing.add(TRITON + name, microseconds / 1e6)
+            timing.add(TRITON + name, microseconds / 1e6 - timing._inside.pop(name, 0.0))
         if previous is not None:
             previous(**kwargs)
 
@@ -115,6 +118,21 @@ def stage(name: str) -> Iterator[None]:
         yield
     finally:
         timing._exit()
+
+
+@contextlib.contextmanager
+def inside_triton(stage_name: str) -> Iterator[None]:
+    """The block runs inside Triton's stage ``stage_name``: Triton's listener reports that stage's
+    time whole, so the time the stages opened in the block charge is deducted from it."""
+    timing = _active.get()
+    if timing is None:
+        yield
+        return
+    before = sum(timing.seconds.values())
+    try:
+        yield
+    finally:
+        timing._inside[stage_name] = timing._inside.get(stage_name, 0.0) + sum(timing.seconds.values()) - before
 
 
 def timed(name: str):

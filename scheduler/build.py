@@ -16,11 +16,12 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 from interop import compat
 from interop.errors import RegionError
+from interop.setting import BuildSettings
 
 from .cache import Cache, CorruptEntry, Entry, job_key
 from .plan import Job, resolve
@@ -65,7 +66,9 @@ def compile_job(job: Job) -> dict:
     try:
         import hybrid
         spec = resolve(job)
-        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
+        # a job's build settings are its options or the defaults, never the caller's enclosing blocks (its cache key)
+        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target,
+                            **{**asdict(BuildSettings()), **spec.options})
         record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
                   "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
                   "constexprs": spec.constexprs_json, "options": spec.options,
@@ -146,5 +149,5 @@ def _worker_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "interop.session", "scheduler.build"])
+    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "scheduler.build"])
     return context

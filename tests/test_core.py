@@ -42,7 +42,7 @@ def test_one_fused_kernel(built, case, target):
     assert "hybrid.in." not in fb.asm["ttgir"] and "hybrid.out." not in fb.asm["ttgir"]   # opaque ports gone
     assert "hybrid.enable" not in fb.asm["ttgir"] and "ub.poison" not in fb.asm["ttgir"]
     assert len(fb.binary) > 0
-    assert fb.regions and all(r["language"] == "triton" for r in fb.regions)
+    assert fb.regions and all(r.language == "triton" for r in fb.regions)
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
@@ -108,10 +108,10 @@ def test_conversion_chain_folds(built, target):
 
 def test_regions_in_loops_branches_and_per_call_specialization(built):
     fb = built("control_flow", "sm90a")
-    assert [(r["function"], r["specialization"].split("(")[1].split(",")[0]) for r in fb.regions] == [
+    assert [(r.function, r.specialization.split("(")[1].split(",")[0]) for r in fb.regions] == [
         ("t_scale", "<['512']"), ("t_outer", "<['512']"), ("t_scale", "<['512']")]
-    assert "fp32" in fb.regions[0]["specialization"] and "int32" in fb.regions[2]["specialization"]
-    lines = [int(r["call_site"].rsplit(":", 1)[1]) for r in fb.regions]
+    assert "fp32" in fb.regions[0].specialization and "int32" in fb.regions[2].specialization
+    lines = [r.call_site.line for r in fb.regions]
     assert lines == sorted(lines) and len(set(lines)) == 3
     ttgir = fb.asm["ttgir"]
     assert "scf.for" in ttgir and "scf.if" in ttgir

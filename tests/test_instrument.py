@@ -6,10 +6,10 @@ import pytest
 
 from examples import matmul_gluon_epilogue, softmax, softmax_gluon_stats, tile_matmul
 import hybrid
-from hybrid.compile import module_json_attr, stitched_ir
+from hybrid.compile import stitched_ir
 from interop import instrument
+from interop.records import decode
 from interop.locations import op_lines
-from interop.source import REGIONS_ATTR
 from tests import kernels, triton_hosts
 
 
@@ -32,7 +32,7 @@ CASES = {
 def test_one_balanced_pair_around_each_region(case, target):
     kernel, signature, constexprs = CASES[case](target)
     text = stitched_ir(kernel, signature, constexprs, target, num_warps=kernels.NUM_WARPS, instrument_regions=True)
-    regions = module_json_attr(text, REGIONS_ATTR)
+    regions = decode(text).regions
     lines = text.splitlines()
     records = records_of(text)
     assert len(records) == 2 * len(regions) + 2 > 2
@@ -40,13 +40,13 @@ def test_one_balanced_pair_around_each_region(case, target):
     assert "tt.return" in lines[records[-1][0] + 1]
     position = {line.strip(): i for i, line in enumerate(lines)}
     ops = [(position[op_text], where) for _, where, op_text in op_lines(text) if op_text in position]
-    region_lines = {w for r in regions for w in r["lines"]}
+    region_lines = {w for r in regions for w in r.lines}
     for region in regions:
-        name = f"r{region['index']}:{region['function']}"
+        name = f"r{region.index}:{region.function}"
         (start, ), (end, ) = ([i for i, kind, n in records if n == name and kind == k] for k in ("start", "end"))
         assert start < end
         inside = [where for i, where in ops if start < i < end]
-        assert any(where in region["lines"] for where in inside)          # the region's code is in its scope
+        assert any(where in region.lines for where in inside)          # the region's code is in its scope
         host_only = [where for where in inside if where and where not in region_lines]
         assert not host_only, host_only[:3]                                # and no host code is
 
@@ -70,8 +70,8 @@ def instrumented(target: str, case: str, loops: str = "total") -> tuple[str, str
     kernel, signature, constexprs = triton_hosts.cases(target)[case]
     text = stitched_ir(kernel, signature, constexprs, target, num_warps=kernels.NUM_WARPS, instrument_regions=True,
                        loops=loops)
-    region = module_json_attr(text, REGIONS_ATTR)[0]
-    return text, f"r{region['index']}:{region['function']}"
+    region = decode(text).regions[0]
+    return text, f"r{region.index}:{region.function}"
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
@@ -110,7 +110,7 @@ def test_loop_not_pipelined_keeps_a_pair_per_iteration():
 
 def test_unknown_loop_timing_names_the_choices():
     with pytest.raises(ValueError, match="total, iteration"):
-        with instrument.timing("sometimes"):
+        with instrument.forced("sometimes"):
             pass
 
 
@@ -126,7 +126,7 @@ def test_proton_lowers_the_scopes_into_the_binary(case, target):
     kernel, signature, constexprs = BINARY_CASES[case](target)
     fb = hybrid.compile(kernel, signature, constexprs, target, num_warps=kernels.NUM_WARPS, instrument_regions=True)
     assert fb.kernel_entries == 1
-    assert fb.scopes == ["kernel"] + [f"r{r['index']}:{r['function']}" for r in fb.regions]
+    assert fb.scopes == ["kernel"] + [f"r{r.index}:{r.function}" for r in fb.regions]
     records = fb.asm["ttgir"].count("proton.record")
     clocks = len(re.findall(r"mov\.u32\s+%r\d+, %clock;", fb.assembly)) + fb.assembly.count("s_memtime")
     assert clocks == records if target.startswith("sm") else clocks >= records

@@ -69,6 +69,18 @@ def test_forcing_shared_hands_off_every_conversion_that_moves_data(build):
     assert "ttg.convert_layout" not in shared.asm["ttgir"]
 
 
+def test_compile_argument_wins_over_an_enclosing_mode_and_a_block_is_the_default(build):
+    """``hybrid.compile(boundaries=...)`` wins over ``hybrid.boundary_mode(...)`` around it;
+    given none, the compile takes the block's mode."""
+    (case, ) = boundary_cases.cases("sm90a", [ONE_READER])
+    with hybrid.boundary_mode("shared"):
+        given = boundary_cases.build(case, "sm90a", "convert")
+        defaulted = hybrid.compile(boundary_cases.h_boundary, case["signature"], case["constexprs"], target="sm90a",
+                                   num_warps=boundary_cases.NUM_WARPS)
+    assert given.binary == build(ONE_READER, "sm90a", "convert").binary
+    assert defaulted.binary == build(ONE_READER, "sm90a", "shared").binary != given.binary
+
+
 def test_an_unknown_mode_names_the_ones_there_are():
     (case, ) = boundary_cases.cases("sm90a", [ONE_READER])
     with pytest.raises(ValueError, match="expected one of auto, convert, shared"):

@@ -80,7 +80,7 @@ def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path
     module = load(files.port)
     kernel = swapped(softmax.softmax_triton, "row_stats", getattr(module, f"row_stats_gluon_{target}"))
     fb = hybrid.compile(kernel, softmax.SIGNATURE, {"BM": 16, "BN": 128}, target=target, num_warps=4)
-    assert [r["function"] for r in fb.regions] == [f"row_stats_gluon_{target}"] and fb.kernel_entries
+    assert [r.function for r in fb.regions] == [f"row_stats_gluon_{target}"] and fb.kernel_entries
     other = "sm90a" if target == "gfx942" else "gfx942"      # the layouts are the target's: wrong elsewhere
     capfd.readouterr()
     with pytest.raises(hybrid.RegionError, match=f"region 'row_stats_gluon_{target}'"):
@@ -101,7 +101,7 @@ def test_a_port_keeps_calling_its_triton_helpers_and_gets_an_inputs_stub(tmp_pat
     module = load(files.port)
     kernel = swapped(port_kernels.k_centered, "centered_square", getattr(module, f"centered_square_gluon_{target}"))
     fb = hybrid.compile(kernel, port_kernels.SIGNATURE, {"BM": 16, "BN": 64}, target=target, num_warps=4)
-    assert [r["function"] for r in fb.regions] == [f"centered_square_gluon_{target}", "halve"]
+    assert [r.function for r in fb.regions] == [f"centered_square_gluon_{target}", "halve"]
 
     assert files.inputs == "stub"
     test = load(files.test)

@@ -99,7 +99,7 @@ def test_wgmma_mainloop_is_wgmma_fed_by_cp_async():
     fb = matmul_wgmma.build("sm90a")
     assert fb.kernel_entries == 1
     assert "wgmma.mma_async" in fb.assembly and "cp.async" in fb.assembly
-    assert [(r["function"], r["language"]) for r in fb.regions] == [
+    assert [(r.function, r.language) for r in fb.regions] == [
         ("tile_ids", "triton"), ("store_tile_triton", "triton")]
 
 

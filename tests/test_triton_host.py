@@ -43,7 +43,7 @@ def test_one_fused_kernel(built, case, target):
     assert fb.kernel_entries == 1 and ttgir.count("tt.func public") == 1
     assert "tt.call" not in ttgir and "tt.func private" not in ttgir
     assert "hybrid.gluon." not in ttgir and "hybrid.in." not in ttgir and "elementwise_inline_asm" not in ttgir
-    assert fb.regions and fb.regions[0]["language"] == "gluon"
+    assert fb.regions and fb.regions[0].language == "gluon"
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
@@ -78,7 +78,7 @@ def test_boundary_records(built, target):
 
 def test_regions_in_loops_branches_and_mixed_nesting(built):
     fb = built("control_flow", "sm90a")
-    assert [(r["function"], r["language"]) for r in fb.regions] == [
+    assert [(r.function, r.language) for r in fb.regions] == [
         ("g_add_one", "gluon"), ("g_scale_then_triton", "gluon"), ("t_scale", "triton")]
     ttgir = fb.asm["ttgir"]
     assert "scf.for" in ttgir and "scf.if" in ttgir
@@ -118,8 +118,8 @@ def test_gluon_region_with_several_results(built, case, shapes, target):
 def test_regions_report_their_own_shared_memory(built):
     """The Gluon region stages a 32x32 fp32 tile: that is what it allocates itself."""
     (region, ) = built("smem", "sm90a").regions
-    assert region["shared_bytes"] == 32 * 32 * 4
-    assert all(r["shared_bytes"] == 0 for r in built("reduce", "sm90a").regions)
+    assert region.shared_bytes == 32 * 32 * 4
+    assert all(r.shared_bytes == 0 for r in built("reduce", "sm90a").regions)
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
@@ -169,7 +169,7 @@ def test_warp_specialize_inside_a_gluon_region(built, target):
     assert "ttg.warp_specialize" in ttgir and "requestedRegisters = array<i32: 24>" in ttgir
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+24\b", ptx)
     assert "mbarrier.try_wait" in ptx and "mbarrier.arrive" in ptx
-    assert fb.regions[0]["shared_bytes"] >= 2 * 256 * 4   # the two-slot ring
+    assert fb.regions[0].shared_bytes >= 2 * 256 * 4   # the two-slot ring
 
 
 def test_warp_specialized_region_computes_the_sum_in_the_interpreter():

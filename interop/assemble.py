@@ -1,0 +1,81 @@
+"""The last step of a compile's own work: a module with every region spliced in becomes one
+stitched kernel with its boundary records.
+
+``assemble`` inlines the regions, connects their results, folds boundary conversion chains and
+verifies (``stitch``), lets the planner choose how each boundary value moves (``planner``),
+completes each ``PlannedBoundary`` into a ``Boundary`` from what is left in the module, and
+places the loop and kernel Proton scopes when regions are instrumented (``instrument``).
+"""
+from __future__ import annotations
+
+from triton._C.libtriton import gluon_ir
+
+from . import arch, instrument, movement, planner, stitch, timing
+from .boundary import Boundary, PlannedBoundary, layout_of
+from .errors import RegionError
+from .scratch import ScratchProbe
+
+
+@timing.timed("stitching")
+def assemble(cc, module) -> None:
+    """Inline every spliced region of ``module``, connect results, fold boundary conversions,
+    verify, plan, and set ``cc.boundaries``."""
+    try:
+        stitch.inline(module, cc.context)
+        stitch.connect_results(module, cc.context)
+        loaded = stitch.fold_boundary_conversions(module, cc.context)
+        stitch.check_no_markers(module)
+    except (stitch.StitchError, RuntimeError) as exc:
+        names = ", ".join(r.function for r in cc.regions) or "?"
+        site = str(cc.regions[0].call_site) if cc.regions else "?"
+        raise RegionError(names, site, f"stitching failed: {exc}") from exc
+    probe = ScratchProbe(cc.context, cc.target, cc.options)
+    try:
+        choices, live = planner.plan(module, cc.context, probe, cc.settings.boundaries,
+                                     arch.shared_memory_limit(cc.target))
+    except (ValueError, RuntimeError) as exc:
+        raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
+                          f"planning the boundaries failed: {exc}") from exc
+    by_tag = {t: choice for choice in choices for t in choice.tags}
+    cc.boundaries = [_completed(planned, live, loaded, by_tag) for planned in cc.planned]
+    if cc.scopes.on and cc.regions:
+        instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
+        stitch.verify(module, "placing the Proton scopes")
+
+
+def _completed(planned: PlannedBoundary, live: dict, loaded: set[str], choices: dict) -> Boundary:
+    """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
+    load folded into it, the conversions left and what they move, and why."""
+    fields = planned.boundary_fields()
+    boundary_tag = planned.tag
+    remaining = live.get(boundary_tag, [])
+    choice = choices.get(boundary_tag)
+    if choice is not None and choice.way == "handoff":
+        owner = choice.tags[0] == boundary_tag
+        fields.update(handoff="shared", movement="shared", shared_bytes=choice.shared_bytes if owner else 0,
+                      barriers=int(owner), cost=choice.cost if owner else 0)
+        reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
+        return Boundary(**fields, conversions=len(remaining), reason=reason)
+    if planned.reason is not None:
+        reason = planned.reason
+    elif boundary_tag in loaded and not remaining:
+        reason = "loaded from shared memory straight in the region's layout (no conversion)"
+        fields["handoff"] = "shared"
+    elif planned.agree:
+        reason = "layouts agree"
+    elif not remaining:
+        reason = "folded away (the neighbouring conversion already yields the needed layout)" \
+            if planned.direction == "in" else "folded into the host's own conversion"
+    else:
+        reason = "converted"
+        first = remaining[0]
+        fields["from_layout"], fields["to_layout"] = layout_of(first.source), layout_of(first.result)
+    if remaining:   # what the conversions move: the costliest decides the kind, bytes and barriers add up
+        moves = [c.movement for c in remaining]
+        fields["movement"] = max((m.kind for m in moves), key=movement.ORDER.index)
+        fields["shared_bytes"] = fields.get("shared_bytes", 0) + sum(m.shared_bytes for m in moves)
+        fields["barriers"] = sum(m.barriers for m in moves)
+        fields["shuffles"] = sum(m.shuffles for m in moves)
+        fields["cost"] = choice.cost if choice is not None and choice.tags[0] == boundary_tag else 0
+        reason += f" ({fields['movement']})" if choice is None else f": {choice.reason}"
+    return Boundary(**fields, conversions=len(remaining), reason=reason)

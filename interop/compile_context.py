@@ -1,0 +1,69 @@
+"""One compile of a mixed kernel: what every step reads, and the records the steps build.
+
+A compile has a host and regions in the other language. Its Triton regions (calls from Gluon
+code to ``@triton.jit`` functions: ``triton_regions``) and its Gluon regions (calls from Triton
+code to ``@gluon.jit`` functions: ``gluon_regions``) are lowered and spliced by their own
+modules; this object holds what they share: the MLIR context, backend options, target and
+build settings, the regions in call order, the boundaries planned at their call sites, and,
+once ``assemble`` has stitched and planned the module, the finished boundary records.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import stitch
+from .boundary import Boundary, PlannedBoundary, layout_of, shape_and_dtype
+from .instrument import Scopes
+from .region import CallSite, Region
+from .setting import BuildSettings
+
+
+@dataclass
+class CompileContext:
+    context: object                 # the compile's MLIR context (region modules are built in it)
+    options: object                 # the backend's options (num_warps, warp_size, ...)
+    target: object                  # triton.backends.compiler.GPUTarget
+    settings: BuildSettings
+    kernel_arg_attrs: list = field(default_factory=list)   # per runtime kernel argument: its tt.divisibility
+    regions: list[Region] = field(default_factory=list)
+    planned: list[PlannedBoundary] = field(default_factory=list)
+    boundaries: list[Boundary] = field(default_factory=list)
+    host_module: object | None = None   # the kernel's module, set by its code generator (for a failed verify)
+    scopes: Scopes = field(init=False)   # where Proton scopes go, when the settings instrument regions
+
+    def __post_init__(self) -> None:
+        self.scopes = Scopes(self.settings)
+        # imported here: each direction's module takes this context
+        from .gluon_regions import GluonRegions
+        from .triton_regions import TritonRegions
+        self.triton = TritonRegions(self)
+        self.gluon = GluonRegions(self)
+
+    def new_region(self, function: str, language: str, call_site: CallSite, specialization: str, *,
+                   shared_bytes: int, lines: tuple) -> Region:
+        index = len(self.regions)
+        region = Region(index=index, function=function, language=language, call_site=call_site,
+                        symbol=f"__hybrid_r{index}_{function}", specialization=specialization,
+                        shared_bytes=shared_bytes, lines=lines)
+        self.regions.append(region)
+        return region
+
+    def plan(self, region: Region, direction: str, index: int, value: str, given: str, expected: str,
+             **shared) -> None:
+        """One boundary to complete after stitching: ``given`` and ``expected`` are the printed
+        types on the two sides; ``shared`` holds a shared-memory handoff's fields and reason."""
+        shape, dtype = shape_and_dtype(expected)
+        self.planned.append(PlannedBoundary(region.index, region.function, direction, index, value, shape, dtype,
+                                            layout_of(given), layout_of(expected), given == expected, **shared))
+
+    def keep_called(self, module) -> None:
+        """Forget regions whose call was discarded (a loop's dry visit on Triton 3.6). A Triton
+        region's placeholder still gets a body: a body-less function must never reach the backend."""
+        called = stitch.called_symbols(module)
+        self.regions = [r for r in self.regions if r.symbol in called]
+        kept = {r.index for r in self.regions}
+        self.planned = [p for p in self.planned if p.region in kept]
+
+    def close(self) -> None:
+        """Drop the region modules (empty shells after splicing, or abandoned after an error)."""
+        self.triton.close()

@@ -1,0 +1,207 @@
+"""Gluon regions: calls from Triton code to ``@gluon.jit`` functions, in one compile.
+
+During the Triton host's code generation each call is built once as a throwaway probe (its
+result types, and the ops the target must have) and becomes an opaque boundary
+(``triton_host.emit_boundary``). Triton's own ``ttir`` and ``ttgir`` stages then lower the host;
+``finish_triton_host`` builds each Gluon function for the layouts Triton gave its operands (or
+the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, splices
+the Triton regions those functions call, and has ``assemble`` stitch and plan the module.
+"""
+from __future__ import annotations
+
+from triton._C.libtriton import gluon_ir
+from triton.compiler import code_generator as _cg
+from triton.experimental.gluon import language as gl
+from triton.language import core as tl
+
+from . import (arch, arguments, compat, diagnostics, handoff, interception, locations, lower_gluon, movement, opaque,
+               stitch, swizzle, timing, triton_host, validate)
+from .assemble import assemble
+from .boundary import is_shared
+from .errors import RegionError, as_region_error, describe
+from .region import CallSite
+
+_HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
+         "convert them explicitly inside the Gluon function to the layouts it needs")
+_TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
+               "either given directly or as the name of a constexpr parameter holding it")
+
+
+class GluonRegions:
+    """The Gluon regions of one compile (``CompileContext``)."""
+
+    def __init__(self, compile_context):
+        self.cc = compile_context
+        self._calls: list[triton_host.GluonCall] = []
+        self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
+
+    # -- during code generation -------------------------------------------------------------
+    def call(self, gen, fn, args, kwargs):
+        """A Gluon call in Triton code: an opaque boundary now, the Gluon body after ttgir."""
+        call_site = CallSite.of(gen)
+        name = fn.__name__
+        args = arguments.bind(fn, args, kwargs)
+        wants = self._wants(fn, args, call_site)
+        specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
+        if specialization not in self._probed:
+            self._probed[specialization] = self._probe(fn, args, wants, call_site)
+        ret_type, probe_module = self._probed[specialization]
+        ret_type = lower_gluon.to_triton_type(ret_type)
+        named_leaves = arguments.leaves(args, fn.arg_names)
+        leaves = [leaf for _, leaf in named_leaves]
+        result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
+        ir_types = [ty.to_ir(gen.builder) for ty in result_types]
+        if compat.in_loop_carry_discovery(gen):
+            results = [gen.builder.create_poison(ty) for ty in ir_types]
+        else:
+            region = self.cc.new_region(name, "gluon", call_site, specialization,
+                                        shared_bytes=arch.allocated_shared_bytes(probe_module),
+                                        lines=tuple(locations.lines_of(str(probe_module))))
+            planned = any(want.planned for want in wants.values())
+            self._calls.append(triton_host.GluonCall(
+                region, fn, args, [leaf.type for leaf in leaves],
+                [wants.get(leaf_name) for leaf_name, _ in named_leaves],
+                handoff.reads_async_proxy(probe_module),
+                handoff.readers(probe_module, lower_gluon.PROBE, gluon_ir.GluonOpBuilder(self.cc.context)) if planned
+                else {}))
+            enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
+            results = triton_host.emit_boundary(gen.builder, region.index, [leaf.handle for leaf in leaves], ir_types,
+                                                enable)
+        if ret_type in (None, tl.void):
+            return None
+        return next(_cg.unflatten_ir_values(results, [ret_type]))
+
+    def _probe(self, fn, args: list, wants: dict, call_site: CallSite) -> tuple:
+        """``fn`` built once with placeholder (or declared) layouts: its return type and module,
+        checked to verify and to use only ops the target has. The Triton calls inside it are
+        typed, not stitched (``interception.generating(..., probing=True)``)."""
+        cc, name = self.cc, fn.__name__
+        try:
+            with interception.generating(cc, probing=True):
+                ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=cc.context, options=cc.options,
+                                                           target=cc.target)
+        except Exception as exc:
+            raise RegionError(name, str(call_site), describe(exc), _HINT) from exc
+        errors = diagnostics.verify(probe_module)
+        if errors:
+            raise RegionError(name, str(call_site), f"the Gluon function does not verify for "
+                              f"{arch.describe(cc.target)} ({cc.options.warp_size}-thread warps, num_warps="
+                              f"{cc.options.num_warps}):\n{errors}", _verify_hint(errors))
+        misplaced = arch.misplaced_ops(probe_module, cc.target)
+        if misplaced:
+            uses = "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
+            raise RegionError(name, str(call_site), f"uses ops {arch.describe(cc.target)} cannot run ({uses})",
+                              "build this Gluon function only for targets that have these ops (branch on a "
+                              "constexpr target in the host), or use an op every target has")
+        return ret_type, probe_module
+
+    def _wants(self, fn, args: list, call_site: CallSite) -> dict:
+        """The call's ``@hybrid.takes`` declarations, checked against the arguments and the target."""
+        try:
+            wants = handoff.wants(fn, dict(zip(fn.arg_names, args)))
+        except ValueError as exc:
+            raise RegionError(fn.__name__, str(call_site), str(exc), _TAKES_HINT) from exc
+        options = self.cc.options
+        for param, want in wants.items():
+            problem = None if want.in_shared else validate.layout_problem(
+                want.layout, options.warp_size, options.num_warps, arch.describe(self.cc.target))
+            if problem:
+                raise RegionError(fn.__name__, str(call_site), f"the layout declared for '{param}': {problem}")
+        return wants
+
+    # -- after the host's ttgir ------------------------------------------------------------------
+    def splice_all(self, module) -> None:
+        """Build each Gluon call for the layouts its operands got, splice it into every copy of its
+        boundary, record its boundaries, and enable the boundaries. A call in IR that a loop's dry
+        visit discarded (Triton 3.6) has no copy: its region is dropped."""
+        gluon_builder = gluon_ir.GluonOpBuilder(self.cc.context)
+        calls, self._calls = self._calls, []
+        dropped = set()
+        for call in calls:
+            copies = triton_host.find_ports(module, call.region.index)
+            if not copies:
+                dropped.add(call.region.index)
+                continue
+            built: dict[tuple, tuple] = {}   # per set of operand layouts: (Gluon function, wants, plans)
+            for ports in copies:
+                if ports.operand_types not in built:
+                    built[ports.operand_types] = self._build(call, ports, module, gluon_builder, len(built))
+                function, wants, plans = built[ports.operand_types]
+                produced = triton_host.splice(call, function, wants, ports, self.cc.context,
+                                              profiled=self.cc.scopes.around_region(module, call.region,
+                                                                                    ports.last_sink))
+            self._plan_boundaries(call, wants, plans, copies[-1], produced)
+        stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.cc.context)
+        self.cc.regions = [r for r in self.cc.regions if r.index not in dropped]
+
+    @timing.timed("Gluon region builds")
+    def _build(self, call: triton_host.GluonCall, ports: triton_host.Ports, module, gluon_builder,
+               variant: int) -> tuple:
+        """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
+        shared layouts of planned handoffs chosen for them; returns (function, wants, plans)."""
+        wants, plans = list(call.wants), {}
+        for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
+            if want is not None and want.planned:
+                plans[k] = swizzle.plan(gluon_builder, gluon_builder.get_gluon_layout_from_tensor(value),
+                                        call.readers.get(k, []), list(ty.shape), ty.element_ty.primitive_bitwidth)
+                wants[k] = handoff.Want(plans[k].layout, True, planned=True)
+        leaf_types = [want.gluon_type(t) if want else
+                      gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
+                      if isinstance(t, tl.block_type) else t
+                      for t, v, want in zip(call.leaf_types, ports.operands, wants)]
+        arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
+        name = call.region.symbol + (f"_v{variant}" if variant else "")
+        cc = self.cc
+        with as_region_error(call.region.function, call.region.call_site, _HINT):
+            function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
+                                                           context=cc.context, options=cc.options, target=cc.target,
+                                                           name=name)
+        return function, wants, plans
+
+    def _plan_boundaries(self, call: triton_host.GluonCall, wants: list, plans: dict, ports: triton_host.Ports,
+                         produced: list[str]) -> None:
+        """Inputs go from the host's layout to the declared one (``@hybrid.takes``; the host's own
+        when none is declared) or into a shared buffer; results convert (or, returned in shared
+        memory, are loaded) to the layouts the host wants."""
+        builder = gluon_ir.GluonOpBuilder(self.cc.context)
+        names = [name for name, _ in arguments.leaves(call.args, call.fn.arg_names)]
+        fenced = call.reads_async_proxy
+        plan = self.cc.plan
+        for k, (operand, want, ty) in enumerate(zip(ports.operands, wants, call.leaf_types)):
+            given = str(operand.get_type())
+            if not given.startswith("tensor<"):
+                continue
+            wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
+            if want and want.in_shared:
+                nbytes = movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth)
+                how = "the declared shared layout" if k not in plans else swizzle.describe(plans[k])
+                plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
+                     fences=int(fenced), reason=f"stored once into {how}"
+                     + (", then one async-proxy fence for the region's wgmma/tcgen05/TMA" if fenced else ""))
+                fenced = False   # one fence serves every buffer stored before it
+            else:
+                plan(call.region, "in", k, names[k], given, wanted)
+        for j, own in enumerate(produced):
+            wanted = next((str(v.get_type()) for k, v in ports.outputs if k == j), own)
+            if is_shared(own):
+                plan(call.region, "out", j, f"return[{j}]", own, wanted, handoff="shared",
+                     reason="loaded from the shared buffer the region returned")
+            elif own.startswith("tensor<"):   # the host's first layout for it (a conversion per further one)
+                plan(call.region, "out", j, f"return[{j}]", own, wanted)
+
+
+def finish_triton_host(cc, module) -> None:
+    """After the Triton host's ttgir: its Gluon regions built and spliced, then the Triton regions
+    those Gluon functions call spliced, and the whole stitched, planned and recorded."""
+    cc.gluon.splice_all(module)
+    cc.keep_called(module)
+    cc.triton.splice_all(module)
+    assemble(cc, module)
+
+
+def _verify_hint(errors: str) -> str:
+    if "threads per warp" in errors or "warps" in errors:
+        return ("a layout written in a Gluon region must match the target's warp size and the kernel's num_warps; "
+                "pass target-specific layouts as constexprs")
+    return "fix the Gluon function at the file:line above, or the values passed to it at the call site"
+

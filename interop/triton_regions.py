@@ -1,0 +1,237 @@
+"""Triton regions: calls from Gluon code to ``@triton.jit`` functions, in one compile.
+
+During code generation each call is lowered on its own through Triton's tt -> ttg passes
+(``lower_triton``, cached by ``lowering_cache``) for the call site's argument types and the
+host's layouts, and the host gets a call to a placeholder plus opaque result values. After
+code generation ``splice_all`` moves each lowered body into its placeholder; ``assemble``
+then inlines, connects results, folds and plans the boundaries. The host is a Gluon kernel,
+or, in a Triton host, a Gluon region's function that calls Triton code.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from triton.compiler import code_generator as _cg
+from triton.experimental.gluon import language as gl
+from triton.language import core as tl
+
+from . import (arch, arguments, compat, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle, timing,
+               validate)
+from .assemble import assemble
+from .boundary import layout_of, tag
+from .errors import RegionError, as_region_error
+from .lower_triton import LoweredRegion, lower_triton_function
+from .region import CallSite, Region
+
+_HINT = ("the Triton function is lowered on its own for the call site's argument types; "
+         "fix it or the arguments passed at the call site")
+
+
+@dataclass(frozen=True)
+class PendingSplice:
+    """A lowered Triton region waiting for its placeholder to be given its body."""
+    region: Region
+    lowered: LoweredRegion
+    placeholder: object      # the private function the host calls
+    tensor_types: tuple      # the host's types of the tensor arguments, in order
+
+
+class TritonRegions:
+    """The Triton regions of one compile (``CompileContext``)."""
+
+    def __init__(self, compile_context):
+        self.cc = compile_context
+        self._pending: list[PendingSplice] = []
+        self._spare: dict[str, LoweredRegion] = {}   # lowered during a dry visit, for the real visit
+        self._results: dict[int, tuple[Region, int]] = {}   # a region result's value id -> (region, result index)
+        self._kernel_args: dict | None = None   # the host kernel's argument value ids -> their attributes
+
+    # -- during code generation -------------------------------------------------------------
+    def call(self, gen, fn, args, kwargs, probing: bool):
+        """A Triton call in Gluon code: lowered now, spliced after code generation. ``probing``:
+        ``gen`` builds a Gluon function only for its result types (nothing is spliced)."""
+        call_site = CallSite.of(gen)
+        name = fn.__name__
+        args = arguments.bind(fn, args, kwargs)
+        arg_types = [_region_type(arg.type, name, call_site) for arg in args]
+        leaves = arguments.leaves(args, fn.arg_names)
+        self._check_host_layouts(name, call_site, leaves)
+        host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
+        specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
+        if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
+            specialization += f" in {', '.join(str(t) for t in host_types)}"
+        scalar_attrs = self._scalar_attrs(gen, leaves, probing)
+        if any(scalar_attrs):
+            specialization += f" {scalar_attrs}"
+        dry = compat.in_loop_carry_discovery(gen) or probing
+        lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
+        if lowered is None:
+            with as_region_error(name, call_site, _HINT):
+                lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs)
+            if dry:
+                self._spare[specialization] = lowered
+        if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
+            results = [gen.builder.create_poison(ty) for ty in lowered.outputs]
+        else:
+            results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
+        if lowered.ret_type is None or lowered.ret_type == tl.void:
+            return None
+        host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
+        return next(_cg.unflatten_ir_values(results, [host_type]))
+
+    def _check_host_layouts(self, name: str, call_site: CallSite, leaves: list) -> None:
+        """The region is lowered in the host's layouts, so one invalid for the target (written for
+        another warp size or warp count) would fail inside Triton's passes; say so here instead."""
+        for value_name, leaf in leaves:
+            layout = getattr(leaf.type, "layout", None)
+            problem = layout and validate.layout_problem(layout, self.cc.options.warp_size, self.cc.options.num_warps,
+                                                         arch.describe(self.cc.target))
+            if problem:
+                raise RegionError(name, str(call_site), f"the host's layout of '{value_name}': {problem}")
+
+    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered: LoweredRegion, args) -> list:
+        """Declare the placeholder and call it with the scalars, then the tensors.
+
+        The results are opaque placeholders for now (``opaque.result_placeholder``):
+        ``stitch.connect_results`` replaces them with the region's values once it is inlined.
+        """
+        region = self.cc.new_region(fn.__name__, "triton", call_site, specialization,
+                                    shared_bytes=arch.allocated_shared_bytes(lowered.module),
+                                    lines=tuple(locations.lines_of(str(lowered.module))))
+        leaves = arguments.leaves(args, fn.arg_names)
+        scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
+        tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
+        handles = scalars + tensors
+        builder = _cg.ir.builder(self.cc.context)  # a fresh builder creates the function detached
+        signature = builder.get_function_ty([h.get_type() for h in handles], [])
+        placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
+        gen.module.push_back(placeholder)
+        self._pending.append(PendingSplice(region, lowered, placeholder, tuple(h.get_type() for h in tensors)))
+        with instrument.around(gen.builder, region, self.cc.settings.instrument_regions):
+            gen.builder.call(placeholder, handles)
+        results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(region.index, j), stitch.RESULT)
+                   for j, ty in enumerate(lowered.outputs)]
+        self._results.update((value.id(), (region, j)) for j, value in enumerate(results))
+        self._plan_boundaries(region, lowered, leaves)
+        return results
+
+    def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
+        """Per scalar leaf, the specialization attributes of the host kernel argument it is
+        (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
+        if probing:
+            return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+        if self.cc.kernel_arg_attrs and self._kernel_args is None:
+            kernel = gen.module.get_function(gen.module.get_entry_func_name())
+            self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.cc.kernel_arg_attrs)}
+        known = self._kernel_args or {}
+        return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+
+    @timing.timed("Triton region lowering")
+    def _lower(self, fn, args, arg_types, host_types: list, scalar_attrs: list) -> LoweredRegion:
+        cc, printed = self.cc, [str(ty) for ty in host_types]
+        return lowering_cache.lowered(
+            lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, cc.options, cc.target),
+            cc.context, printed, lambda: lower_triton_function(fn, args, arg_types, host_types, context=cc.context,
+                                                               options=cc.options, target=cc.target,
+                                                               scalar_attrs=scalar_attrs))
+
+    def _plan_boundaries(self, region: Region, lowered: LoweredRegion, leaves: list) -> None:
+        """Inputs go from the host's layout to the one the region wants; results keep the
+        region's own layout (the host converts explicitly where it needs another)."""
+        for position, ((value_name, leaf), wanted) in enumerate(zip(leaves, lowered.inputs)):
+            if lowered.leaf_is_tensor[position]:
+                given = str(leaf.handle.get_type())
+                self.cc.plan(region, "in", position, value_name, given, wanted or given)
+        for j, (ty, source) in enumerate(zip(lowered.outputs, lowered.output_sources)):
+            if str(ty).startswith("tensor<"):
+                self.cc.plan(region, "out", j, f"return[{j}]", source or str(ty), str(ty))
+
+    def mismatch(self, gen, lhs, rhs, exc: ValueError) -> RegionError | None:
+        """The error for a layout mismatch between ``lhs`` and ``rhs`` where one is a Triton
+        region's result (``None`` otherwise): the layout the region returned, the one expected
+        by the other operand, and where."""
+        for mine, other in ((lhs, rhs), (rhs, lhs)):
+            found = self._results.get(mine.handle.id()) if isinstance(mine, tl.tensor) else None
+            if found is None or "Layout mismatch" not in str(exc):
+                continue
+            region, j = found
+            returned, expected = mine.type.layout, getattr(other.type, "layout", None)
+            return RegionError(
+                region.function, str(region.call_site),
+                f"its result return[{j}] comes back in {returned} (the layout Triton's passes gave it for the "
+                f"host's inputs) and meets a value in {expected} at {CallSite.of(gen)}",
+                f"convert explicitly where the layouts meet: gl.convert_layout(<result>, {expected}), or give "
+                f"the region inputs in the layout you need")
+        return None
+
+    def region_of(self, value) -> Region | None:
+        """The Triton region whose result ``value`` is, if it is one."""
+        return self._results.get(value.handle.id(), (None, None))[0]
+
+    def staged(self, value, buffer, plan: swizzle.Plan) -> None:
+        """``hybrid.stage`` stored ``value`` into ``buffer``: where it is a Triton region's result,
+        that boundary becomes a shared-memory handoff (one store of the region's own value)."""
+        if value.handle.id() not in self._results:
+            return
+        region, j = self._results[value.handle.id()]
+        planned = self.cc.planned
+        k = next((k for k, p in enumerate(planned) if p.tag == tag(region.index, "out", j)), None)
+        if k is None or planned[k].handoff == "shared":   # staged twice: the first buffer is the record's
+            return
+        ty = value.type
+        planned[k] = dataclasses.replace(
+            planned[k], to_layout=layout_of(str(buffer.handle.get_type())), handoff="shared",
+            shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
+            reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
+
+    # -- after code generation -----------------------------------------------------------------
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    @timing.timed("stitching")
+    def splice_all(self, module) -> None:
+        """Give every placeholder in ``module`` its region's lowered body."""
+        for pending in self._pending:
+            try:
+                stitch.bind_ports(pending.lowered, list(pending.tensor_types), pending.region.index, self.cc.context)
+                stitch.splice(module, pending.placeholder, pending.lowered.module, pending.lowered.function)
+            except stitch.StitchError as exc:
+                raise RegionError(pending.region.function, str(pending.region.call_site), str(exc)) from exc
+
+    def close(self) -> None:
+        self._pending.clear()
+        self._spare.clear()
+
+
+def finish_gluon_host(cc, module) -> None:
+    """After the Gluon host's code generation: every Triton region spliced into its placeholder,
+    and the module stitched, planned and recorded."""
+    cc.keep_called(module)
+    if cc.triton.pending:
+        cc.triton.splice_all(module)
+        assemble(cc, module)
+
+
+def _region_type(ty, function: str, call_site: CallSite):
+    """The Triton type a host value has inside a Triton region (layouts are the region's choice)."""
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([_region_type(t, function, call_site) for t in ty.types], ty.fields)
+    if isinstance(ty, tl.block_type):
+        return tl.block_type(ty.element_ty, ty.shape)
+    if isinstance(ty, (tl.dtype, tl.constexpr_type)):
+        return ty
+    raise RegionError(function, str(call_site), f"a value of type {ty} cannot be passed into a Triton region",
+                      "Triton regions take tensors in registers, scalars, pointers and constexprs; "
+                      "load shared or tensor memory into registers before the call")
+
+
+def _host_type(ty, results, builder):
+    """The Gluon type of a region result: the Triton type plus the layout the lowering returned."""
+    if isinstance(ty, tl.tuple_type):
+        return tl.tuple_type([_host_type(t, results, builder) for t in ty.types], ty.fields)
+    handle = next(results)
+    if isinstance(ty, tl.block_type):
+        return gl.distributed_type(ty.element_ty, ty.shape, builder.get_gluon_layout_from_tensor(handle))
+    return ty
