@@ -16,7 +16,7 @@ from triton.language import core as tl
 from . import (arch, arguments, compat, diagnostics, guarded_builder, handoff, instrument, locations, lower_gluon,
                lowering_cache, movement, opaque, planner, stitch, swizzle, timing, triton_host, validate)
 from . import boundary as bd
-from .errors import RegionError
+from .errors import ARCH_HINT, RegionError, TargetError, raised_within
 from .lower_triton import lower_triton_function
 from .region import CallSite, Region
 from .scratch import ScratchProbe
@@ -53,6 +53,12 @@ class HybridCodeGenerator(_cg.CodeGenerator):
                 raise error from exc
 
         self.semantic.broadcast_impl_value = broadcast_impl_value
+
+    def call_Function(self, node, fn, args, kws):
+        """A Gluon builtin the target lacks is a ``TargetError`` at its call, before any IR (``interop.arch``)."""
+        arch.check_builtin(fn, self.session.target,
+                           lambda: f"{self.file_name}:{self.begin_line + node.lineno} in {self.jit_fn.__name__}")
+        return super().call_Function(node, fn, args, kws)
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):
         if _is_library(fn):   # triton.language's own helpers (reduce combiners, ...) serve both languages
@@ -164,6 +170,9 @@ class HybridSession:
                 ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=self.context,
                                                            options=self.options, target=self.target)
             except Exception as exc:
+                missing = raised_within(exc, TargetError)
+                if missing is not None:
+                    raise RegionError(name, str(call_site), missing.reason, missing.hint) from exc
                 raise RegionError(name, str(call_site), _describe(exc), _GLUON_HINT) from exc
             finally:
                 self._probing = False
@@ -511,10 +520,7 @@ def _host_type(ty, results, builder):
 def _check_arch(module, target, function: str, call_site: str) -> None:
     misplaced = arch.misplaced_ops(module, target)
     if misplaced:
-        uses = "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
-        raise RegionError(function, call_site, f"uses ops {arch.describe(target)} cannot run ({uses})",
-                          "build this Gluon function only for targets that have these ops (branch on a "
-                          "constexpr target in the host), or use an op every target has")
+        raise RegionError(function, call_site, arch.describe_misplaced(misplaced, target), ARCH_HINT)
 
 
 def _verify_hint(errors: str) -> str:

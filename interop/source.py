@@ -15,10 +15,11 @@ from pathlib import Path
 from triton._C.libtriton import ir
 from triton.backends.compiler import Language
 from triton.compiler.compiler import ASTSource, make_backend
+from triton.compiler.errors import CompilationError
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import arch, compat, diagnostics, instrument, planner, timing
-from .errors import LayoutError, TargetError
+from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
 from .session import HybridSession
 from .validate import check_constexpr_layouts
 
@@ -46,6 +47,11 @@ class HybridGluonSource(GluonASTSource):
                 try:
                     with diagnostics.capture() as found, timing.stage("host code generation"):
                         module = super().make_ir(target, options, codegen_fns, module_map, context)
+                except CompilationError as exc:   # an op the target lacks, however deep the call: its own error
+                    missing = raised_within(exc, TargetError)
+                    if missing is None:
+                        raise
+                    raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
                 except RuntimeError as exc:
                     if "error encountered during parsing" not in str(exc):
                         raise
@@ -58,12 +64,8 @@ class HybridGluonSource(GluonASTSource):
             session.finish(module)
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
-            code = self.fn.fn.__code__
-            raise TargetError(f"the Gluon kernel '{self.fn.__name__}' ({code.co_filename}:{code.co_firstlineno}) uses "
-                              f"ops {arch.describe(target)} cannot run: "
-                              + "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
-                              + "\n  hint: compile it only for targets that have these ops, or branch on a "
-                              "constexpr target inside the kernel.")
+            raise TargetError(f"the Gluon kernel '{self.fn.__name__}': {arch.describe_misplaced(misplaced, target)}",
+                              ARCH_HINT)
         return _recorded(module, session, context)
 
 

@@ -19,7 +19,7 @@ from triton.runtime import interpreter as _interp
 from hybrid.targets import current_gpu_target, name_of, resolve
 from interop.errors import LayoutError, RegionError, TargetError
 
-from . import patch, tma
+from . import autotune, patch, tma
 from . import program as prog
 from .builder import HybridInterpreterBuilder
 from .errors import InterpretError, INTERNAL_PATHS
@@ -59,9 +59,13 @@ def interpreting(target: str | None = None) -> Iterator[None]:
 
 
 def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
-    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter."""
+    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)."""
+    if autotune.is_wrapped(kernel):
+        return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
     target = resolve(target or default_target())
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTIONS}
+    # As Triton's JIT binds them: a kernel parameter takes its keyword argument, even one named
+    # like a launch option (``num_warps``); only the other keywords are launch options.
+    options = {k: v for k, v in kwargs.items() if k in _OPTIONS and k not in kernel.arg_names}
     kwargs = {k: v for k, v in kwargs.items() if k in kernel.arg_names}
     num_warps = int(options.get("num_warps") or 4)
     builder = HybridInterpreterBuilder(target, num_warps, int(options.get("num_ctas") or 1))
