@@ -68,14 +68,9 @@ class Feature:
         return " or ".join(archs.label for archs in self.where)
 
 
-#: First match wins: specific rows before the catch-alls at the end.
+#: First match wins: specific rows (mbarrier arrivals of cp.async, AMD buffer copies) before the
+#: general ones, catch-alls at the end. A name is a prefix.
 FEATURES: tuple[Feature, ...] = (
-    Feature("cp.async / direct-to-shared copies (commit and wait groups)", (NVIDIA, CDNA3_UP),
-            ("nvidia.ampere.async_copy.async_load", "nvidia.ampere.async_copy.async_copy_global_to_shared",
-             "nvidia.ampere.async_copy.commit_group", "nvidia.ampere.async_copy.wait_group",
-             "amd.cdna4.async_copy.global_load_to_shared", "amd.cdna4.async_copy.commit_group",
-             "amd.cdna4.async_copy.wait_group", "amd.cdna4.async_copy.load_shared_relaxed"),
-            ("ttg.async_copy_global_to_local", "ttg.async_commit_group", "ttg.async_wait")),
     Feature("mma.sync (mma_v2)", (NVIDIA, ), ("nvidia.ampere.mma_v2", )),
     Feature("mbarriers", (NVIDIA, ),
             ("nvidia.ampere.mbarrier.", "nvidia.hopper.mbarrier.arrive", "nvidia.ampere.async_copy.mbarrier_arrive"),
@@ -104,6 +99,9 @@ FEATURES: tuple[Feature, ...] = (
             ("amd.cdna3.buffer_", "amd.cdna4.buffer_", "amd.cdna4.async_copy.buffer_load_to_shared"),
             ("amdg.buffer", "amdgpu.buffer")),
     Feature("AMD MFMA", (CDNA3_UP, ), ("amd.cdna3.mfma", )),
+    Feature("async copies into shared memory (cp.async, direct-to-LDS loads; commit and wait groups)",
+            (NVIDIA, CDNA3_UP), ("nvidia.ampere.async_copy.", "amd.cdna4.async_copy."),
+            ("ttg.async_copy_global_to_local", "ttg.async_commit_group", "ttg.async_wait")),
     Feature("CDNA4 scaled MFMA and fp4 ops", (CDNA4, ), ("amd.cdna4.", )),
     Feature("an op of another GPU generation (gfx1250, RDNA, Rubin)", (),
             ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),

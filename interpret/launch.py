@@ -27,7 +27,7 @@ from .program import Frame, Program
 
 _switch: contextvars.ContextVar = contextvars.ContextVar("hybrid_interpret", default=None)
 #: launch options of ``kernel[grid](...)`` that are not kernel arguments
-_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
+LAUNCH_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
             "launch_pdl", "debug", "sanitize_overflow")
 
 
@@ -63,9 +63,9 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     if autotune.is_wrapped(kernel):
         return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
     target = resolve(target or default_target())
-    # As Triton's JIT binds them: a kernel parameter takes its keyword argument, even one named
-    # like a launch option (``num_warps``); only the other keywords are launch options.
-    options = {k: v for k, v in kwargs.items() if k in _OPTIONS and k not in kernel.arg_names}
+    # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
+    # ``num_stages``) is both that parameter's argument and the launch option.
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
     kwargs = {k: v for k, v in kwargs.items() if k in kernel.arg_names}
     num_warps = int(options.get("num_warps") or 4)
     builder = HybridInterpreterBuilder(target, num_warps, int(options.get("num_ctas") or 1))
