@@ -1,62 +1,191 @@
-"""What a target has: architecture-specific ttg ops, and shared memory.
+"""Which op needs which architecture (one table, read by the compiler and the interpreter), and
+shared memory.
 
-A Hopper op compiled for sm80 ends in an LLVM abort ("Cannot select: intrinsic ...") and an
-NVIDIA op on AMD in a pass-manager failure; Gluon lets an author write either. Each Gluon
-function is checked right after it is built, so the error names it and its call site. A kernel
-over the target's shared memory only fails at launch upstream; ``hybrid.compile`` checks it
-ahead of time, with what each region allocates.
+Gluon lets an author write any architecture's op for any target, and upstream's backends then
+fail late and badly: wgmma on sm100a or the async-proxy fence, TMA or ``warp_specialize`` on
+sm80 end in an LLVM abort ("Cannot select: intrinsic ..."), an AMD buffer op on NVIDIA in an
+abort, a TMA descriptor on AMD in ``'HIPOptions' object has no attribute 'enable_iisan'``.
+``FEATURES`` says, per Gluon builtin (and per ttg op, for what Triton's own passes produce),
+which targets have it. The compiler checks every builtin call as it generates code
+(``interop.session``) and every op of a built module; the interpreter checks the same builtins
+as it runs them (``interpret.patch``). Both raise the same ``TargetError`` at the call's
+``file:line``. The rows were found by compiling each op for every target with Triton 3.6 and
+3.9 (``tests/test_conformance.py`` keeps checking them): an op is listed where it compiles.
+A kernel over the target's shared memory only fails at launch upstream; ``hybrid.compile``
+checks it ahead of time, with what each region allocates.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import Container
 
+from triton.language.core import is_builtin
+
+from .errors import ARCH_HINT, TargetError
 from .movement import element_bits, tile_bytes
 
-#: op-name prefix -> (backend, minimum NVIDIA compute capability or None, what it is)
-_REQUIREMENTS = (
-    ("ttng.warp_group_dot", "cuda", 90, "Hopper warpgroup MMA (wgmma)"),
-    ("ttng.fence_async_shared", "cuda", 90, "the async-proxy fence"),
-    ("ttng.async_tma", "cuda", 90, "a TMA copy"),
-    ("ttng.tc_gen5", "cuda", 100, "a Blackwell tcgen05 op"),
-    ("ttng.tmem", "cuda", 100, "Blackwell tensor memory"),
-    ("ttg.warp_", "cuda", 90, "warp specialization (gl.warp_specialize)"),
-    ("ttng.", "cuda", None, "an NVIDIA-only op"),
-    ("amdgpu.", "hip", None, "an AMD-only op"),
-    ("amdg.", "hip", None, "an AMD-only op"),
+GLUON_LANGUAGE = "triton.experimental.gluon.language."
+
+
+@dataclass(frozen=True)
+class Archs:
+    """Targets of one backend: NVIDIA compute capabilities or AMD architecture names."""
+    label: str            # how messages and the README name them: "sm90a", "sm90+", "gfx942/gfx950"
+    backend: str
+    archs: Container
+
+    def __contains__(self, target) -> bool:
+        return target.backend == self.backend and target.arch in self.archs
+
+
+NVIDIA = Archs("NVIDIA (sm80+)", "cuda", range(80, 1000))
+SM90_UP = Archs("sm90+ (sm90a, sm100a)", "cuda", range(90, 1000))
+SM90 = Archs("sm90a", "cuda", (90, ))
+SM100 = Archs("sm100a", "cuda", (100, 103))
+CDNA3_UP = Archs("gfx942/gfx950", "hip", ("gfx940", "gfx941", "gfx942", "gfx950"))
+CDNA4 = Archs("gfx950", "hip", ("gfx950", ))
+
+
+@dataclass(frozen=True)
+class Feature:
+    """What a group of ops is, the targets that have it, and how to recognise its ops: Gluon
+    builtins by name prefix (relative to ``triton.experimental.gluon.language``, as
+    ``module.qualname``) and ttg ops by name prefix."""
+    what: str
+    where: tuple[Archs, ...]
+    builtins: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+
+    def available(self, target) -> bool:
+        return any(target in archs for archs in self.where)
+
+    @property
+    def needs(self) -> str:
+        if not self.where:
+            return "none of the targets triton-hybrid builds for"
+        return " or ".join(archs.label for archs in self.where)
+
+
+#: First match wins: specific rows (mbarrier arrivals of cp.async, AMD buffer copies) before the
+#: general ones, catch-alls at the end. A name is a prefix.
+FEATURES: tuple[Feature, ...] = (
+    Feature("mma.sync (mma_v2)", (NVIDIA, ), ("nvidia.ampere.mma_v2", )),
+    Feature("mbarriers", (NVIDIA, ),
+            ("nvidia.ampere.mbarrier.", "nvidia.hopper.mbarrier.arrive", "nvidia.ampere.async_copy.mbarrier_arrive"),
+            ("ttng.init_barrier", "ttng.inval_barrier", "ttng.arrive_barrier", "ttng.wait_barrier",
+             "ttng.async_copy_mbarrier_arrive")),
+    Feature("an mbarrier transaction count (expect)", (SM90_UP, ), ("nvidia.hopper.mbarrier.expect", ),
+            ("ttng.barrier_expect", )),
+    Feature("the async-proxy fence", (SM90_UP, ), ("nvidia.hopper.fence_async_shared", ),
+            ("ttng.fence_async_shared", )),
+    Feature("TMA (tensor descriptors and their copies)", (SM90_UP, ), ("nvidia.hopper.tma.", ),
+            ("ttng.async_tma", "ttng.tensormap", "ttng.reinterpret_tensor_descriptor")),
+    Feature("Hopper warpgroup MMA (wgmma)", (SM90, ), ("nvidia.hopper.warpgroup_mma", ), ("ttng.warp_group_dot", )),
+    Feature("thread-block clusters", (SM90_UP, ), ("nvidia.hopper.cluster.", "nvidia.hopper.async_store"),
+            ("ttng.cluster", "ttng.async_shared_store")),
+    Feature("warp specialization (gl.warp_specialize)", (SM90_UP, ), ("_core.warp_specialize", ), ("ttg.warp_", )),
+    Feature("Blackwell tcgen05 MMA and tensor memory", (SM100, ),
+            ("nvidia.blackwell.allocate_tensor_memory", "nvidia.blackwell.tcgen05_",
+             "nvidia.blackwell.tensor_memory_descriptor."), ("ttng.tc_gen5", "ttng.tmem")),
+    Feature("Blackwell TMA gather/scatter", (SM100, ), ("nvidia.blackwell.tma.", ), ("ttng.async_tma_gather",
+                                                                                     "ttng.async_tma_scatter")),
+    Feature("Blackwell packed fp32 arithmetic", (SM100, ),
+            tuple(f"nvidia.blackwell.{op}2" for op in ("add", "sub", "mul", "fma", "max", "min")),
+            ("ttng.packed_arith", )),
+    Feature("Blackwell cluster launch control", (SM100, ), ("nvidia.blackwell.clc.", ), ("ttng.clc", )),
+    Feature("AMD buffer ops", (CDNA3_UP, ),
+            ("amd.cdna3.buffer_", "amd.cdna4.buffer_", "amd.cdna4.async_copy.buffer_load_to_shared"),
+            ("amdg.buffer", "amdgpu.buffer")),
+    Feature("AMD MFMA", (CDNA3_UP, ), ("amd.cdna3.mfma", )),
+    Feature("async copies into shared memory (cp.async, direct-to-LDS loads; commit and wait groups)",
+            (NVIDIA, CDNA3_UP), ("nvidia.ampere.async_copy.", "amd.cdna4.async_copy."),
+            ("ttg.async_copy_global_to_local", "ttg.async_commit_group", "ttg.async_wait")),
+    Feature("CDNA4 scaled MFMA and fp4 ops", (CDNA4, ), ("amd.cdna4.", )),
+    Feature("an op of another GPU generation (gfx1250, RDNA, Rubin)", (),
+            ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),
+    Feature("an NVIDIA op", (NVIDIA, ), ("nvidia.", ), ("ttng.", )),
+    Feature("an AMD op", (CDNA3_UP, ), ("amd.", ), ("amdgpu.", "amdg.")),
 )
+
+
+def builtin_name(fn) -> str | None:
+    """A Gluon builtin's name relative to Gluon's language package (``nvidia.hopper.warpgroup_mma``),
+    or None for anything else (Triton's builtins, layout classes, Python functions)."""
+    fn = getattr(fn, "__func__", fn)
+    module = getattr(fn, "__module__", None) or ""
+    if not module.startswith(GLUON_LANGUAGE) or not is_builtin(fn):
+        return None
+    return f"{module[len(GLUON_LANGUAGE):]}.{getattr(fn, '__qualname__', '?')}"
+
+
+@functools.lru_cache(maxsize=None)
+def _feature_named(name: str) -> Feature | None:
+    return next((f for f in FEATURES if any(name.startswith(prefix) for prefix in f.builtins)), None)
+
+
+def feature_of_builtin(fn) -> Feature | None:
+    name = builtin_name(fn)
+    return None if name is None else _feature_named(name)
+
+
+@functools.lru_cache(maxsize=None)
+def feature_of_op(op_name: str) -> Feature | None:
+    return next((f for f in FEATURES if any(op_name.startswith(prefix) for prefix in f.ops)), None)
+
+
+def target_label(target) -> str:
+    from hybrid.targets import name_of
+    return name_of(target)
+
+
+def missing_op_error(op: str, feature: Feature, target, site: str) -> TargetError:
+    """The error both the compiler and the interpreter raise for ``op`` (a builtin's name or a ttg
+    op) written at ``site`` (``file:line in function``) for a ``target`` that lacks ``feature``."""
+    return TargetError(f"{site}: {op} is {feature.what}, which {target_label(target)} does not have "
+                       f"(it needs {feature.needs})", ARCH_HINT)
+
+
+def check_builtin(fn, target, site) -> None:
+    """Raise ``missing_op_error`` where ``fn`` is a Gluon builtin ``target`` lacks. ``site`` is
+    a ``file:line in function`` string, or a callable giving one (computed only for an error)."""
+    feature = feature_of_builtin(fn)
+    if feature is not None and not feature.available(target):
+        name = builtin_name(fn).removeprefix("_core.")
+        raise missing_op_error(name, feature, target, site() if callable(site) else site)
 
 
 @dataclass(frozen=True)
 class Misplaced:
     op: str
-    needs: str
+    feature: Feature
+    where: str | None   # file:line of the first such op, where its location is known
 
 
 def misplaced_ops(module, target) -> list[Misplaced]:
-    """Ops in ``module`` that ``target`` (a ``GPUTarget``) cannot run: the first op per missing feature."""
-    found: dict[str, Misplaced] = {}
+    """Ops in ``module`` that ``target`` (a ``GPUTarget``) cannot run: the first op per missing
+    feature, with its source line."""
+    found: dict[Feature, str] = {}
 
     def visit(op):
-        needs = unmet(op.get_name(), target)
-        if needs and needs not in found:
-            found[needs] = Misplaced(op.get_name(), needs)
+        feature = feature_of_op(op.get_name())
+        if feature is not None and not feature.available(target) and feature not in found:
+            found[feature] = op.get_name()
 
     module.walk(visit)
-    return list(found.values())
+    if not found:
+        return []
+    from .locations import op_lines
+    lines = {}
+    for name, where, _ in op_lines(str(module)):
+        lines.setdefault(name, where)
+    return [Misplaced(op, feature, lines.get(op)) for feature, op in found.items()]
 
 
-def unmet(op_name: str, target) -> str | None:
-    """What ``op_name`` needs that ``target`` lacks (``"a TMA copy (sm90+)"``), or None."""
-    for prefix, backend, capability, what in _REQUIREMENTS:
-        if not op_name.startswith(prefix):
-            continue
-        if target.backend != backend:
-            return f"{what} ({backend} only)"
-        if capability is not None and int(target.arch) < capability:
-            return f"{what} (sm{capability}+)"
-        return None
-    return None
+def describe_misplaced(misplaced: list[Misplaced], target) -> str:
+    return "; ".join(f"{m.op} at {m.where or '?'} is {m.feature.what}, which {target_label(target)} does not have "
+                     f"(it needs {m.feature.needs})" for m in misplaced)
 
 
 def describe(target) -> str:

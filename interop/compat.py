@@ -150,6 +150,17 @@ def gluon_async_copy():
     return _renamed(async_copy, "async_load", "async_copy_global_to_shared")
 
 
+def tmem_reg_layout(element_ty, shape: list, block: tuple, num_warps: int):
+    """The register layout of a tensor-memory tile for ``tcgen05.ld/st`` (32x32b), for kernels to
+    take as a constexpr: 3.9 has the descriptor's own ``tmem.get_reg_layout()`` in kernel code
+    (None here: use that), 3.6 only the host-side ``get_tmem_reg_layout``."""
+    from triton.experimental.gluon.language.nvidia import blackwell
+    if not hasattr(blackwell, "get_tmem_reg_layout"):
+        return None
+    layout = blackwell.TensorMemoryLayout(block=block, col_stride=1)
+    return blackwell.get_tmem_reg_layout(element_ty, shape, layout, num_warps)
+
+
 @functools.lru_cache(maxsize=None)
 def _backend_hash(target: str) -> str:
     from hybrid.targets import TARGETS

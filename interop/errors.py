@@ -56,8 +56,42 @@ class LayoutError(ValueError):
     """A layout the kernel author chose cannot run on the compile's target or warp count."""
 
 
-class TargetError(ValueError):
-    """A Gluon kernel uses an op its compile target does not have (a Hopper op on sm80, ...)."""
+class TargetError(CompilationError, ValueError):
+    """Gluon code uses an op its target does not have (wgmma on sm100a, TMA on AMD, ...).
+
+    Raised where the op is written, by the compiler and by the interpreter alike, with the op,
+    the ``file:line in function`` and the targets that have it (``interop.arch``). A
+    ``CompilationError``, so that code generators pass it through intact.
+    """
+
+    def __init__(self, reason: str, hint: str = ""):
+        self.reason, self.hint = reason, hint
+        self.message = self.error_message = reason + (f"\n  hint: {hint}" if hint else "")
+        self.src = self.node = None
+        Exception.__init__(self, self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):
+        return type(self), (self.reason, self.hint)
+
+
+#: what to do about an op the target lacks
+ARCH_HINT = ("build this function only for targets that have the op (branch on a constexpr target in the "
+             "caller), or use an op every target has")
+
+
+def raised_within(exc: BaseException, kind: type) -> BaseException | None:
+    """The first ``kind`` exception in ``exc``'s chain (a code generator wraps what a callee
+    raised in a ``CompilationError`` of its own call site)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 class SharedMemoryError(ValueError):

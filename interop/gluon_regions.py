@@ -18,7 +18,7 @@ from . import (arch, arguments, compat, diagnostics, handoff, interception, loca
                stitch, swizzle, timing, triton_host, validate)
 from .assemble import assemble
 from .boundary import is_shared
-from .errors import RegionError, as_region_error, describe
+from .errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
 from .region import CallSite
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
@@ -81,6 +81,9 @@ class GluonRegions:
                 ret_type, probe_module = lower_gluon.probe(fn, args, wants, context=cc.context, options=cc.options,
                                                            target=cc.target)
         except Exception as exc:
+            missing = raised_within(exc, TargetError)
+            if missing is not None:
+                raise RegionError(name, str(call_site), missing.reason, missing.hint) from exc
             raise RegionError(name, str(call_site), describe(exc), _HINT) from exc
         errors = diagnostics.verify(probe_module)
         if errors:
@@ -89,10 +92,7 @@ class GluonRegions:
                               f"{cc.options.num_warps}):\n{errors}", _verify_hint(errors))
         misplaced = arch.misplaced_ops(probe_module, cc.target)
         if misplaced:
-            uses = "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
-            raise RegionError(name, str(call_site), f"uses ops {arch.describe(cc.target)} cannot run ({uses})",
-                              "build this Gluon function only for targets that have these ops (branch on a "
-                              "constexpr target in the host), or use an op every target has")
+            raise RegionError(name, str(call_site), arch.describe_misplaced(misplaced, cc.target), ARCH_HINT)
         return ret_type, probe_module
 
     def _wants(self, fn, args: list, call_site: CallSite) -> dict:

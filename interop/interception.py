@@ -15,7 +15,7 @@ import contextvars
 from dataclasses import dataclass
 from typing import Iterator
 
-from . import compat, guarded_builder
+from . import arch, compat, guarded_builder
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,13 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
                 raise error from exc
 
         self.semantic.broadcast_impl_value = broadcast_impl_value
+
+    def call_Function(self, node, fn, args, kws):
+        """A Gluon builtin the target lacks is a ``TargetError`` at its call, before any IR (``interop.arch``)."""
+        if self.interception is not None:
+            arch.check_builtin(fn, self.interception.compile.target,
+                               lambda: f"{self.file_name}:{self.begin_line + node.lineno} in {self.jit_fn.__name__}")
+        return super().call_Function(node, fn, args, kws)
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):
         interception = self.interception

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from triton._C.libtriton import ir
 from triton.compiler.compiler import ASTSource
+from triton.compiler.errors import CompilationError
 from triton.experimental.gluon._runtime import GluonASTSource
 
 from . import arch, diagnostics, interception, records, setting, stages_hook, timing
-from .errors import LayoutError, TargetError
+from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
 from .compile_context import CompileContext
 from .gluon_regions import finish_triton_host
 from .triton_regions import finish_gluon_host
@@ -51,6 +52,11 @@ class HybridGluonSource(_Settled, GluonASTSource):
             try:
                 with interception.generating(cc), timing.stage("host code generation"):
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
+            except CompilationError as exc:   # an op the target lacks, however deep the call: its own error
+                missing = raised_within(exc, TargetError)
+                if missing is None:
+                    raise
+                raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
             except RuntimeError as exc:
                 if "error encountered during parsing" not in str(exc) or cc.host_module is None:
                     raise
@@ -66,12 +72,8 @@ class HybridGluonSource(_Settled, GluonASTSource):
             cc.close()
         misplaced = arch.misplaced_ops(module, target)
         if misplaced:
-            code = self.fn.fn.__code__
-            raise TargetError(f"the Gluon kernel '{self.fn.__name__}' ({code.co_filename}:{code.co_firstlineno}) uses "
-                              f"ops {arch.describe(target)} cannot run: "
-                              + "; ".join(f"{m.op}: {m.needs}" for m in misplaced)
-                              + "\n  hint: compile it only for targets that have these ops, or branch on a "
-                              "constexpr target inside the kernel.")
+            raise TargetError(f"the Gluon kernel '{self.fn.__name__}': {arch.describe_misplaced(misplaced, target)}",
+                              ARCH_HINT)
         return _recorded(module, cc, context)
 
 

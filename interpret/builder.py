@@ -17,24 +17,10 @@ from triton.experimental.gluon import language as gl
 from triton.runtime import interpreter as _interp
 from triton.runtime.interpreter import TensorHandle
 
-from interop import arch
-
 from . import layouts, libdevice, memory, tma
 from . import program as prog
 from . import barriers
 from .errors import UnsupportedOpError
-
-#: builder method -> the ttg op it stands for (for the target check in ``interop.arch``)
-_ARCH_OPS = {
-    "create_warpgroup_mma": "ttng.warp_group_dot", "create_fence_async_shared": "ttng.fence_async_shared",
-    "create_async_tma_copy_global_to_local": "ttng.async_tma_copy_global_to_local",
-    "create_async_tma_copy_local_to_global": "ttng.async_tma_copy_local_to_global",
-    "create_tcgen05_mma": "ttng.tc_gen5_mma", "create_tcgen05_commit": "ttng.tc_gen5_commit",
-    "create_tmem_alloc": "ttng.tmem_alloc", "create_mbarrier_init": "ttng.init_barrier",
-    "create_async_copy_global_to_local": "ttg.async_copy_global_to_local",
-    "create_warp_specialize": "ttg.warp_specialize",
-}
-
 
 def _scalar(handle) -> int | float | bool:
     return np.asarray(handle.data).reshape(-1)[0].item()
@@ -62,18 +48,14 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
     def create_extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
         return libdevice.compute(self, symbol, args)
 
-    def require(self, method: str) -> None:
-        """Raise ``TargetError`` where the target lacks the op builder ``method`` stands for."""
-        unmet = arch.unmet(_ARCH_OPS[method], self.target)
-        if unmet:
-            raise arch_error(unmet, self.target)
-
     # -- types: Python objects, checked against the target as they are made --------------------
     def get_distributed_ty(self, element_ty, shape, layout):
         layouts.check(layout, self.target.warp_size, prog.current_frame().num_warps)
         return gl.distributed_type(element_ty, list(shape), layout)
 
     def get_shared_mem_desc_ty(self, element_ty, shape, layout, alloc_shape):
+        from .semantic import shadow
+        shadow(self.target, prog.current_frame().num_warps).check_shared_type(element_ty, shape, layout, alloc_shape)
         return gl.shared_memory_descriptor_type(element_ty, list(shape), layout, list(alloc_shape))
 
     def get_tensor_mem_desc_ty(self, element_ty, shape, layout, alloc_shape):
@@ -179,25 +161,29 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
             barriers.arrive(bar.key(), 1)
 
     def create_fence_async_shared(self, cluster=False):
-        self.require("create_fence_async_shared")
+        pass   # copies complete at once: nothing to order
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
-        self.require("create_async_tma_copy_global_to_local")
         if not _pred(pred):
             return
         result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
         barriers.complete_tx(bar.key(), result.nbytes)
 
-    def create_make_tensor_descriptor(self, ty, base, shape, strides, padding, *rest):
-        """A descriptor made on the device (``tma.make_tensor_descriptor``): the same tiled view as a
-        host one; the TMA copies that use it check the target."""
+    def create_make_tensor_descriptor(self, *args):
+        """A descriptor made on the device: Triton's (``tl.make_tensor_descriptor``, upstream's
+        interpreter models it) or Gluon's (``tma.make_tensor_descriptor``, below)."""
+        if prog.current_frame().language == "triton":
+            return super().create_make_tensor_descriptor(*args)
+        return self._gluon_tensor_descriptor(*args)
+
+    def _gluon_tensor_descriptor(self, ty, base, shape, strides, padding, *rest):
+        """The same tiled view as a host descriptor."""
         pad = "nan" if padding == ir.PADDING_OPTION.PAD_NAN else "zero"
         return tma.TMADescriptor(int(_scalar(base)), [int(_scalar(s)) for s in shape],
                                  [int(_scalar(s)) for s in strides], base.dtype.element_ty, pad)
 
     def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
-        self.require("create_async_tma_copy_local_to_global")
         desc.write([int(_scalar(c)) for c in coord], src.data)
 
     def create_async_tma_store_wait(self, pendings, *rest):
@@ -212,7 +198,6 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return TensorHandle(out.astype(d.data.dtype), d.dtype.scalar)
 
     def create_warpgroup_mma(self, a, b, acc, use_acc, precision, max_num_imprecise_acc, is_async, *rest):
-        self.require("create_warpgroup_mma")
         out = _matmul(a, b)
         if _pred(use_acc):
             out = out + acc.data.astype(np.float32)
@@ -222,7 +207,6 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return list(deps)
 
     def create_tmem_alloc(self, ty, value=None):
-        self.require("create_tmem_alloc")
         handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout,
                                  space="tensor")
         if value is not None:
@@ -244,7 +228,6 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return src.view(src.data[tuple(window)], layout=ty.layout)
 
     def create_tcgen05_mma(self, a, b, acc, use_acc, pred, mbarriers=(), mbarrier_preds=(), *rest):
-        self.require("create_tcgen05_mma")
         if _pred(pred):
             out = _matmul(a, b)
             if _pred(use_acc):
@@ -255,7 +238,6 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
                 barriers.arrive(bar.key(), 1)
 
     def create_tcgen05_commit(self, bar, pred=None, *rest):
-        self.require("create_tcgen05_commit")
         if _pred(pred):   # every earlier MMA is complete: the commit is one arrival
             barriers.arrive(bar.key(), 1)
 
@@ -271,12 +253,3 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
 def _matmul(a, b) -> np.ndarray:
     return np.matmul(as_float32(a.data, a.dtype.scalar if hasattr(a.dtype, "scalar") else a.dtype),
                      as_float32(b.data, b.dtype.scalar if hasattr(b.dtype, "scalar") else b.dtype))
-
-
-def arch_error(unmet: str, target) -> Exception:
-    from interop.errors import TargetError
-    from .errors import user_site
-    return TargetError(f"{user_site()}: uses {unmet}, which {arch.describe(target)} does not have.\n"
-                       f"  hint: interpret for the target the kernel is meant for "
-                       f"(hybrid.interpreting(target=...) or HYBRID_INTERPRET_TARGET), or branch on a constexpr "
-                       f"target")

@@ -19,7 +19,7 @@ from triton.runtime import interpreter as _interp
 from hybrid.targets import current_gpu_target, name_of, resolve
 from interop.errors import LayoutError, RegionError, TargetError
 
-from . import patch, tma
+from . import autotune, patch, tma
 from . import program as prog
 from .builder import HybridInterpreterBuilder
 from .errors import InterpretError, INTERNAL_PATHS
@@ -27,7 +27,7 @@ from .program import Frame, Program
 
 _switch: contextvars.ContextVar = contextvars.ContextVar("hybrid_interpret", default=None)
 #: launch options of ``kernel[grid](...)`` that are not kernel arguments
-_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
+LAUNCH_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
             "launch_pdl", "debug", "sanitize_overflow")
 
 
@@ -59,9 +59,13 @@ def interpreting(target: str | None = None) -> Iterator[None]:
 
 
 def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
-    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter."""
+    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)."""
+    if autotune.is_wrapped(kernel):
+        return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
     target = resolve(target or default_target())
-    options = {k: kwargs.pop(k) for k in list(kwargs) if k in _OPTIONS}
+    # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
+    # ``num_stages``) is both that parameter's argument and the launch option.
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
     kwargs = {k: v for k, v in kwargs.items() if k in kernel.arg_names}
     num_warps = int(options.get("num_warps") or 4)
     builder = HybridInterpreterBuilder(target, num_warps, int(options.get("num_ctas") or 1))

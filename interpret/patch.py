@@ -23,9 +23,12 @@ from triton.runtime import interpreter as _interp
 from triton.runtime.jit import JITFunction
 
 import hybrid
+from interop import arch
+from interop.errors import RegionError, TargetError
 
 from . import boundary, libdevice, warp_specialize
 from . import program as prog
+from .errors import user_site
 from .program import Frame
 from .semantic import GluonInterpreterSemantic
 
@@ -63,11 +66,28 @@ def semantic_for(language: str, num_warps: int, builder):
 
 
 def _dynamic(member):
+    """``member`` called with the running frame's semantic (where it takes one, as the code
+    generator passes it), after the architecture check the compiler makes (``interop.arch``)."""
+    feature = arch.feature_of_builtin(member)
+    takes_semantic = _takes_semantic(member)
+
     def call(*args, **kwargs):
         kwargs.pop("_generator", None)
-        kwargs["_semantic"] = prog.current_frame().semantic
+        semantic = prog.current_frame().semantic
+        if feature is not None:
+            arch.check_builtin(member, semantic.builder.target, user_site)
+        if takes_semantic:
+            kwargs["_semantic"] = semantic
         return member(*args, **kwargs)
     return call
+
+
+def _takes_semantic(member) -> bool:
+    try:
+        parameters = inspect.signature(member).parameters
+    except (TypeError, ValueError):
+        return True
+    return "_semantic" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | None = None, partition: str | None = None):
@@ -88,7 +108,12 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition)):
         if crossing and language == "gluon":
             args, kwargs = boundary.declared(fn, args, kwargs, semantic)
-        result = rewritten(fn)(*args, **kwargs)
+        try:
+            result = rewritten(fn)(*args, **kwargs)
+        except TargetError as missing:   # in a Gluon region of Triton code: named as the compiler names it
+            if not crossing:
+                raise
+            raise RegionError(fn.__name__, user_site().split(" in ")[0], missing.reason, missing.hint) from None
         if crossing:
             kept = None if getattr(semantic, "anchored", True) else given
             result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic,
@@ -115,12 +140,23 @@ def _global(value):
     """A kernel module's global as the interpreter runs it."""
     if libdevice.is_libdevice(value):
         return libdevice.stand_in(value)
+    if isinstance(value, types.ModuleType) and not value.__name__.startswith("triton"):
+        return _ModuleView(value)
     return _dynamic(value) if _is_builtin(value) else value
 
 
-def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs=None, generator=None):
-    self.builder.require("create_warp_specialize")
+class _ModuleView:
+    """A user module a kernel reaches builtins through (``helpers.fence_async_shared()``, where
+    ``helpers`` imported it by name): its attributes as ``_global`` gives them."""
 
+    def __init__(self, module: types.ModuleType):
+        self._module = module
+
+    def __getattr__(self, name: str):
+        return _global(getattr(self._module, name))
+
+
+def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs=None, generator=None):
     def run_partition(fn, args, num_warps, partition):
         return call_jit(fn, tuple(args), {}, num_warps=num_warps, partition=partition)
     return warp_specialize.run(run_partition, list(functions_and_args), list(worker_num_warps))
@@ -180,6 +216,7 @@ def patched() -> Iterator[None]:
             for name, fn in (("reduce", _reduce), ("associative_scan", _scan)):
                 if hasattr(module, name):
                     scope.set_attr(module, name, fn)
+        scope.set_attr(tl.tuple, "__radd__", _prepend_to_tuple)
         scope.set_attr(gl, "static_range", tl.static_range)
         scope.set_attr(gl, "static_assert", tl.static_assert)
         _patch_layouts(scope)
@@ -191,6 +228,12 @@ def patched() -> Iterator[None]:
     finally:
         scope.restore()
         _rewritten.clear()   # module globals may change between launches
+
+
+def _prepend_to_tuple(self, other):
+    """``[n] + desc.block_type.shape``: compiled, the list literal is a ``tl.tuple`` and the shape
+    (a ``tl.tuple``) concatenates; as Python, a list meets a ``tl.tuple``, which had no ``__radd__``."""
+    return tl.core._normalize_tuple(other) + self if isinstance(other, (list, tuple)) else NotImplemented
 
 
 def _patch_members(owner, scope, seen: set) -> None:

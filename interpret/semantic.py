@@ -50,7 +50,7 @@ class GluonInterpreterSemantic(GluonSemantic):
             raise UnsupportedOpError("this op's result layout", "the interpreter infers the layouts of expand_dims, "
                                      "permute, reshape, join, split and reductions only")
         op, types, args = request
-        layout = _shadow(self.builder.target, self._num_warps).infer(op, types, *args)
+        layout = shadow(self.builder.target, self._num_warps).infer(op, types, *args)
         regions = [r for ty in types for r in _regions(ty.layout)]
         return self.tensor(handle, gl.distributed_type(scalar_ty, shape, _as_region(layout, regions)))
 
@@ -112,6 +112,13 @@ class _Shadow:
         self.builder.set_insertion_point_to_start(fn.add_entry_block())
         self.module = module
 
+    def check_shared_type(self, element_ty, shape, layout, alloc_shape) -> None:
+        """Make a shared-memory descriptor type as the compiler does, so that its checks (an NVMMA
+        swizzle wider than the block's contiguous dimension, ...) fail here too."""
+        with self.lock:
+            self.builder.get_shared_mem_desc_ty(element_ty.to_ir(self.builder), list(shape),
+                                                layout._to_ir(self.builder), list(alloc_shape))
+
     def infer(self, op: str, types: list, *args):
         with self.lock:
             values = [self.builder.create_poison(ty.to_ir(self.builder)) for ty in types]
@@ -121,5 +128,5 @@ class _Shadow:
 
 
 @functools.lru_cache(maxsize=None)
-def _shadow(target, num_warps: int) -> _Shadow:
+def shadow(target, num_warps: int) -> _Shadow:
     return _Shadow(target, num_warps)

@@ -165,7 +165,8 @@ def persistent_kernel(x_ptr, y_ptr, n_tiles, BLOCK: gl.constexpr, L: gl.constexp
 @gluon.jit
 def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.constexpr, L: gl.constexpr,
                    SA: gl.constexpr, SB: gl.constexpr, REG: gl.constexpr):
-    """Tutorial 8: a Blackwell MMA into tensor memory, completion signalled by tcgen05_commit."""
+    """Tutorial 8: a Blackwell MMA into tensor memory, completion signalled by tcgen05_commit; read
+    back in ``REG``, or (``REG=None``, Triton 3.9) the layout ``tmem.get_reg_layout()`` gives."""
     a, b = _operands_in_shared(a_ptr, b_ptr, M, N, K, L, SA, SB)
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
@@ -174,4 +175,4 @@ def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.
     blackwell.tcgen05_mma(a, b, acc, use_acc=False)
     blackwell.tcgen05_commit(bar)
     mbarrier.wait(bar, phase=0)
-    _store_rows(c_ptr, acc.load(REG), M, N, L)
+    _store_rows(c_ptr, acc.load(acc.get_reg_layout() if REG is None else REG), M, N, L)

@@ -62,7 +62,7 @@ def test_cp_async_into_shared_memory():
     x = torch.randn(256)
     y = torch.zeros(256)
     interpret.launch(k.cp_async_kernel, (1, ), x, y, BLOCK=128, L=_blocked_1d(vec=1),
-                     S=gl.SwizzledSharedLayout(1, 1, 1, [1, 0]), target="sm80")
+                     S=gl.SwizzledSharedLayout(1, 1, 1, [0]), target="sm80")
     assert torch.equal(y, 2 * x)
 
 
@@ -84,7 +84,8 @@ def test_tma_load_and_store_with_an_mbarrier():
 def test_tma_on_sm80_names_the_op_and_the_line():
     x, y = torch.randn(64, 32), torch.zeros(64, 32)
     din, dout = _tma_descriptors(x, y, [64, 32])
-    with pytest.raises(TargetError, match=r"interp_kernels.py:\d+.*(TMA|async-proxy).*sm90\+"):
+    with pytest.raises(TargetError, match=r"interp_kernels.py:\d+ in tma_kernel: .*(TMA|expect|async-proxy).*"
+                                          r"sm80 does not have.*sm90\+"):
         interpret.launch(k.tma_kernel, (1, ), din, dout, BM=64, BN=32,
                          L=gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), target="sm80")
 
@@ -207,3 +208,73 @@ def test_an_op_the_interpreter_does_not_model_is_named_with_its_line():
     x = torch.zeros(128)
     with pytest.raises(interpret.UnsupportedOpError, match=r"assert_trivial.*test_interpret.py:\d+"):
         interpret.launch(trivial_convert, (1, ), x, L=_blocked_1d(vec=1), M=_blocked_1d(vec=1), target="sm90a")
+
+
+def test_a_parameter_named_like_a_launch_option_is_both_as_in_tritons_jit():
+    """Triton's JIT binds ``num_warps=8`` to a kernel parameter of that name and launches with 8 warps."""
+    from triton.experimental import gluon
+
+    @gluon.jit
+    def warps(y_ptr, num_warps: gl.constexpr):
+        offs = gl.arange(0, 2, layout=gl.BlockedLayout([1], [32], [num_warps], [0]))
+        gl.store(y_ptr + offs, gl.where(offs == 0, num_warps, gl.num_warps()))
+
+    y = torch.zeros(2, dtype=torch.int32)
+    interpret.launch(warps, (1, ), y, num_warps=8, target="sm90a")
+    assert y.tolist() == [8, 8]
+
+
+def _autotuned_block_writer():
+    """Writes each element's program id times ``BLOCK``: what it writes depends on the config."""
+    import triton
+    import triton.language as tl
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
+    @triton.jit
+    def blocks(y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, offs - offs % BLOCK, mask=offs < n)
+    return blocks
+
+
+def test_an_autotuned_kernel_runs_its_first_config(monkeypatch):
+    import triton
+    monkeypatch.delenv("HYBRID_INTERPRET_ALL_CONFIGS", raising=False)
+    y = torch.full((100, ), -1, dtype=torch.int32)
+    interpret.launch(_autotuned_block_writer(), lambda meta: (triton.cdiv(100, meta["BLOCK"]), ), y, 100,
+                     target="gfx942")
+    assert torch.equal(y, torch.arange(100, dtype=torch.int32) // 32 * 32)
+
+
+def test_every_config_must_write_what_the_first_wrote(monkeypatch):
+    import triton
+    monkeypatch.setenv("HYBRID_INTERPRET_ALL_CONFIGS", "1")
+    y = torch.full((100, ), -1, dtype=torch.int32)
+    with pytest.raises(interpret.InterpretError, match=r"BLOCK: 64.* writes y_ptr differently from config BLOCK: 32"):
+        interpret.launch(_autotuned_block_writer(), lambda meta: (triton.cdiv(100, meta["BLOCK"]), ), y, 100,
+                         target="sm90a")
+
+
+def test_every_config_of_a_correct_kernel_runs_from_the_same_inputs(monkeypatch):
+    """In-place y += 1 under two configs: each starts from the inputs, so y ends one higher, not two."""
+    import triton
+    import triton.language as tl
+
+    runs = []
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 32}, pre_hook=lambda args: runs.append(32)),
+                              triton.Config({"BLOCK": 128}, pre_hook=lambda args: runs.append(128))], key=["n"])
+    @triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @triton.jit
+    def increment(y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        if EVEN:
+            tl.store(y_ptr + offs, tl.load(y_ptr + offs) + 1)
+        else:
+            tl.store(y_ptr + offs, tl.load(y_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+    monkeypatch.setenv("HYBRID_INTERPRET_ALL_CONFIGS", "1")
+    y = torch.arange(96, dtype=torch.float32)
+    interpret.launch(increment, lambda meta: (triton.cdiv(96, meta["BLOCK"]), ), y, 96, target="sm80")
+    assert runs == [32, 128]
+    assert torch.equal(y, torch.arange(96, dtype=torch.float32) + 1)
