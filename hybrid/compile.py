@@ -17,6 +17,7 @@ from interop.errors import SharedMemoryError
 from interop.source import BOUNDARIES_ATTR, REGIONS_ATTR, HybridGluonSource, HybridTritonSource
 
 from . import targets
+from .metadata import KernelMetadata
 
 
 @dataclass
@@ -25,7 +26,7 @@ class FusedBinary:
     name: str
     target: str
     asm: dict
-    metadata: dict
+    metadata: KernelMetadata   # Triton's metadata: md.shared as on CompiledKernel.metadata, or md["shared"]
     regions: list[dict]
     boundaries: list[Boundary]
     kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
@@ -100,8 +101,8 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     boundaries = [Boundary(**{**b, "shape": tuple(b["shape"])}) for b in module_json_attr(ttgir, BOUNDARIES_ATTR)]
     _check_shared_memory(compiled.metadata, regions, boundaries, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=regions, boundaries=boundaries, kernel=compiled,
-                       timing=timed)
+                       metadata=KernelMetadata.of(compiled.metadata), regions=regions, boundaries=boundaries,
+                       kernel=compiled, timing=timed)
 
 
 @contextlib.contextmanager
