@@ -10,7 +10,6 @@ Values the command line cannot spell (layouts) come from the module's ``constexp
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
@@ -179,7 +178,6 @@ def main(argv: list[str] | None = None) -> int:
             out.print(escape(f"{r.job.label}: {r.note}"))
     for kernel, path in write_bundles(results, args.out, args.archive).items():
         out.print(f"bundle {kernel}: {path}")
-    gc.collect()   # Triton IR cycles: free them before exit, not in nanobind's leak report
     return 1 if any(not r.ok for r in results) else 0
 
 
@@ -202,7 +200,6 @@ def _report(jobs: list, args, out: Console) -> int:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
         out.print(f"wrote {escape(path)}", highlight=False)
-    gc.collect()
     return 0
 
 
@@ -254,7 +251,6 @@ def _port_start(args, out: Console) -> int:
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False)
     out.print(f"run: {files.command}", highlight=False)
-    gc.collect()
     return 0
 
 
