@@ -5,10 +5,18 @@ BIN    := $(VENV)/bin
 # The oldest supported Triton, in its own environment (with the CPU torch, for the interpreter tests).
 VENV36 ?= .venv36
 BIN36  := $(VENV36)/bin
+# The releases in between, each in its own environment, for the core subset of the suite.
+VENV37 ?= .venv37
+BIN37  := $(VENV37)/bin
+VENV38 ?= .venv38
+BIN38  := $(VENV38)/bin
+# The core subset run on 3.7 and 3.8: stitching in both directions, boundaries, errors, the interpreter.
+CORE_TESTS := tests/test_core.py tests/test_triton_host.py tests/test_movement.py tests/test_errors.py \
+              tests/test_quiet_exit.py tests/test_interpret.py tests/test_compat.py
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test test-latest test-oldest bench gpu-check clean
+.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean
 
 $(BIN)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,21 +24,33 @@ $(BIN)/.ready: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
-$(BIN36)/.ready: pyproject.toml
-	$(PYTHON) -m venv $(VENV36)
-	$(BIN36)/python -m pip install -q torch==2.13.0 'triton==3.6.0' cffi rich numpy pytest pytest-xdist
-	touch $@
+# $(call triton_env,FOLDER,VERSION): an environment with torch, that Triton release and the test tools.
+define triton_env
+$(1)/bin/.ready: pyproject.toml
+	$$(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi rich numpy pytest pytest-xdist
+	touch $$@
+endef
+$(eval $(call triton_env,$(VENV36),3.6.0))
+$(eval $(call triton_env,$(VENV37),3.7.1))
+$(eval $(call triton_env,$(VENV38),3.8.0))
 
 demo: $(BIN)/.ready   ## build the example mixed kernels for every target and print the per-region report
 	$(BIN)/python -m examples.run
 
-test: test-latest test-oldest   ## the CPU test suite on the newest and the oldest supported Triton
+test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest and the oldest Triton, its core on 3.7 and 3.8
 
 test-latest: $(BIN)/.ready   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
 	$(BIN)/python -m pytest -q -n 2 tests
 
 test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU machine has
 	$(BIN36)/python -m pytest -q -n 2 tests
+
+test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
+	$(BIN37)/python -m pytest -q -n 2 $(CORE_TESTS)
+
+test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
+	$(BIN38)/python -m pytest -q -n 2 $(CORE_TESTS)
 
 bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
@@ -47,4 +67,4 @@ bench-build: $(BIN)/.ready  ## build scaling: serial vs parallel, cold vs warm c
 	$(BIN)/python bench/build_scaling.py
 
 clean:
-	rm -rf $(VENV) $(VENV36) build *.egg-info
+	rm -rf $(VENV) $(VENV36) $(VENV37) $(VENV38) build *.egg-info

@@ -43,12 +43,15 @@ def check(example, target: str, interpreted: bool = False) -> float:
     return next((e for e in errors if e != e), max(errors))
 
 
-def main(*modules: str) -> int:
-    modules = [m if m != "__main__" else _script_module() for m in modules] or list(EXAMPLES)
+def main(*args: str) -> int:
+    """Build ``args``' examples (module names; all without any) for every target, print the
+    table (``--wide``: every boundary on its own line) and write the JSON, then check each."""
+    wide = "--wide" in args
+    modules = [m if m != "__main__" else _script_module() for m in args if m != "--wide"] or list(EXAMPLES)
     results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), cache=Cache())
     summaries = [r.summary if r.ok else {"kernel": r.job.kernel, "target": r.job.target, "error": r.error}
                  for r in results]
-    report.print_table(summaries)
+    report.print_table(summaries, wide=wide)
     out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summaries, indent=1))

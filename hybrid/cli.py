@@ -10,7 +10,6 @@ Values the command line cannot spell (layouts) come from the module's ``constexp
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from scheduler import Cache, build, plan
 from scheduler.plan import resolve
 from scheduler.bundle import write_bundles
 
+from . import report, report_html
 from .targets import TARGETS
 
 
@@ -64,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
     _job_arguments(r)
     r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
     r.add_argument("--timing", action="store_true", help="also print where each compile's time went, per stage")
+    r.add_argument("--wide", action="store_true", help="every boundary on its own line (wider than 100 columns)")
+    r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with bar charts: each "
+                                                  "region's share of instructions and shared memory, per target")
     pr = commands.add_parser("profile", help="per-region cycles of the mixed kernels a script launches (GPU)",
                              description="Runs a script under Proton's intra-kernel instrumentation with a scope per "
                                          "region, then prints each region's cycles per warp (median, p90), calls and "
@@ -106,24 +109,31 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-stages", type=int)
 
 
-def report_table(rep: dict) -> Table:
+def report_table(rep: dict, wide: bool = False) -> Table:
+    """One row per region and bucket; a region's boundaries summed up (count, conversions, bytes
+    through shared memory), or with ``wide`` one line each."""
     totals = rep["totals"]
-    table = Table(title=f"{rep['kernel']} on {rep['target']}: {totals['instructions']} instructions, "
-                        f"{totals['registers']} registers, {totals['spills']} spilled, {totals['shared_bytes']} B shared")
-    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B", "boundaries"):
-        table.add_column(column, overflow="fold")
+    table = report.narrow_table(f"{rep['kernel']} on {rep['target']}: {totals['instructions']} instructions, "
+                                f"{totals['registers']} registers, {totals['spills']} spilled, "
+                                f"{totals['shared_bytes']} B shared", None if wide else report.COLUMNS)
+    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B"):
+        table.add_column(column, overflow="fold", justify="left" if column in ("region", "language") else "right")
+    for column in ("boundaries",) if wide else ("bnd", "cvt", "bnd B"):
+        table.add_column(column, overflow="fold", justify="left" if wide else "right")
     for row in rep["rows"]:
         share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
-        boundaries = ", ".join(f"{b['direction']} {b['value']}: {b['conversions']} cvt"
-                               + (f", shared {b['shared_bytes']} B" if b.get("handoff") == "shared" else "")
-                               for b in row.get("boundaries", []))
+        boundaries = row.get("boundaries", [])
+        if wide:
+            crossing = ["\n".join(report.boundary_line(b) for b in boundaries)]
+        else:
+            crossing = [str(v) for v in report.boundary_totals(boundaries).values()] if "language" in row else []
         table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
-                      str(row.get("shared_bytes", "")), boundaries)
+                      str(row.get("shared_bytes", "")), *crossing)
     return table
 
 
 def results_table(results: list) -> Table:
-    table = Table(title="hybrid build")
+    table = report.narrow_table("hybrid build")
     for column in ("kernel", "target", "status", "s", "binary B", "shared B", "regs", "spills", "sha256"):
         table.add_column(column, overflow="fold")
     for r in results:
@@ -152,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
     except (ValueError, argparse.ArgumentTypeError) as exc:
         cli.error(str(exc))
-    out = Console(width=140)
     if args.command == "report":
-        return _report(jobs, args.json, out, args.timing)
+        return _report(jobs, args, report.console(args.wide))
+    out = Console(width=report.WIDTH)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         task = progress.add_task("building", total=len(jobs))
@@ -168,27 +178,28 @@ def main(argv: list[str] | None = None) -> int:
             out.print(escape(f"{r.job.label}: {r.note}"))
     for kernel, path in write_bundles(results, args.out, args.archive).items():
         out.print(f"bundle {kernel}: {path}")
-    gc.collect()   # Triton IR cycles: free them before exit, not in nanobind's leak report
     return 1 if any(not r.ok for r in results) else 0
 
 
-def _report(jobs: list, path: str, out: Console, timing: bool = False) -> int:
+def _report(jobs: list, args, out: Console) -> int:
     import hybrid
-    from .report import timing_table
     reports = []
     for job in jobs:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
-        out.print(report_table(rep))
-        if timing:
-            out.print(timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
+        out.print(report_table(rep, args.wide))
+        if args.timing:
+            out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()
         reports.append(rep)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(reports, indent=1))
-    out.print(f"wrote {path}")
-    gc.collect()
+    outputs = {args.json: json.dumps(reports, indent=1)}
+    if args.html:
+        outputs[args.html] = report_html.page(reports)
+    for path, text in outputs.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+        out.print(f"wrote {escape(path)}", highlight=False)
     return 0
 
 
@@ -240,7 +251,6 @@ def _port_start(args, out: Console) -> int:
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False)
     out.print(f"run: {files.command}", highlight=False)
-    gc.collect()
     return 0
 
 

@@ -18,6 +18,7 @@ from interop.setting import BuildSettings
 from interop.source import HybridGluonSource, HybridTritonSource
 
 from . import targets
+from .metadata import KernelMetadata
 
 
 @dataclass
@@ -26,7 +27,7 @@ class FusedBinary:
     name: str
     target: str
     asm: dict
-    metadata: dict
+    metadata: KernelMetadata   # Triton's metadata: md.shared as on CompiledKernel.metadata, or md["shared"]
     regions: list[Region]
     boundaries: list[Boundary]
     kernel: object = field(repr=False)   # triton CompiledKernel, launchable on a matching GPU
@@ -101,7 +102,7 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     found = records.decode(compiled.asm["ttgir"])
     _check_shared_memory(compiled.metadata, found, gpu_target)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=compiled.metadata._asdict(), regions=list(found.regions),
+                       metadata=KernelMetadata.of(compiled.metadata), regions=list(found.regions),
                        boundaries=list(found.boundaries), kernel=compiled, timing=timed)
 
 

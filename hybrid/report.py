@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import re
 
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -30,14 +32,58 @@ def boundary_line(b: dict) -> str:
             f"{short_layout(b['from_layout'])} => {short_layout(b['to_layout'])}: {cost}{why}")
 
 
-def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") -> Table:
+#: Default output width (a normal terminal); ``--wide`` prints every boundary on its own line.
+WIDTH, WIDE_WIDTH = 100, 200
+#: What the summed-up boundary columns mean.
+COLUMNS = ("bnd: boundaries, cvt: conversions left at them, bnd B: bytes they put through shared memory "
+           "(--wide: each boundary)")
+
+
+def boundary_totals(boundaries: list[dict]) -> dict:
+    """A kernel's or a region's boundaries in three figures: how many, the conversions left at
+    them, and the bytes they put through shared memory (handoff buffers, conversion scratch)."""
+    return {"boundaries": len(boundaries), "conversions": sum(b["conversions"] for b in boundaries),
+            "bytes": sum(b.get("shared_bytes", 0) for b in boundaries)}
+
+
+def narrow_table(title: str, caption: str | None = None) -> Table:
+    """The style of tables meant to fit ``WIDTH``: a rule under the header, no borders, one
+    space between columns."""
+    return Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+
+
+def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels", wide: bool = False) -> Table:
+    """One row per kernel and target; boundaries summed up (count, conversions, bytes), or with
+    ``wide`` one line each (``boundary_line``)."""
+    return _wide_table(summaries, title) if wide else _compact_table(summaries, title)
+
+
+def _compact_table(summaries: list[dict], title: str) -> Table:
+    entries = sorted({s["kernel_entries"] for s in summaries if "error" not in s})
+    out = narrow_table(title, f"{COLUMNS}; kernel entries per binary: {', '.join(map(str, entries))}")
+    for column in ("kernel", "target", "regions"):
+        out.add_column(column, overflow="fold")
+    for column in ("bnd", "cvt", "bnd B", "shared B", "binary B"):
+        out.add_column(column, justify="right")
+    for s in summaries:
+        if "error" in s:
+            out.add_row(s["kernel"], s["target"], f"[red]FAILED: {escape(s['error'])}[/red]")
+            continue
+        totals = boundary_totals(s["boundaries"])
+        regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']})" for r in s["regions"])
+        out.add_row(s["kernel"], s["target"], regions, *map(str, totals.values()), str(s["shared_bytes"]),
+                    str(s["binary_bytes"]))
+    return out
+
+
+def _wide_table(summaries: list[dict], title: str) -> Table:
     out = Table(title=title, show_lines=True)
     for column in ("kernel", "target", "regions", "boundaries (conversions, shared-memory handoffs)", "entries", "shared B",
                    "binary B"):
         out.add_column(column, overflow="fold")
     for s in summaries:
         if "error" in s:
-            out.add_row(s["kernel"], s["target"], "", f"[red]FAILED: {s['error']}[/red]", "", "", "")
+            out.add_row(s["kernel"], s["target"], "", f"[red]FAILED: {escape(s['error'])}[/red]", "", "", "")
             continue
         regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']}) @{r['call_site'].rsplit('/', 1)[-1]}"
                             for r in s["regions"])
@@ -46,8 +92,13 @@ def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels") ->
     return out
 
 
-def print_table(summaries: list[dict], console: Console | None = None) -> None:
-    (console or Console(width=200)).print(table(summaries))
+def console(wide: bool = False) -> Console:
+    """Where tables go: ``WIDTH`` columns, or ``WIDE_WIDTH`` for the per-boundary detail."""
+    return Console(width=WIDE_WIDTH if wide else WIDTH)
+
+
+def print_table(summaries: list[dict], out: Console | None = None, wide: bool = False) -> None:
+    (out or console(wide)).print(table(summaries, wide=wide))
 
 
 def timing_table(timing, title: str) -> Table:

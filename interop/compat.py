@@ -6,10 +6,12 @@ it for capabilities instead of comparing versions (``tests/test_compat.py`` enfo
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import importlib
 import inspect
+import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -32,6 +34,25 @@ TRITON_MAJOR_MINOR = _parse(TRITON_VERSION)
 if TRITON_MAJOR_MINOR not in SUPPORTED:
     raise ImportError(f"triton-hybrid supports Triton 3.6 through 3.9; this environment has Triton {TRITON_VERSION}. "
                       f"Install a supported release, e.g. `pip install 'triton>=3.6,<3.10'`.")
+
+def _gluon_namespaces_cleared_at_shutdown() -> None:
+    """Let Python clear the Gluon language modules' namespaces at shutdown, so that nanobind
+    finds none of Triton's bindings alive and prints no leak report.
+
+    Asked for a value's Gluon layout (``get_gluon_layout_from_tensor``: Gluon's own reductions,
+    and every boundary here), Triton 3.9's bindings keep the Python layout classes in a C++ static
+    whose references are never dropped. Their methods hold their modules' namespaces (``gluon_ir``,
+    the builder types and their default arguments in them). Python clears the namespace of each
+    module still alive late in its shutdown, but by then these modules are gone while their
+    namespaces live on. A module that refers to itself is still alive there, so Python clears it.
+    Runs at exit, when every Gluon module that will be loaded is.
+    """
+    for name, module in list(sys.modules.items()):
+        if name.startswith("triton.experimental.gluon") and module is not None:
+            module.__dict__.setdefault("__hybrid_self__", module)
+
+
+atexit.register(_gluon_namespaces_cleared_at_shutdown)
 
 # 3.9 added `begin_col` to CodeGenerator.__init__ (column of the `def`, for locations).
 _CODEGEN_PARAMS = frozenset(inspect.signature(_codegen_module.CodeGenerator.__init__).parameters)

@@ -30,13 +30,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-def pytest_unconfigure(config):
-    # Triton's code generators are reference cycles holding IR wrappers; collect them before
-    # interpreter shutdown so nanobind does not report them as leaks after the summary line.
-    import gc
-    gc.collect()
-
-
 @pytest.fixture(scope="session")
 def softmax_bundle(tmp_path_factory):
     """The softmax example built in-process for sm80, sm90a and gfx942, as a bundle folder."""

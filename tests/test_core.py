@@ -145,3 +145,21 @@ def test_region_is_lowered_by_triton_passes(built):
     ttgir = built("dot", "sm90a").asm["ttgir"]
     assert "ttng.warp_group_dot" in ttgir
     assert "ttg.local_alloc" in ttgir or "ttg.async_copy_global_to_local" in ttgir
+
+
+def test_metadata_reads_like_tritons(built):
+    """``fb.metadata`` answers as Triton's ``CompiledKernel.metadata`` does (attributes, fields,
+    ``_asdict``), and as a dict (keys, ``get``, JSON)."""
+    import json
+
+    fb = built("reduce", "sm90a")
+    triton_md = fb.kernel.metadata
+    assert fb.metadata._fields == triton_md._fields
+    assert fb.metadata._asdict() == triton_md._asdict()
+    for name in ("shared", "num_warps", "name", "target"):
+        assert getattr(fb.metadata, name) == getattr(triton_md, name) == fb.metadata[name]
+    assert fb.metadata.name == fb.name and fb.metadata.get("num_warps") == kernels.NUM_WARPS
+    assert hasattr(fb.metadata, "no_such_field") is False
+    with pytest.raises(AttributeError):
+        fb.metadata.shared = 0
+    assert json.loads(json.dumps(fb.summary()))["shared_bytes"] == fb.metadata.shared

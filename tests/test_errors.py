@@ -22,12 +22,13 @@ def line_of(text: str, path: str = BAD) -> int:
 
 def assert_python_error(proc: subprocess.CompletedProcess, exception: str, *needles: str) -> None:
     """A Python ``exception`` whose own message (not other stderr output, such as MLIR's
-    diagnostics) holds every needle."""
+    diagnostics) holds every needle, and no leak report from nanobind at exit."""
     assert proc.returncode == 1, f"expected a Python exception, got exit {proc.returncode}:\n{proc.stderr[-3000:]}"
     assert "Traceback" in proc.stderr and f"{exception}: " in proc.stderr, proc.stderr[-3000:]
     message = proc.stderr[proc.stderr.rindex(f"{exception}: "):]
     for needle in needles:
         assert needle in message, f"{needle!r} missing from:\n{message[-3000:]}"
+    assert "nanobind" not in proc.stderr, f"the process did not exit quietly:\n{proc.stderr[-3000:]}"
 
 
 @pytest.mark.parametrize("target", ["sm90a", "sm80"])

@@ -100,3 +100,4 @@ def test_demo_builds_every_example_for_every_target(tmp_path):
     assert all(s["kernel_entries"] == 1 for s in summaries)
     assert all(s["regions"] for s in summaries if not (s["kernel"] == "mma_kernel" and s["target"] in REGIONLESS))
     assert "triton-hybrid: fused kernels" in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines() if not line.startswith("wrote ")) <= 100
