@@ -29,7 +29,7 @@ from bench import boundary_cases  # noqa: E402
 from bench.kernels import environment  # noqa: E402
 from bench.output import table, write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
-from hybrid.targets import TARGETS  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
 
 MODES = ("auto", "convert", "shared")
 GOAL = 1.02   # auto / best forced alternative, at most

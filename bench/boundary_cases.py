@@ -13,7 +13,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 NUM_WARPS = 4
 

@@ -32,7 +32,7 @@ from rich.console import Console  # noqa: E402
 
 from bench.output import table, write_json  # noqa: E402
 from examples.run import EXAMPLES  # noqa: E402
-from hybrid.targets import TARGETS  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
 
 GOAL_MEDIAN, GOAL_ROW, GOAL_WARM = 1.25, 1.5, 1 / 20
 

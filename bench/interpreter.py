@@ -25,7 +25,7 @@ from rich.table import Table  # noqa: E402
 from bench.kernels import SUITE  # noqa: E402
 from bench.output import write_json  # noqa: E402
 from examples.run import check  # noqa: E402
-from hybrid.targets import TARGETS  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
 
 
 def rows(targets: list[str]) -> list[dict]:

@@ -20,7 +20,7 @@ import hybrid
 from examples import attention
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 NUM_WARPS = 4
 

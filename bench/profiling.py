@@ -29,8 +29,8 @@ from bench.output import table, write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid import profile  # noqa: E402
 from hybrid.attribution import kernel_instructions  # noqa: E402
-from hybrid.resources import resources  # noqa: E402
-from hybrid.targets import TARGETS  # noqa: E402
+from interop.resources import resources  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
 from interop import instrument  # noqa: E402
 from interop.errors import SharedMemoryError  # noqa: E402
 

@@ -24,7 +24,7 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from bench.output import table, write_json
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interop import compat
 
 BLOCK, NUM_WARPS = 4096, 8

@@ -15,7 +15,7 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples.layouts import compile_pure, row_layout
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 #: Each benchmark case: its own specialization (``HEAD_DIM`` and ``CAUSAL`` are constexprs).
 CASES = [{"HEAD_DIM": d, "CAUSAL": c} for d in (64, 128) for c in (False, True)]

@@ -7,8 +7,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
-from hybrid.compile import specialization
-from hybrid.targets import TARGETS
+from hybrid.compiler import specialization
+from interop.targets import TARGETS
 from interop.compat import gluon_tma_copies
 
 _, tma_store = gluon_tma_copies()

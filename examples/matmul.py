@@ -12,7 +12,7 @@ import triton.language as tl
 import hybrid
 from examples import tile_matmul
 from examples.layouts import compile_pure, row_layout, store_tile
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 #: Tiles and launch options per backend: the tutorial's for bf16 on Hopper/Ampere, a smaller
 #: K step and two stages on AMD (64 KiB of LDS on gfx942).

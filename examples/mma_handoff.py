@@ -18,7 +18,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 import hybrid
 from examples.layouts import compile_pure
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 NUM_WARPS = 4
 BM, BN, K = 128, 64, 64

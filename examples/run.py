@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from hybrid import report
-from hybrid.targets import TARGETS, current_gpu_target  # noqa: F401  (re-exported for bench/ and tests/)
+from interop.targets import TARGETS, current_gpu_target  # noqa: F401  (re-exported for bench/ and tests/)
 from scheduler import Cache, build, plan
 
 #: Example module -> its mixed kernel (signature and layouts come from the module's defaults):

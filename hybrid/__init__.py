@@ -1,13 +1,35 @@
-"""triton-hybrid: one kernel, Triton and Gluon regions, one fused binary per GPU target."""
-from interop.boundary import Boundary
-from interop.errors import RegionError
-from interop.handoff import shared, takes
-from interop.setting import boundary_mode
-from interop.stage import stage
+"""triton-hybrid: one kernel, Triton and Gluon regions, one fused binary per GPU target.
 
-from .compile import FusedBinary, compile
-from .jit import jit
-from .targets import TARGETS
+Names are imported on first use, so that ``import hybrid.loader`` (launching from a bundle)
+loads neither the compiler nor Triton's JIT; ``import hybrid`` alone loads nothing else.
+"""
+from __future__ import annotations
+
+import importlib
+
+#: public name -> (module, attribute in it)
+_EXPORTS = {
+    "Boundary": ("interop.boundary", "Boundary"),
+    "RegionError": ("interop.errors", "RegionError"),
+    "shared": ("interop.handoff", "shared"),
+    "takes": ("interop.handoff", "takes"),
+    "boundary_mode": ("interop.setting", "boundary_mode"),
+    "stage": ("interop.stage", "stage"),
+    "TARGETS": ("interop.targets", "TARGETS"),
+    "FusedBinary": ("hybrid.compiler", "FusedBinary"),
+    "compile": ("hybrid.compiler", "compile"),
+    "jit": ("hybrid.jit_functions", "jit"),
+    "load_bundle": ("hybrid.loader", "load_bundle"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hybrid' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value   # later lookups skip this function
+    return value
 
 
 def interpreting(target: str | None = None):
@@ -16,12 +38,4 @@ def interpreting(target: str | None = None):
     return switch(target)
 
 
-def load_bundle(path, **kwargs):
-    """``hybrid.loader.load_bundle``: imported on first use, so that ``import hybrid`` does not
-    need cffi (GPU images may lack it; only launching from a bundle does)."""
-    from .loader import load_bundle as load
-    return load(path, **kwargs)
-
-
-__all__ = ["Boundary", "FusedBinary", "RegionError", "TARGETS", "boundary_mode", "compile", "interpreting", "jit",
-           "load_bundle", "shared", "stage", "takes"]
+__all__ = sorted([*_EXPORTS, "interpreting"])

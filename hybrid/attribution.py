@@ -16,8 +16,7 @@ from collections import Counter
 from interop.boundary import TAG
 from interop.locations import op_lines
 from interop.region import Region
-
-from .resources import resources
+from interop.resources import resources
 
 HOST, SHARED, NONE, BOUNDARY = "host", "shared", "unattributed", "boundary conversions"
 

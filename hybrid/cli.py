@@ -19,12 +19,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from interop.targets import TARGETS
 from scheduler import Cache, build, plan
-from scheduler.plan import resolve
 from scheduler.bundle import write_bundles
+from scheduler.planning import resolve
 
 from . import report, report_html
-from .targets import TARGETS
 
 
 def assignments(items: list[str], parse_value) -> dict:

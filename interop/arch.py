@@ -136,7 +136,7 @@ def feature_of_op(op_name: str) -> Feature | None:
 
 
 def target_label(target) -> str:
-    from hybrid.targets import name_of
+    from interop.targets import name_of
     return name_of(target)
 
 

@@ -184,7 +184,7 @@ def tmem_reg_layout(element_ty, shape: list, block: tuple, num_warps: int):
 
 @functools.lru_cache(maxsize=None)
 def _backend_hash(target: str) -> str:
-    from hybrid.targets import TARGETS
+    from interop.targets import TARGETS
     from triton.compiler.compiler import make_backend
     return make_backend(TARGETS[target]).hash()
 

@@ -16,7 +16,7 @@ import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter as _interp
 
-from hybrid.targets import current_gpu_target, name_of, resolve
+from interop.targets import current_gpu_target, name_of, resolve
 from interop.errors import LayoutError, RegionError, TargetError
 
 from . import autotune, patch, tma

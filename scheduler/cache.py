@@ -22,7 +22,7 @@ from interop import compat
 from interop.caches import default_root
 from interop.source import STITCH_VERSION
 
-from .plan import Spec, canonical_json, sha256_json
+from .planning import Spec, canonical_json, sha256_json
 
 FORMAT = 1
 

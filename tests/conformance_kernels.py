@@ -28,7 +28,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from examples import matmul_gluon_epilogue, matmul_wgmma, mma_handoff
 from examples.layouts import row_layout, tile_layout
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interop import compat
 from tests import interp_kernels as ik
 

@@ -9,7 +9,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
 

@@ -6,7 +6,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 
 @triton.jit

@@ -11,7 +11,7 @@ import pytest
 
 from scheduler import Cache, InlineExecutor, build, plan
 from scheduler.cache import CorruptEntry, Entry, job_key
-from scheduler.plan import resolve
+from scheduler.planning import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 

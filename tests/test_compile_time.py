@@ -7,7 +7,7 @@ from triton.experimental.gluon import language as gl
 from triton.language import core as tl
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interop import caches, lowering_cache, timing
 from tests.kernels import t_scale, vec_1d
 

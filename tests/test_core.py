@@ -4,7 +4,7 @@ import re
 import pytest
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from tests import kernels
 
 MATRIX_INSTRUCTION = {"sm80": "mma.sync", "sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma",

@@ -10,7 +10,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from examples import mma_handoff, tma_stage
 from examples.layouts import has_tma
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from tests import kernels, triton_hosts
 from tests.kernels import NUM_WARPS
 from tests.test_triton_host import layout_text

@@ -10,8 +10,8 @@ from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
 import interpret
-from hybrid.compile import specialization
-from hybrid.targets import TARGETS
+from hybrid.compiler import specialization
+from interop.targets import TARGETS
 from interop.errors import RegionError
 from tests import host_layout_kernels as k
 

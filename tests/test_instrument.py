@@ -6,7 +6,7 @@ import pytest
 
 from examples import matmul_gluon_epilogue, softmax, softmax_gluon_stats, tile_matmul
 import hybrid
-from hybrid.compile import stitched_ir
+from hybrid.compiler import stitched_ir
 from interop import instrument
 from interop.records import decode
 from interop.locations import op_lines

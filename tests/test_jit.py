@@ -10,7 +10,7 @@ from triton.runtime import driver
 
 import hybrid
 from examples import softmax
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interop.records import decode
 from tests.kernels import vec_1d
 from tests.triton_hosts import g_add_one

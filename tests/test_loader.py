@@ -144,3 +144,14 @@ def test_bundle_launches_in_a_fresh_process_and_matches_torch(tmp_path):
     error, chosen = proc.stdout.split("\n")[0].split()
     assert chosen == target and float(error) <= 1e-5
     assert proc.stdout.split("\n")[1] == "[]"   # nothing compiled: no JIT, no launcher built
+
+
+def test_the_loader_imports_without_the_compiler():
+    """Launching from a bundle needs cffi and the bundle reader only: ``import hybrid.loader``
+    leaves the compiler (``interop``, ``hybrid.compile``, the scheduler's builds) and Triton unloaded."""
+    probe = ("import sys, hybrid.loader; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('interop', 'triton', 'torch') or m in ('hybrid.compiler', 'hybrid.jit_functions', 'scheduler.builds')))")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+    assert callable(hybrid.load_bundle) and callable(hybrid.jit) and "sm90a" in hybrid.TARGETS   # still reachable

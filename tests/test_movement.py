@@ -11,7 +11,7 @@ from triton.compiler.compiler import make_backend
 from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interop import movement
 from interop.scratch import ScratchProbe
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from scheduler import Cache, InlineExecutor, Job, build, plan
-from scheduler.build import compile_job
-from scheduler.plan import resolve
+from scheduler.builds import compile_job
+from scheduler.planning import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 EDITABLE = ROOT / "tests" / "editable_kernels.py"

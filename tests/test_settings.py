@@ -3,7 +3,7 @@ are defaults, uniformly, an argument given wins, and the settings are part of th
 import pytest
 
 import hybrid
-from hybrid.compile import hybrid_source, stitched_ir
+from hybrid.compiler import hybrid_source, stitched_ir
 from interop import instrument, setting
 from interop.setting import BuildSettings
 from tests import kernels

@@ -8,8 +8,8 @@ from triton.compiler.compiler import ASTSource
 from triton.experimental import gluon
 
 import hybrid
-from hybrid.compile import specialization
-from hybrid.targets import TARGETS
+from hybrid.compiler import specialization
+from interop.targets import TARGETS
 from interop import compat, stages_hook
 
 TARGET = "sm90a"

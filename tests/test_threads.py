@@ -13,8 +13,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
-from hybrid.compile import specialization
-from hybrid.targets import TARGETS
+from hybrid.compiler import specialization
+from interop.targets import TARGETS
 from interop import caches
 from tests import kernels, triton_hosts
 

@@ -7,7 +7,7 @@ import torch
 import hybrid
 from examples import matmul_gluon_epilogue
 from examples.layouts import has_tma
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 from interpret import interpreting
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS

@@ -16,7 +16,7 @@ from types import ModuleType
 
 from triton.runtime.jit import JITFunction
 
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
 from .names import is_triton, jit_callees, jit_function, qualified

@@ -18,7 +18,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hybrid.targets import TARGETS
+from interop.targets import TARGETS
 
 def canonical_json(value) -> str:
     """The one serialization every key and checksum is taken over (sorted keys, no spaces)."""

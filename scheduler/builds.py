@@ -24,7 +24,7 @@ from interop.errors import RegionError
 from interop.setting import BuildSettings
 
 from .cache import Cache, CorruptEntry, Entry, job_key
-from .plan import Job, resolve
+from .planning import Job, resolve
 from .resources import launch_info
 
 
@@ -149,5 +149,5 @@ def _worker_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "scheduler.build"])
+    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "scheduler.builds"])
     return context

@@ -10,14 +10,13 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, records, setting, timing
+from interop import arch, compat, instrument, records, setting, targets, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.region import Region
 from interop.setting import BuildSettings
 from interop.source import HybridGluonSource, HybridTritonSource
 
-from . import targets
 from .metadata import KernelMetadata
 
 
