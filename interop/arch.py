@@ -10,7 +10,8 @@ which targets have it. The compiler checks every builtin call as it generates co
 (``interop.session``) and every op of a built module; the interpreter checks the same builtins
 as it runs them (``interpret.patch``). Both raise the same ``TargetError`` at the call's
 ``file:line``. The rows were found by compiling each op for every target with Triton 3.6 and
-3.9 (``tests/test_conformance.py`` keeps checking them): an op is listed where it compiles.
+3.9 (``tests/test_conformance.py`` keeps checking those its kernels use): an op is listed where
+it compiles; Blackwell's TMA gather/scatter and the other generations follow upstream's docs.
 A kernel over the target's shared memory only fails at launch upstream; ``hybrid.compile``
 checks it ahead of time, with what each region allocates.
 """

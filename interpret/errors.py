@@ -21,11 +21,16 @@ class InterpretError(RuntimeError):
 class UnsupportedOpError(InterpretError):
     """An op the interpreter does not model: it says which and where instead of approximating."""
 
-    def __init__(self, op: str, why: str = ""):
-        self.op, self.site = op, user_site()
+    def __init__(self, op: str, why: str = "", builtin: str | None = None, site: str | None = None):
+        self.op, self.why, self.builtin, self.site = op, why, builtin, site or user_site()
+        within = f" in {builtin}" if builtin and builtin != op else ""
         detail = f": {why}" if why else ""
-        super().__init__(f"the interpreter cannot run {op} (at {self.site}){detail}.\n"
+        super().__init__(f"the interpreter cannot run {op}{within} (at {self.site}){detail}.\n"
                          f"  hint: check this kernel on a GPU, or move the op out of the interpreted path")
+
+    def within(self, builtin: str) -> "UnsupportedOpError":
+        """This error naming the Gluon builtin the kernel called too (the op may be one step of it)."""
+        return self if self.builtin else UnsupportedOpError(self.op, self.why, builtin, self.site)
 
 
 class DeadlockError(InterpretError):

@@ -28,7 +28,7 @@ from interop.errors import RegionError, TargetError
 
 from . import boundary, libdevice, warp_specialize
 from . import program as prog
-from .errors import user_site
+from .errors import UnsupportedOpError, user_site
 from .program import Frame
 from .semantic import GluonInterpreterSemantic
 
@@ -70,6 +70,7 @@ def _dynamic(member):
     generator passes it), after the architecture check the compiler makes (``interop.arch``)."""
     feature = arch.feature_of_builtin(member)
     takes_semantic = _takes_semantic(member)
+    name = arch.builtin_name(member)
 
     def call(*args, **kwargs):
         kwargs.pop("_generator", None)
@@ -78,7 +79,12 @@ def _dynamic(member):
             arch.check_builtin(member, semantic.builder.target, user_site)
         if takes_semantic:
             kwargs["_semantic"] = semantic
-        return member(*args, **kwargs)
+        try:
+            return member(*args, **kwargs)
+        except UnsupportedOpError as exc:
+            if name is None:
+                raise
+            raise exc.within(name.removeprefix("_core.")) from None
     return call
 
 

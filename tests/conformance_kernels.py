@@ -342,26 +342,23 @@ def _mma_operands(M, N, K):
     return _randn(M, K, dtype=torch.float16), _randn(K, N, dtype=torch.float16) / 4
 
 
-def _wgmma(target):
-    M, N, K = 64, 32, 32
+def _mma(target, M: int, N: int, K: int, **layouts) -> Launch:
+    """C = A @ B for ``ik``'s MMA kernels: fp16 operands in NVMMA shared memory, ``layouts`` the
+    kernel's own (its accumulator's)."""
     a, b = _mma_operands(M, N, K)
     return Launch({"a_ptr": a, "b_ptr": b, "c_ptr": _nan(M, N)},
                   {"M": M, "N": N, "K": K, "L": _blocked_2d(target),
                    "SA": gl.NVMMASharedLayout.get_default_for([M, K], gl.float16),
-                   "SB": gl.NVMMASharedLayout.get_default_for([K, N], gl.float16),
-                   "ACC": gl.NVMMADistributedLayout([3, 0], [4, 1], [16, N, 16])},
+                   "SB": gl.NVMMASharedLayout.get_default_for([K, N], gl.float16), **layouts},
                   (1, ), {"c_ptr": a.float() @ b.float()}, tolerance=1e-2)
+
+
+def _wgmma(target):
+    return _mma(target, 64, 32, 32, ACC=gl.NVMMADistributedLayout([3, 0], [4, 1], [16, 32, 16]))
 
 
 def _tcgen05(target):
-    M, N, K = 128, 32, 32
-    a, b = _mma_operands(M, N, K)
-    return Launch({"a_ptr": a, "b_ptr": b, "c_ptr": _nan(M, N)},
-                  {"M": M, "N": N, "K": K, "L": _blocked_2d(target),
-                   "SA": gl.NVMMASharedLayout.get_default_for([M, K], gl.float16),
-                   "SB": gl.NVMMASharedLayout.get_default_for([K, N], gl.float16),
-                   "REG": compat.tmem_reg_layout(gl.float32, [M, N], (M, N), 4)},
-                  (1, ), {"c_ptr": a.float() @ b.float()}, tolerance=1e-2)
+    return _mma(target, 128, 32, 32, REG=compat.tmem_reg_layout(gl.float32, [128, 32], (128, 32), 4))
 
 
 def _warp_specialize(target):
