@@ -52,7 +52,8 @@ def test_the_jit_compiles_each_config_through_the_hybrid_pipeline_into_the_bundl
     assert len(compiled) == len(ak.CONFIGS)
     for config, kernel in zip(ak.CONFIGS, compiled):
         ttgir = kernel.asm["ttgir"]
-        assert "hybrid.regions" in ttgir and "g_scale" in ttgir and ttgir.count("tt.func public") == 1
+        # the Gluon region spliced in and inlined (upstream's Triton cannot call a Gluon function at all)
+        assert "g_scale" in ttgir and "tt.call" not in ttgir and ttgir.count("tt.func public") == 1
         assert f"tensor<{config.kwargs['BLOCK']}x" in ttgir
         assert (kernel.metadata.num_warps, kernel.metadata.num_stages) == (config.num_warps, config.num_stages)
         binary = kernel.asm["cubin" if "cubin" in kernel.asm else "hsaco"]
