@@ -20,10 +20,10 @@ from interop.targets import TARGETS
 #: Each benchmark case: its own specialization (``HEAD_DIM`` and ``CAUSAL`` are constexprs).
 CASES = [{"HEAD_DIM": d, "CAUSAL": c} for d in (64, 128) for c in (False, True)]
 #: Tiles and launch options per backend and head dim (the tutorial's classic choices).
-CONFIGS = {("cuda", 64): {"BM": 128, "BN": 64, "num_warps": 4, "num_stages": 3},
-           ("cuda", 128): {"BM": 128, "BN": 64, "num_warps": 8, "num_stages": 3},
-           ("hip", 64): {"BM": 128, "BN": 64, "num_warps": 4, "num_stages": 1},
-           ("hip", 128): {"BM": 128, "BN": 64, "num_warps": 8, "num_stages": 1}}
+TILES = {("cuda", 64): {"BM": 128, "BN": 64, "num_warps": 4, "num_stages": 3},
+         ("cuda", 128): {"BM": 128, "BN": 64, "num_warps": 8, "num_stages": 3},
+         ("hip", 64): {"BM": 128, "BN": 64, "num_warps": 4, "num_stages": 1},
+         ("hip", 128): {"BM": 128, "BN": 64, "num_warps": 8, "num_stages": 1}}
 #: Speed of the hybrid kernel relative to pure Triton.
 GOALS = {"triton": 1.0}
 
@@ -119,7 +119,7 @@ DIVISIBLE = ("N_CTX", )
 
 
 def config(target: str, HEAD_DIM: int = 64) -> dict:
-    return CONFIGS[TARGETS[target].backend, HEAD_DIM]
+    return TILES[TARGETS[target].backend, HEAD_DIM]
 
 
 def tiles(target: str, HEAD_DIM: int = 64, CAUSAL: bool = False) -> dict:

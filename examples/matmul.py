@@ -16,14 +16,14 @@ from interop.targets import TARGETS
 
 #: Tiles and launch options per backend: the tutorial's for bf16 on Hopper/Ampere, a smaller
 #: K step and two stages on AMD (64 KiB of LDS on gfx942).
-CONFIGS = {"cuda": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
-           "hip": {"BM": 128, "BN": 256, "BK": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 2}}
+TILES = {"cuda": {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3},
+         "hip": {"BM": 128, "BN": 256, "BK": 32, "GROUP_M": 8, "num_warps": 8, "num_stages": 2}}
 #: Speed of the hybrid kernel relative to each version.
 GOALS = {"torch": 0.9, "triton": 1.0}
 
 
 def config(target: str) -> dict:
-    return CONFIGS[TARGETS[target].backend]
+    return TILES[TARGETS[target].backend]
 
 
 @triton.jit

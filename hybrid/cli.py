@@ -113,7 +113,8 @@ def report_table(rep: dict, wide: bool = False) -> Table:
     """One row per region and bucket; a region's boundaries summed up (count, conversions, bytes
     through shared memory), or with ``wide`` one line each."""
     totals = rep["totals"]
-    table = report.narrow_table(f"{rep['kernel']} on {rep['target']}: {totals['instructions']} instructions, "
+    config = f" ({rep['config']})" if "config" in rep else ""
+    table = report.narrow_table(f"{rep['kernel']} on {rep['target']}{config}: {totals['instructions']} instructions, "
                                 f"{totals['registers']} registers, {totals['spills']} spilled, "
                                 f"{totals['shared_bytes']} B shared", None if wide else report.COLUMNS)
     for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B"):
@@ -133,11 +134,13 @@ def report_table(rep: dict, wide: bool = False) -> Table:
 
 
 def results_table(results: list) -> Table:
-    table = report.narrow_table("hybrid build")
+    configured = any(r.job.config is not None for r in results)
+    table = report.narrow_table("hybrid build", "#i: the kernel's autotune config i (its key and values: the "
+                                                "bundle's manifest)" if configured else None)
     for column in ("kernel", "target", "status", "s", "binary B", "shared B", "regs", "spills", "sha256"):
         table.add_column(column, overflow="fold")
     for r in results:
-        name = r.job.kernel.rpartition(":")[2]
+        name = r.job.kernel.rpartition(":")[2] + ("" if r.job.config is None else f" #{r.job.config}")
         if not r.ok:
             table.add_row(name, r.job.target, "[red]failed[/red]", f"{r.seconds:.2f}", *[""] * 5)
             continue
@@ -188,6 +191,8 @@ def _report(jobs: list, args, out: Console) -> int:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
+        if spec.config is not None:
+            rep["config"] = spec.config_json["key"]
         out.print(report_table(rep, args.wide))
         if args.timing:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))

@@ -239,13 +239,19 @@ class BundledKernel:
     binary: bytes = field(repr=False)
     driver_library: str | None = None
     device: int = 0
+    config: str | None = None   # the autotune config's key, for a bundle built with configs
     _driver: _Driver | None = field(default=None, repr=False)
     _function: object = field(default=None, repr=False)
     _scratch: dict = field(default_factory=dict, repr=False)   # hidden parameter -> (bytes, device pointer)
 
     @property
     def entry(self) -> dict:
-        return self.manifest["targets"][self.target]
+        return manifest_entry(self.manifest, self.target, self.config)
+
+    @property
+    def configs(self) -> list[str]:
+        """The keys of the bundle's autotune configs, in the module's order (none without configs)."""
+        return [c["key"] for c in self.manifest.get("configs", [])]
 
     def load(self, driver: _Driver | None = None) -> None:
         """Load the binary into the current context (done at the first launch otherwise)."""
@@ -337,24 +343,56 @@ def _current_stream() -> int:
     return 0
 
 
-def load_bundle(path, *, arch: str | None = None, device: int = 0, driver_library: str | None = None) -> BundledKernel:
+def manifest_entry(manifest: dict, target: str, config: str | None) -> dict:
+    """The manifest's record of one binary: the target's, or its config's."""
+    entry = manifest["targets"][target]
+    return entry if config is None else entry["configs"][config]
+
+
+def select_config(manifest: dict, wanted: str | dict | None) -> str | None:
+    """The key of the autotune config to launch: ``wanted`` itself (a key), the one config whose
+    values include every item of a ``wanted`` dict (``{"BLOCK": 1024}``), or the first listed
+    (the module's first) when nothing is asked for. None for a bundle built without configs."""
+    configs, kernel = manifest.get("configs", []), manifest["kernel"]
+    if not configs:
+        if wanted is not None:
+            raise BundleError(f"bundle '{kernel}' was built without autotune configs; load it without config=")
+        return None
+    if wanted is None:
+        return configs[0]["key"]
+    if isinstance(wanted, str):
+        found = [c for c in configs if c["key"] == wanted]
+    else:
+        found = [c for c in configs if all(c["values"].get(k, object()) == v for k, v in wanted.items())]
+    if len(found) != 1:
+        have = "; ".join(c["key"] for c in configs)
+        raise BundleError(f"bundle '{kernel}' has {'no' if not found else len(found)} autotune config(s) matching "
+                          f"{wanted!r}; it has: {have}")
+    return found[0]["key"]
+
+
+def load_bundle(path, *, config: str | dict | None = None, arch: str | None = None, device: int = 0,
+                driver_library: str | None = None) -> BundledKernel:
     """Load the bundle at ``path`` (folder or zip) for GPU ``device``.
 
-    ``arch`` (``sm_90``, ``gfx942``) picks a binary without asking a driver, for inspection or
-    to prepare a launch; the driver is then opened at the first launch. ``driver_library``
-    replaces the default ``libcuda.so.1`` / ``libamdhip64.so``.
+    ``config`` picks one of the autotune configs a bundle was built with (``select_config``: a
+    key, or a dict of values; the first config by default). ``arch`` (``sm_90``, ``gfx942``)
+    picks a binary without asking a driver, for inspection or to prepare a launch; the driver
+    is then opened at the first launch. ``driver_library`` replaces the default
+    ``libcuda.so.1`` / ``libamdhip64.so``.
     """
     bundle = read_bundle(path)
     manifest = bundle.manifest
+    key = select_config(manifest, config)
     driver = None if arch is not None else open_driver(driver_library, device)
     target = select_target(manifest["targets"], arch or driver.arch, manifest["kernel"])
-    entry = manifest["targets"][target]
+    entry = manifest_entry(manifest, target, key)
     binary = bundle.read(entry["file"])
     actual = hashlib.sha256(binary).hexdigest()
     if actual != entry["sha256"]:
         raise HashMismatch(f"{bundle.path}: {entry['file']} has sha256 {actual}, the manifest says {entry['sha256']}; "
                            "the bundle is damaged or was edited, rebuild it")
-    kernel = BundledKernel(manifest, target, binary, driver_library, device)
+    kernel = BundledKernel(manifest, target, binary, driver_library, device, key)
     if driver is not None:
         kernel.load(driver)
     return kernel

@@ -48,7 +48,8 @@ def _target(rep: dict) -> str:
               for row in regions]
     facts = (f"{totals['instructions']} instructions, {totals['registers']} registers, {totals['spills']} spilled, "
              f"{totals['shared_bytes']} B shared, {totals['num_warps']} warps")
-    return (f'<div class="target"><h3>{escape(rep["target"])}</h3><p class="totals">{escape(facts)}</p>'
+    config = f'<p class="totals">config {escape(rep["config"])}</p>' if "config" in rep else ""
+    return (f'<div class="target"><h3>{escape(rep["target"])}</h3>{config}<p class="totals">{escape(facts)}</p>'
             + _bars("share of instructions", instructions, totals["instructions"], "")
             + _bars(f"shared memory (kernel: {totals['shared_bytes']} B)", shared, totals["shared_bytes"], " B")
             + "</div>")

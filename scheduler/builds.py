@@ -71,7 +71,7 @@ def compile_job(job: Job) -> dict:
                             **{**asdict(BuildSettings()), **spec.options})
         record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
                   "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
-                  "constexprs": spec.constexprs_json, "options": spec.options,
+                  "constexprs": spec.constexprs_json, "options": spec.options, "config": spec.config_json,
                   "triton_version": compat.TRITON_VERSION, "launch": launch_info(fb, len(spec.signature)).to_json(),
                   "summary": fb.summary()}
         return {"record": record, "binary": fb.binary, "seconds": time.perf_counter() - start}

@@ -1,11 +1,14 @@
 """Bundles: one kernel's binaries for several targets and a ``manifest.json``. JSON only, no pickle.
 
     <kernel>/manifest.json
-    <kernel>/<kernel>.<target>.cubin | .hsaco
+    <kernel>/<kernel>.<target>.cubin | .hsaco              (or <kernel>.<target>.config<i>.cubin | .hsaco)
 or the same files in one zip archive ``<kernel>.zip``. The manifest names the kernel, its launch
 parameters in order, and per target: the file, its sha256 and what a launcher needs (entry
 name, warps, warp size, shared memory, hidden trailing parameters, scratch sizes), plus
-registers and spills where known and the Triton version that built it.
+registers and spills where known and the Triton version that built it. A kernel built with
+autotune configs lists them (``configs``: key and values, in the module's order) and holds one
+such record per config under each target (``targets[t]["configs"][key]``, next to the target's
+``isa``); the loader launches one of them, chosen by key.
 """
 from __future__ import annotations
 
@@ -16,36 +19,58 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2          # 2: autotune configs; a format 1 bundle reads as one built without them
+READS = (1, 2)
 SUFFIX = {"cuda": "cubin", "hip": "hsaco"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps: the same bundle gives the same archive bytes
 
 
 def manifest(results: list) -> dict:
-    """The manifest of one kernel's successful ``BuildResult``s (one per target)."""
+    """The manifest of one kernel's successful ``BuildResult``s (one per target, or per target
+    and config)."""
     records = [r.entry.record for r in results]
     first = records[0]
     for r in records[1:]:
         if (r["kernel"], r["signature"]) != (first["kernel"], first["signature"]):
             raise ValueError(f"one bundle holds one kernel and signature; got {first['kernel']} and {r['kernel']} "
                              f"({first['signature']} vs {r['signature']})")
-    if len({r["target"] for r in records}) != len(records):
-        raise ValueError(f"{first['kernel']}: two builds for the same target in one bundle")
-    return {
-        "format": FORMAT, "kernel": first["kernel"], "source": first["ref"],
-        "params": [{"name": n, "type": t} for n, t in first["signature"].items()],
-        "triton_version": first["triton_version"],
-        "targets": {r["target"]: {"file": f"{r['kernel']}.{r['target']}.{SUFFIX[r['launch']['backend']]}",
-                                  "sha256": r["sha256"], **r["launch"], "constexprs": r["constexprs"],
-                                  "options": r["options"], "triton_version": r["triton_version"]}
-                    for r in records}}
+    if len({(r["target"], _config_key(r)) for r in records}) != len(records):
+        raise ValueError(f"{first['kernel']}: two builds for the same target (and config) in one bundle")
+    configs = {r["config"]["index"]: r["config"] for r in records if r.get("config")}
+    if configs and len(configs) * len({r["target"] for r in records}) != len(records):
+        raise ValueError(f"{first['kernel']}: a bundle holds every config for every target, or no configs")
+    targets: dict[str, dict] = {}
+    for r in records:
+        entry = {"file": file_name(r), "sha256": r["sha256"], **r["launch"], "constexprs": r["constexprs"],
+                 "options": r["options"], "triton_version": r["triton_version"]}
+        if configs:
+            slot = targets.setdefault(r["target"], {"isa": r["launch"]["isa"], "configs": {}})
+            slot["configs"][_config_key(r)] = entry
+        else:
+            targets[r["target"]] = entry
+    data = {"format": FORMAT, "kernel": first["kernel"], "source": first["ref"],
+            "params": [{"name": n, "type": t} for n, t in first["signature"].items()],
+            "triton_version": first["triton_version"], "targets": targets}
+    if configs:
+        data["configs"] = [{"key": c["key"], "values": c["values"]} for _, c in sorted(configs.items())]
+    return data
+
+
+def file_name(record: dict) -> str:
+    """``<kernel>.<target>[.config<i>].<cubin|hsaco>``."""
+    config = f".config{record['config']['index']}" if record.get("config") else ""
+    return f"{record['kernel']}.{record['target']}{config}.{SUFFIX[record['launch']['backend']]}"
+
+
+def _config_key(record: dict) -> str | None:
+    return record["config"]["key"] if record.get("config") else None
 
 
 def write_bundle(results: list, path: str | Path, archive: bool = False) -> Path:
     """Write one kernel's results as a folder ``path`` (or ``path.zip`` with ``archive``)."""
     data = manifest(results)
     files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
-    files.update({data["targets"][r.job.target]["file"]: r.entry.binary for r in results})
+    files.update({file_name(r.entry.record): r.entry.binary for r in results})
     path = Path(path)
     if archive:
         path = path.with_suffix(".zip")
@@ -96,6 +121,7 @@ def read_bundle(path: str | Path) -> Bundle:
     except (FileNotFoundError, KeyError, zipfile.BadZipFile, IsADirectoryError) as exc:
         raise FileNotFoundError(f"{path}: not a bundle (no readable {MANIFEST}: {exc})") from None
     data = json.load(io.BytesIO(raw))
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: bundle format {data.get('format')!r}, this loader reads format {FORMAT}")
+    if data.get("format") not in READS:
+        raise ValueError(f"{path}: bundle format {data.get('format')!r}, this loader reads formats "
+                         f"{', '.join(map(str, READS))}")
     return Bundle(path, data)

@@ -6,7 +6,9 @@ command line cannot spell: ``SIGNATURE`` (a dict), ``constexprs(target)`` (for e
 target-specific layouts), ``options(target)`` (``num_warps``, ``num_stages``) and ``DIVISIBLE``
 (integer arguments a launch specializes as multiples of 16); values given in the job override
 them, and options named nowhere take the backend's own defaults for the target, as a JIT launch's
-do (``hybrid.compile``).
+do (``hybrid.compile``). A kernel with autotune configs (the module's ``CONFIGS``, or those of
+the ``@triton.autotune`` on it) gets one job per config and target: each config's values are
+applied over the module's defaults, as the autotuner applies them at a launch.
 """
 from __future__ import annotations
 
@@ -18,7 +20,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from triton.runtime.autotuner import Autotuner, Config
+
 from interop.targets import TARGETS
+
 
 def canonical_json(value) -> str:
     """The one serialization every key and checksum is taken over (sorted keys, no spaces)."""
@@ -36,6 +41,7 @@ class Job:
     signature: dict = field(default_factory=dict)    # argument name -> Triton type, over the module's SIGNATURE
     constexprs: dict = field(default_factory=dict)   # JSON values, over the module's constexprs(target)
     options: dict = field(default_factory=dict)      # hybrid.compile keywords (num_warps, num_stages, ...)
+    config: int | None = None                        # index into the kernel's autotune configs, if it has any
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -47,7 +53,7 @@ class Job:
 
     @property
     def label(self) -> str:
-        return f"{self.kernel} [{self.target}]"
+        return f"{self.kernel} [{self.target}" + ("" if self.config is None else f", config {self.config}") + "]"
 
 
 @dataclass
@@ -58,12 +64,48 @@ class Spec:
     signature: dict            # non-constexpr arguments, in the kernel's argument order
     constexprs: dict
     options: dict
+    config: object = None      # the job's ``triton.Config``, applied to constexprs and options
 
     @property
     def constexprs_json(self) -> dict:
         """Constexpr values as JSON: plain values stay, others (layouts) by their deterministic repr."""
-        return {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v)
-                for k, v in sorted(self.constexprs.items())}
+        return json_values(self.constexprs)
+
+    @property
+    def config_json(self) -> dict | None:
+        """The job's config for records and manifests: its index, key and values (JSON)."""
+        if self.config is None:
+            return None
+        values = self.config.all_kwargs()
+        return {"index": self.job.config, "key": config_key(self.config), "values": json_values(values, sort=False)}
+
+
+def json_values(values: dict, sort: bool = True) -> dict:
+    """Plain values stay, others (layouts) by their deterministic repr."""
+    items = sorted(values.items()) if sort else values.items()
+    return {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v) for k, v in items}
+
+
+def config_key(config) -> str:
+    """A ``triton.Config``'s name in manifests and for the loader: every value a launch with it
+    passes, in the autotuner's order (``BLOCK=1024,num_warps=8,num_ctas=1,num_stages=3``)."""
+    return ",".join(f"{k}={v}" for k, v in json_values(config.all_kwargs(), sort=False).items())
+
+
+def kernel_configs(module, kernel, target: str) -> list:
+    """``kernel``'s autotune configs for ``target``: the module's ``CONFIGS`` (a list of
+    ``triton.Config``, or a function of the target that returns one), else the configs of the
+    ``@triton.autotune`` on the kernel; none for a kernel without either."""
+    found = getattr(module, "CONFIGS", None)
+    if callable(found):
+        found = found(target)
+    if found is None and isinstance(kernel, Autotuner):
+        found = kernel.configs
+    found = list(found or [])
+    if not all(isinstance(config, Config) for config in found):
+        raise TypeError(f"{module.__name__}.CONFIGS: expected a list of triton.Config (or a function of the target "
+                        f"returning one), got {[type(config).__name__ for config in found]}")
+    return found
 
 
 def expand_targets(targets) -> list[str]:
@@ -80,9 +122,26 @@ def expand_targets(targets) -> list[str]:
 
 def plan(kernels: list[str], targets, signature: dict | None = None, constexprs: dict | None = None,
          options: dict | None = None) -> list[Job]:
-    """Every (kernel, target) job, kernel-major; path references are made absolute."""
-    return [Job(absolute_ref(k), t, dict(signature or {}), dict(constexprs or {}), dict(options or {}))
-            for k in kernels for t in expand_targets(targets)]
+    """Every (kernel, target) job, kernel-major, one per config where the kernel has autotune
+    configs; path references are made absolute."""
+    names, jobs = expand_targets(targets), []
+    for ref in map(absolute_ref, kernels):
+        counts = _config_counts(ref, names)
+        jobs += [Job(ref, target, dict(signature or {}), dict(constexprs or {}), dict(options or {}), config)
+                 for target in names for config in (range(counts[target]) if counts[target] else [None])]
+    return jobs
+
+
+def _config_counts(ref: str, targets: list[str]) -> dict[str, int]:
+    """How many autotune configs ``ref``'s kernel has per target. A module that does not load
+    (or whose ``CONFIGS`` fails) counts none here: its job raises the same error when it
+    resolves, and so fails alone."""
+    try:
+        module = load_module(ref)
+        kernel = getattr(module, ref.rpartition(":")[2], None)
+        return {target: len(kernel_configs(module, kernel, target)) for target in targets}
+    except Exception:
+        return dict.fromkeys(targets, 0)
 
 
 def absolute_ref(ref: str) -> str:
@@ -114,15 +173,29 @@ def load_module(ref: str):
 def resolve(job: Job) -> Spec:
     module = load_module(job.kernel)
     name = job.kernel.rpartition(":")[2]
-    fn = getattr(module, name, None)
+    kernel = getattr(module, name, None)
+    config = _config(job, kernel_configs(module, kernel, job.target))
+    fn = kernel.fn if isinstance(kernel, Autotuner) else kernel   # the @hybrid.jit kernel the autotuner launches
     if fn is None or not hasattr(fn, "arg_names"):
         raise LookupError(f"{job.kernel}: no JIT kernel named '{name}' in {module.__name__}")
+    tuned = {} if config is None else config.all_kwargs()   # constexprs and launch options, as a launch gets them
     defaults = getattr(module, "constexprs", None)
-    constexprs = {**(defaults(job.target) if callable(defaults) else {}), **job.constexprs}
+    constexprs = {**(defaults(job.target) if callable(defaults) else {}),
+                  **{k: v for k, v in tuned.items() if k in fn.arg_names}, **job.constexprs}
     given = {**getattr(module, "SIGNATURE", {}), **job.signature}
     signature = {a: given[a] for a in fn.arg_names if a in given and a not in constexprs}
     module_options = getattr(module, "options", None)
     divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
     options = {**(module_options(job.target) if callable(module_options) else {}), **divisible,
-               **job.options}
-    return Spec(job, fn, signature, constexprs, options)
+               **{k: v for k, v in tuned.items() if k not in fn.arg_names}, **job.options}
+    return Spec(job, fn, signature, constexprs, options, config)
+
+
+def _config(job: Job, configs: list):
+    """The job's config (None for a kernel without configs)."""
+    if job.config is None and not configs:
+        return None
+    if job.config is None or not 0 <= job.config < len(configs):
+        raise LookupError(f"{job.label}: the kernel has {len(configs)} autotune config(s); plan its jobs with "
+                          "scheduler.plan, one per config")
+    return configs[job.config]
