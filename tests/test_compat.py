@@ -13,8 +13,10 @@ def test_only_compat_reads_the_triton_version():
     assert readers == ["interop/compat.py"]
 
 
-def test_unsupported_triton_version_fails_at_import_with_the_supported_range():
-    code = "import triton; triton.__version__ = '3.5.1'; import hybrid"
+def test_unsupported_triton_version_fails_at_first_use_with_the_supported_range():
+    """``import hybrid`` loads nothing (the loader needs no Triton); the first name that needs the
+    compiler (here ``hybrid.jit``, as a kernel module's decorator) checks the version."""
+    code = "import triton; triton.__version__ = '3.5.1'; import hybrid; hybrid.jit"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert proc.returncode == 1
