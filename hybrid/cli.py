@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -155,6 +156,10 @@ def results_table(results: list) -> Table:
 def main(argv: list[str] | None = None) -> int:
     cli = parser()
     args = cli.parse_args(argv)
+    # Kernel modules resolve from the working directory, as under ``python -m``: a console script's
+    # sys.path starts at its own folder, so ``examples/softmax.py`` could not import ``examples.*``.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if args.command == "port":
         return _port_start(args, Console(width=140))
     if args.command == "profile":
