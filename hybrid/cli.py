@@ -181,11 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     out.print(results_table(results))
     for r in results:
         if not r.ok:
-            out.print(f"[red]FAILED[/red] {escape(r.error)}", highlight=False)
+            out.print(f"[red]FAILED[/red] {escape(r.error)}", highlight=False, soft_wrap=True)
         elif r.note:
-            out.print(escape(f"{r.job.label}: {r.note}"))
+            out.print(escape(f"{r.job.label}: {r.note}"), soft_wrap=True)
     for kernel, path in write_bundles(results, args.out, args.archive).items():
-        out.print(f"bundle {kernel}: {path}")
+        out.print(f"bundle {kernel}: {escape(str(path))}", soft_wrap=True)
     return 1 if any(not r.ok for r in results) else 0
 
 
@@ -209,7 +209,7 @@ def _report(jobs: list, args, out: Console) -> int:
     for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
-        out.print(f"wrote {escape(path)}", highlight=False)
+        out.print(f"wrote {escape(path)}", highlight=False, soft_wrap=True)
     return 0
 
 
@@ -242,7 +242,7 @@ def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
     if not kernels:
         out.print("no hybrid kernel with region scopes ran (was it launched through @hybrid.jit?)")
     path.write_text(json.dumps(profile.to_json(kernels, trace, None if args.trace else args.loops), indent=1))
-    out.print(f"wrote {path}; trace (Perfetto, chrome://tracing): {trace}")
+    out.print(f"wrote {path}; trace (Perfetto, chrome://tracing): {trace}", soft_wrap=True)
     return 0 if kernels else 1
 
 
@@ -251,16 +251,17 @@ def _port_start(args, out: Console) -> int:
     try:
         files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps)
     except PortError as exc:
-        out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False)
+        out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 1
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
-              f"(num_warps={files.num_warps})", highlight=False)
+              f"(num_warps={files.num_warps})", highlight=False, soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
-    out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})", highlight=False)
+    out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",
+              highlight=False, soft_wrap=True)
     if files.still_triton:
-        out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False)
-    out.print(f"run: {files.command}", highlight=False)
+        out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
+    out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
     return 0
 
 
