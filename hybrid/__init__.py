@@ -24,7 +24,12 @@ _EXPORTS = {
 
 
 def __getattr__(name: str):
-    if name not in _EXPORTS:
+    if name not in _EXPORTS:   # a submodule (``hybrid.interpret.launch``, ``hybrid.profile.profiling``)?
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
         raise AttributeError(f"module 'hybrid' has no attribute {name!r}")
     module, attribute = _EXPORTS[name]
     value = getattr(importlib.import_module(module), attribute)
@@ -33,8 +38,8 @@ def __getattr__(name: str):
 
 
 def interpreting(target: str | None = None):
-    """Run ``@hybrid.jit`` launches on the CPU in this ``with`` block (``interpret`` package)."""
-    from interpret import interpreting as switch
+    """Run ``@hybrid.jit`` launches on the CPU in this ``with`` block (``hybrid.interpret``)."""
+    from hybrid.interpret import interpreting as switch
     return switch(target)
 
 

@@ -17,7 +17,7 @@ class _Interpretable:
     region instrumentation), which upstream's in-memory cache key does not see."""
 
     def run(self, *args, grid, warmup, **kwargs):
-        import interpret
+        from hybrid import interpret
         if not interpret.enabled():
             self.device_caches = self._caches_by_settings.setdefault(setting.current().key,
                                                                      defaultdict(self.create_binder))

@@ -9,7 +9,7 @@ stores the tensor once into a shared buffer of that layout and the function rece
 of a constexpr parameter, so that each target gets its own. Results need no declaration: a
 returned descriptor is loaded in whatever layout the Triton code around the call wants.
 
-The compiler (``triton_host.splice``) and the interpreter (``interpret/boundary.py``) both
+The compiler (``triton_host.splice``) and the interpreter (``hybrid/interpret/boundary.py``) both
 apply these declarations; this module only records and resolves them.
 """
 from __future__ import annotations

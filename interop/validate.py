@@ -3,7 +3,7 @@
 Gluon layouts are usually passed as constexprs; one written for 32-thread warps fails on a
 wave64 GPU, and one written for 4 warps fails with ``num_warps=8``. Catching that here lets
 the error name the argument and say what to do, instead of an MLIR diagnostic. The
-interpreter (``interpret/``) applies the same rule to every layout a kernel uses.
+interpreter (``hybrid/interpret/``) applies the same rule to every layout a kernel uses.
 """
 from __future__ import annotations
 

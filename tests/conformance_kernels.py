@@ -481,8 +481,8 @@ CASES: dict[str, Case] = {c.name: c for c in (
 def resolve(case: Case, launch: Launch) -> tuple:
     """(the JITFunction, its constexprs, the launch options) as launched: for an autotuned kernel,
     with the config the interpreter runs (the first after pruning)."""
-    from interpret.autotune import is_wrapped, pruned_configs
-    from interpret.launch import LAUNCH_OPTIONS
+    from hybrid.interpret.autotune import is_wrapped, pruned_configs
+    from hybrid.interpret.launch import LAUNCH_OPTIONS
     constexprs = dict(launch.constexprs)
     # as Triton's JIT reads a launch: a constexpr named like a launch option is that option too
     options = {"num_warps": 4} | {k: v for k, v in constexprs.items() if k in LAUNCH_OPTIONS} | launch.options

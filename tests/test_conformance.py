@@ -18,9 +18,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import interpret  # noqa: E402
+from hybrid import interpret  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
-from interpret.autotune import is_wrapped  # noqa: E402
+from hybrid.interpret.autotune import is_wrapped  # noqa: E402
 
 from tests.conformance_kernels import CASES  # noqa: E402
 

@@ -9,7 +9,7 @@ import triton
 from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
-import interpret
+from hybrid import interpret
 from hybrid.compiler import specialization
 from interop.targets import TARGETS
 from interop.errors import RegionError

@@ -1,4 +1,4 @@
-"""The interpreter (``interpret/``): mixed kernels and Gluon tutorial patterns on the CPU."""
+"""The interpreter (``hybrid/interpret/``): mixed kernels and Gluon tutorial patterns on the CPU."""
 import importlib
 import time
 
@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import interpret  # noqa: E402
+from hybrid import interpret  # noqa: E402
 from bench.kernels import SUITE  # noqa: E402
 from examples import softmax  # noqa: E402
 from examples.run import check  # noqa: E402

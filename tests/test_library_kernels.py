@@ -15,7 +15,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-import interpret  # noqa: E402
+from hybrid import interpret  # noqa: E402
 from hybrid.port import compare, start  # noqa: E402
 from tests import library_kernels as lib  # noqa: E402
 

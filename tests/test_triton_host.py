@@ -8,7 +8,7 @@ import hybrid
 from examples import matmul_gluon_epilogue
 from examples.layouts import has_tma
 from interop.targets import TARGETS
-from interpret import interpreting
+from hybrid.interpret import interpreting
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS
 

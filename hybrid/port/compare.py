@@ -86,7 +86,7 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
         runs[version] = run_args
     outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
-    import interpret as interp
+    from hybrid import interpret as interp
     mode = "gpu" if on_gpu else f"interpreter ({target or interp.default_target()})"
     return Comparison(region.__name__, candidate.__name__, mode, outputs, times)
 
@@ -95,7 +95,7 @@ def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> Non
     if on_gpu:
         kernel[grid](*args, **kwargs)
         return
-    import interpret
+    from hybrid import interpret
     interpret.launch(kernel, grid, *args, target=target, **kwargs)
 
 

@@ -22,7 +22,7 @@ def is_wrapped(kernel) -> bool:
 
 
 def launch_wrapped(launch, kernel, grid, args: tuple, kwargs: dict, target) -> None:
-    """Run ``kernel`` (an ``Autotuner`` or ``Heuristics``) through ``launch`` (``interpret.launch``)."""
+    """Run ``kernel`` (an ``Autotuner`` or ``Heuristics``) through ``launch`` (``hybrid.interpret.launch``)."""
     if isinstance(kernel, Heuristics):   # as upstream's Heuristics.run: each value sees the ones before
         kwargs = dict(kwargs)
         for name, heuristic in kernel.values.items():

@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy
 import triton
 
+import interop
+
 #: code that is never the kernel author's: the interpreter, the compiler's checks it shares, Triton,
 #: numpy, the standard library
-INTERNAL_PATHS = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(__file__).parents[1] / "interop",
+INTERNAL_PATHS = tuple(str(Path(p).resolve()) for p in (Path(__file__).parent, Path(interop.__file__).parent,
                                                     Path(triton.__file__).parent, Path(numpy.__file__).parent,
                                                     Path(sys.modules["os"].__file__).parent))
 
