@@ -139,7 +139,7 @@ def _throughput(example, case: dict, ms: float | None) -> dict:
 def environment() -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
-    from interop import compat
+    from interop.triton import compat
     env = {"date": datetime.date.today().isoformat(), "triton": compat.TRITON_VERSION}
     try:
         env["torch"] = version("torch")

@@ -25,7 +25,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from bench.output import table, write_json
 from interop.targets import TARGETS
-from interop import compat
+from interop.triton import compat
 
 BLOCK, NUM_WARPS = 4096, 8
 SIGNATURE = {"y_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",

@@ -4,12 +4,12 @@ import triton
 from triton.compiler import ASTSource
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma
 
 from hybrid.compiler import specialization
 from interop.targets import TARGETS
-from interop.compat import gluon_tma_copies
+from interop.triton.compat import gluon_tma_copies
+from interop.triton.frontend import GluonASTSource
 
 _, tma_store = gluon_tma_copies()
 

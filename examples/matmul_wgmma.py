@@ -16,7 +16,7 @@ from examples import matmul
 from examples.layouts import compile_pure, row_layout, store_tile
 from examples.matmul import (BENCH_SIZE, CHECK_SIZE, DIVISIBLE, GOALS, SIGNATURE, TOLERANCE, error, problem,
                              store_tile_triton, tile_ids, work)
-from interop.compat import gluon_async_copy, gluon_barrier
+from interop.triton.compat import gluon_async_copy, gluon_barrier
 
 __all__ = ["BENCH_SIZE", "CHECK_SIZE", "GOALS", "SKIP", "TOLERANCE", "VARIANTS", "build", "build_gluon",
            "build_triton", "constexprs", "error", "problem", "run", "work"]

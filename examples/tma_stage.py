@@ -16,7 +16,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 import hybrid
 from examples.layouts import compile_pure, has_tma, row_layout, use_torch_allocator
-from interop.compat import gluon_tma_copies
+from interop.triton.compat import gluon_tma_copies
 
 NUM_WARPS = 4
 BM, BN = 64, 128

@@ -6,16 +6,17 @@ import re
 from dataclasses import dataclass, field
 
 import triton
-from triton._C.libtriton import ir
 from triton.backends.compiler import GPUTarget
-from triton.compiler.compiler import make_backend
 
-from interop import arch, compat, instrument, records, setting, targets, timing
+from interop import arch, instrument, records, setting, targets, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.region import Region
 from interop.setting import BuildSettings
 from interop.source import HybridGluonSource, HybridTritonSource
+from interop.triton import compat
+from interop.triton.bindings import ir
+from interop.triton.frontend import make_backend
 
 from .metadata import KernelMetadata
 

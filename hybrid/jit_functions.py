@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime.jit import JITFunction, KernelInterface
+from triton.runtime import JITFunction, KernelInterface
 
 from interop import setting
 from interop.source import HybridGluonSource, HybridTritonSource
+from interop.triton.frontend import GluonJITFunction
 
 
 class _Interpretable:

@@ -1,2 +1,2 @@
 """Region lowering, boundary planning and stitching of Triton and Gluon code at the ttg level."""
-from . import compat  # noqa: F401  (fails early on an unsupported Triton)
+from .triton import compat  # noqa: F401  (fails early on an unsupported Triton)

@@ -22,10 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Container
 
-from triton.language.core import is_builtin
-
 from .errors import ARCH_HINT, TargetError
 from .movement import element_bits, tile_bytes
+from .triton.language import is_builtin
 
 GLUON_LANGUAGE = "triton.experimental.gluon.language."
 

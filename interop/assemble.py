@@ -8,12 +8,11 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
-from triton._C.libtriton import gluon_ir
-
 from . import arch, instrument, movement, planner, stitch, timing
 from .boundary import Boundary, PlannedBoundary, layout_of
 from .errors import RegionError
 from .scratch import ScratchProbe
+from .triton.bindings import gluon_ir
 
 
 @timing.timed("stitching")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from triton.compiler.errors import CompilationError
+from .triton.frontend import CompilationError
 
 
 class RegionError(CompilationError):

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._layouts import DistributedLayout, SharedLayout
-from triton.language import core as tl
 
 from . import swizzle, validate
+from .triton.language import DistributedLayout, SharedLayout, unwrap_constexpr
+from .triton.language import core as tl
 
 _ATTR = "_hybrid_takes"
 #: ops that read shared memory through the async proxy: a generic store before them needs a fence
@@ -100,7 +100,7 @@ def _value_of(layout, arguments: dict, name: str):
         return layout
     if layout not in arguments:
         raise ValueError(f"parameter '{name}' declares the layout of '{layout}', which is not a parameter")
-    return tl._unwrap_if_constexpr(arguments[layout])
+    return unwrap_constexpr(arguments[layout])
 
 
 def reads_async_proxy(module) -> bool:

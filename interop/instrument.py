@@ -57,12 +57,12 @@ def around(builder, region, on: bool) -> Iterator[None]:
 
 
 def record(builder, name: str, start: bool) -> None:
-    from triton.profiler.language import triton_proton
+    from .triton.proton import triton_proton
     triton_proton.create_proton_record(builder, start, name)
 
 
 def load_dialect(context) -> None:
-    from triton.profiler.language import triton_proton
+    from .triton.proton import triton_proton
     triton_proton.load_dialects(context)
 
 

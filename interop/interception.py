@@ -15,7 +15,8 @@ import contextvars
 from dataclasses import dataclass
 from typing import Iterator
 
-from . import arch, compat, guarded_builder
+from . import arch, guarded_builder
+from .triton import compat
 
 
 @dataclass(frozen=True)

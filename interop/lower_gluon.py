@@ -7,13 +7,14 @@ host's ``make_ttgir`` with the layouts Triton's passes gave the arguments.
 """
 from __future__ import annotations
 
-from triton._C.libtriton import ir
-from triton.compiler import code_generator as _cg
-from triton.compiler.compiler import make_backend
 from triton.experimental.gluon import language as gl
-from triton.language import core as tl
 
-from . import compat, timing
+from . import timing
+from .triton import compat
+from .triton.bindings import ir
+from .triton.frontend import code_generator as _cg
+from .triton.frontend import make_backend
+from .triton.language import core as tl
 
 #: the function a probe build creates
 PROBE = "hybrid_gluon_probe"

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton._C.libtriton import gluon_ir, ir
-from triton.backends.compiler import Language
-from triton.compiler import code_generator as _cg
-from triton.compiler.compiler import make_backend
-from triton.language import core as tl
-
-from . import arguments, compat, diagnostics, opaque, stitch
+from . import arguments, diagnostics, opaque, stitch
+from .triton import compat
+from .triton.bindings import gluon_ir, ir
+from .triton.frontend import Language
+from .triton.frontend import code_generator as _cg
+from .triton.frontend import make_backend
+from .triton.language import core as tl
 
 REGION_FUNCTION = "hybrid_region"
 BODY_FUNCTION = "hybrid_region_body"

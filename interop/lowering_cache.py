@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from triton._C.libtriton import ir
-from triton.language import core as tl
-from triton.runtime.jit import JITFunction
+from triton.runtime import JITFunction
 
-from . import caches, compat, timing
+from . import caches, timing
 from .lower_triton import LoweredRegion, lowered_region
+from .triton import compat
+from .triton.bindings import ir
+from .triton.language import core as tl
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ caches.register(_memory.clear)
 def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: list, options, target) -> str:
     """The key of ``fn``'s lowering for this call (``host_types``: the printed IR type of each
     tensor argument as the host holds it)."""
-    from .source import STITCH_VERSION   # (source imports the region lowering, which imports this module)
+    from .source import STITCH_VERSION  # (source imports the region lowering, which imports this module)
     parts = {"fn": fn.cache_key, "file": inspect.getsourcefile(fn.fn), "args": [_describe(a) for a in args],
              "types": [_describe(t) for t in arg_types], "host": host_types, "scalars": scalar_attrs,
              "options": sorted((k, repr(v)) for k, v in options.__dict__.items()),

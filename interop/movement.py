@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from triton.experimental.gluon.language._layouts import DistributedLinearLayout
 
 from . import timing
 from .boundary import shape_and_dtype
+from .triton.language import DistributedLinearLayout, layout_to_ir
 
 #: movement kinds, cheapest first
 ORDER = ("none", "registers", "shuffles", "shared")
@@ -80,7 +80,7 @@ def linear(builder, layout, shape: list) -> DistributedLinearLayout:
     """Triton's linear layout (register, lane, warp bases) of a distributed layout over ``shape``."""
     if isinstance(layout, DistributedLinearLayout):
         return layout
-    return builder.to_linear_layout(layout._to_ir(builder), list(shape))
+    return builder.to_linear_layout(layout_to_ir(layout, builder), list(shape))
 
 
 def _bases(layout: DistributedLinearLayout) -> tuple:

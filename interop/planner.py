@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton._C.libtriton import gluon_ir
 from triton.experimental.gluon import language as gl
 
 from . import movement, stitch, swizzle, timing
 from .boundary import TAG, shape_and_dtype
+from .triton.bindings import gluon_ir
+
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
 _ELEMENTS = {"i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f16": gl.float16,

@@ -10,7 +10,7 @@ import re
 import subprocess
 import tempfile
 
-from interop import compat
+from interop.triton import compat
 
 
 def resources(asm: dict, metadata) -> dict:

@@ -17,7 +17,7 @@ import contextvars
 from dataclasses import dataclass, fields, replace
 from typing import Iterator
 
-from . import compat
+from .triton import compat
 
 BOUNDARY_MODES = ("auto", "convert", "shared")
 LOOP_TIMINGS = ("total", "iteration")

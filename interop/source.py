@@ -13,21 +13,19 @@ import functools
 import hashlib
 from pathlib import Path
 
-from triton._C.libtriton import ir
-from triton.compiler.compiler import ASTSource
-from triton.compiler.errors import CompilationError
-from triton.experimental.gluon._runtime import GluonASTSource
-
 from . import arch, diagnostics, interception, records, setting, stages_hook, timing
-from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
 from .compile_context import CompileContext
+from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
 from .gluon_regions import finish_triton_host
-from .triton_regions import finish_gluon_host
 from .setting import BuildSettings
+from .triton.bindings import ir
+from .triton.frontend import ASTSource, CompilationError, GluonASTSource
+from .triton_regions import finish_gluon_host
 from .validate import check_constexpr_layouts
 
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
-STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))).hexdigest()[:16]
+STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.rglob("*.py"))))\
+    .hexdigest()[:16]
 
 
 class _Settled:

@@ -15,13 +15,11 @@ change results there).
 """
 from __future__ import annotations
 
-from triton._C.libtriton import gluon_ir
-from triton.experimental.gluon.language._layouts import DistributedLayout
-from triton.language import core as tl
-
 from . import interception, swizzle, validate
 from .errors import RegionError
-
+from .triton.bindings import gluon_ir
+from .triton.language import DistributedLayout, unwrap_constexpr
+from .triton.language import core as tl
 
 _HINT = ("pass the distributed layouts the buffer is loaded in (its .load(layout) calls), "
          "each of the tensor's rank, e.g. hybrid.stage(y, gl.BlockedLayout(...))")
@@ -31,7 +29,7 @@ _HINT = ("pass the distributed layouts the buffer is loaded in (its .load(layout
 def stage(value, *readers, _semantic=None, _generator=None):
     """Store ``value`` once into shared memory in a swizzle planned for its own layout and
     ``readers`` (the distributed layouts the buffer will be loaded in); returns the buffer."""
-    readers = [tl._unwrap_if_constexpr(r) for r in readers]
+    readers = [unwrap_constexpr(r) for r in readers]
     compile_context = interception.compile_of(_generator)
     regions = compile_context.triton if compile_context is not None else None
     problem = _problem(value.type, readers)

@@ -7,10 +7,9 @@ step that changes it, so a malformed module raises here instead of aborting late
 """
 from __future__ import annotations
 
-from triton._C.libtriton import gluon_ir, ir, passes
-
 from . import diagnostics, opaque
 from .boundary import TAG, tag
+from .triton.bindings import gluon_ir, ir, passes
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
 SINK = "hybrid.sink"

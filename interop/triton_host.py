@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triton._C.libtriton import gluon_ir
-
 from . import instrument, opaque, timing
 from .boundary import TAG, is_shared, shape_and_dtype, tag
 from .region import Region
+from .triton.bindings import gluon_ir
 
 SINK = "hybrid.gluon.in."
 PRODUCER = "hybrid.gluon.out."

@@ -12,17 +12,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from triton.compiler import code_generator as _cg
 from triton.experimental.gluon import language as gl
-from triton.language import core as tl
 
-from . import (arch, arguments, compat, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle, timing,
+from . import (arch, arguments, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle, timing,
                validate)
 from .assemble import assemble
 from .boundary import layout_of, tag
 from .errors import RegionError, as_region_error
 from .lower_triton import LoweredRegion, lower_triton_function
 from .region import CallSite, Region
+from .triton import compat
+from .triton.frontend import code_generator as _cg
+from .triton.language import core as tl
 
 _HINT = ("the Triton function is lowered on its own for the call site's argument types; "
          "fix it or the arguments passed at the call site")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._layouts import DistributedLayout
 
 from .errors import LayoutError
+from .triton.language import DistributedLayout
 
 
 def check_constexpr_layouts(fn, constants: dict, warp_size: int, num_warps: int, target: str) -> None:

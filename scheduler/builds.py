@@ -19,9 +19,9 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_complet
 from dataclasses import asdict, dataclass
 from typing import Callable
 
-from interop import compat
 from interop.errors import RegionError
 from interop.setting import BuildSettings
+from interop.triton import compat
 
 from .cache import Cache, CorruptEntry, Entry, job_key
 from .planning import Job, resolve

@@ -18,9 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from interop import compat
 from interop.caches import default_root
 from interop.source import STITCH_VERSION
+from interop.triton import compat
 
 from .planning import Spec, canonical_json, sha256_json
 
@@ -41,7 +41,7 @@ class Entry:
 def reached_functions(fn) -> list:
     """``fn`` and every JIT function its body names, transitively (globals, closures and
     attributes of imported modules)."""
-    from triton.runtime.jit import JITFunction
+    from triton.runtime import JITFunction
 
     found, todo = {}, [fn]
     while todo:

@@ -20,7 +20,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from triton.runtime.autotuner import Autotuner, Config
+from triton.runtime import Autotuner, Config
 
 from interop.targets import TARGETS
 

@@ -23,13 +23,14 @@ import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy, mbarrier as ampere_mbarrier
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.ampere import mbarrier as ampere_mbarrier
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from examples import matmul_gluon_epilogue, matmul_wgmma, mma_handoff
 from examples.layouts import row_layout, tile_layout
 from interop.targets import TARGETS
-from interop import compat
+from interop.triton import compat
 from tests import interp_kernels as ik
 
 cp_async = compat.gluon_async_copy()
@@ -498,7 +499,7 @@ def resolve(case: Case, launch: Launch) -> tuple:
 def compile_case(case: Case, target: str) -> dict:
     """``hybrid.compile`` the case for ``target``: what was built, or the error as raised."""
     import hybrid
-    from triton.runtime.jit import mangle_type
+    from interop.triton.frontend import mangle_type
     launch = case.launch(target)
     kernel, constexprs, options = resolve(case, launch)
     signature = {name: mangle_type(value) for name, value in launch.args.items()}

@@ -4,11 +4,10 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, tma, warpgroup_mma, \
-    warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
 
-from interop.compat import gluon_async_copy, gluon_tma_copies
+from interop.triton.compat import gluon_async_copy, gluon_tma_copies
 
 tma_load, tma_store = gluon_tma_copies()
 cp_async = gluon_async_copy()

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from examples import softmax
-from interop import compat
+from interop.triton import compat
 from scheduler.bundle import MANIFEST, manifest, read_bundle, write_bundle
 
 

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_only_compat_reads_the_triton_version():
     readers = [p.relative_to(ROOT).as_posix() for pkg in ("hybrid", "interop", "scheduler", "examples", "bench")
                for p in (ROOT / pkg).rglob("*.py") if "__version__" in p.read_text()]
-    assert readers == ["interop/compat.py"]
+    assert readers == ["interop/triton/compat.py"]
 
 
 def test_unsupported_triton_version_fails_at_first_use_with_the_supported_range():
@@ -24,7 +24,7 @@ def test_unsupported_triton_version_fails_at_first_use_with_the_supported_range(
 
 
 def test_supported_versions_parse():
-    from interop import compat
+    from interop.triton import compat
     assert compat._parse("3.9.0") == (3, 9) and compat._parse("3.6.0+git1234") == (3, 6)
     assert compat.TRITON_MAJOR_MINOR in compat.SUPPORTED
 
@@ -44,7 +44,7 @@ def test_gluon_async_copy_is_cp_async_on_this_triton():
     from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
     from examples.layouts import compile_pure
-    from interop.compat import gluon_async_copy
+    from interop.triton.compat import gluon_async_copy
 
     copy = gluon_async_copy()
 

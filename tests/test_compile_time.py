@@ -1,14 +1,14 @@
 """What keeps compiles fast stays correct: the per-stage timer adds up, a cached region lowering
 gives the binary a fresh one gives, and its key sees what the lowering depends on."""
 import pytest
-from triton.compiler.compiler import make_backend
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.language import core as tl
 
 import hybrid
-from interop.targets import TARGETS
 from interop import caches, lowering_cache, timing
+from interop.targets import TARGETS
+from interop.triton.frontend import make_backend
+from interop.triton.language import core as tl
 from tests.kernels import t_scale, vec_1d
 
 

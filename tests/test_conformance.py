@@ -19,9 +19,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hybrid import interpret  # noqa: E402
-from interop.targets import TARGETS  # noqa: E402
 from hybrid.interpret.autotune import is_wrapped  # noqa: E402
-
+from interop.targets import TARGETS  # noqa: E402
 from tests.conformance_kernels import CASES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,11 +122,9 @@ def test_readme_shows_the_architecture_table_as_it_is():
 
 def test_the_module_walk_names_an_op_the_target_lacks_and_its_line():
     """The backstop behind the builtin checks: ops in a built module (a Triton region's too)."""
-    from triton._C.libtriton import ir
-    from triton.compiler.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-
     from interop import arch
+    from interop.triton.bindings import ir
+    from interop.triton.frontend import GluonASTSource, make_backend
     from tests import interp_kernels as ik
 
     launch = CASES["wgmma"].launch("sm90a")

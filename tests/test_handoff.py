@@ -4,13 +4,13 @@ import re
 
 import pytest
 import torch
-from triton._C.libtriton import gluon_ir, ir
 from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples import mma_handoff, tma_stage
 from examples.layouts import has_tma
 from interop.targets import TARGETS
+from interop.triton.bindings import gluon_ir, ir
 from tests import kernels, triton_hosts
 from tests.kernels import NUM_WARPS
 from tests.test_triton_host import layout_text

@@ -6,13 +6,13 @@ import re
 
 import pytest
 import triton
-from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
 from hybrid import interpret
 from hybrid.compiler import specialization
-from interop.targets import TARGETS
 from interop.errors import RegionError
+from interop.targets import TARGETS
+from interop.triton.frontend import GluonASTSource
 from tests import host_layout_kernels as k
 
 torch = pytest.importorskip("torch")

@@ -4,16 +4,15 @@ import math
 
 import pytest
 import triton
-from triton._C.libtriton import gluon_ir, ir
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.compiler.compiler import make_backend
-from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
-from interop.targets import TARGETS
 from interop import movement
 from interop.scratch import ScratchProbe
+from interop.targets import TARGETS
+from interop.triton.bindings import gluon_ir, ir
+from interop.triton.frontend import GluonASTSource, make_backend
 
 M, N = 32, 64
 PAIRS = {   # name -> (source layout, result layout) for 4 warps of 32 threads

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import triton
 from triton.experimental import gluon
-from triton.experimental.gluon._runtime import GluonJITFunction
 
 import hybrid
 import hybrid.port
@@ -18,6 +17,7 @@ from examples import softmax
 from hybrid import cli
 from hybrid.port import PortError, capture_launch, start
 from hybrid.port.launch import run_variant
+from interop.triton.frontend import GluonJITFunction
 from tests import port_kernels
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,12 +4,12 @@ import dataclasses
 import json
 
 import pytest
-from triton._C.libtriton import ir
 
 import hybrid
 from interop import records
 from interop.boundary import Boundary
 from interop.region import CallSite, Region
+from interop.triton.bindings import ir
 from tests import kernels
 
 REGION_KEYS = {"index", "function", "language", "call_site", "symbol", "specialization", "shared_bytes", "lines"}

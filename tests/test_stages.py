@@ -4,13 +4,14 @@ are untouched and a hook set before is chained."""
 import pytest
 import triton
 import triton.language as tl
-from triton.compiler.compiler import ASTSource
 from triton.experimental import gluon
 
 import hybrid
 from hybrid.compiler import specialization
+from interop import stages_hook
 from interop.targets import TARGETS
-from interop import compat, stages_hook
+from interop.triton import compat
+from interop.triton.frontend import ASTSource
 
 TARGET = "sm90a"
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32"}

@@ -7,15 +7,14 @@ import time
 import pytest
 import triton
 import triton.language as tl
-from triton.compiler.compiler import ASTSource
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon._runtime import GluonASTSource
 
 import hybrid
 from hybrid.compiler import specialization
-from interop.targets import TARGETS
 from interop import caches
+from interop.targets import TARGETS
+from interop.triton.frontend import ASTSource, GluonASTSource
 from tests import kernels, triton_hosts
 
 TARGET = "sm90a"

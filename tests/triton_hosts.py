@@ -9,7 +9,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from interop.compat import gluon_barrier
+from interop.triton.compat import gluon_barrier
 from tests.interp_kernels import ring_buffers, ring_producer, ring_sum
 from tests.kernels import NUM_WARPS, t_scale, tile_2d, vec_1d
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from triton.runtime.autotuner import Autotuner, Heuristics
+from triton.runtime import Autotuner, Heuristics
 
 from .errors import InterpretError
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import inspect
 
 from triton.experimental.gluon import language as gl
-from triton.language import core as tl
-from triton.language.semantic import TritonSemantic
 
 from interop import handoff
+from interop.triton.language import TritonSemantic
+from interop.triton.language import core as tl
 
 from . import layouts
 from . import program as prog
 from .layouts import RegionLayout
-
 
 #: The ``TritonSemantic`` builders of ops Triton's ``RemoveLayoutConversions`` takes layouts from
 #: (besides function arguments): memory accesses, dots, gathers; a region that runs one may return

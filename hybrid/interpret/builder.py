@@ -12,15 +12,17 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
-from triton._C.libtriton import ir
 from triton.experimental.gluon import language as gl
-from triton.runtime import interpreter as _interp
-from triton.runtime.interpreter import TensorHandle
 
-from . import layouts, libdevice, memory, tma
+from interop.triton import interpreter as upstream
+from interop.triton.bindings import ir
+from interop.triton.interpreter import TensorHandle
+
+from . import barriers, layouts, libdevice, memory
 from . import program as prog
-from . import barriers
+from . import tma
 from .errors import UnsupportedOpError
+
 
 def _scalar(handle) -> int | float | bool:
     return np.asarray(handle.data).reshape(-1)[0].item()
@@ -32,11 +34,11 @@ def _pred(handle) -> bool:
 
 def as_float32(data: np.ndarray, dtype) -> np.ndarray:
     if dtype in (gl.bfloat16, ) or dtype.primitive_bitwidth == 8 and dtype.is_floating():
-        return _interp._convert_float(data, dtype, gl.float32, None).view(np.float32)
+        return upstream.convert_float(data, dtype, gl.float32, None).view(np.float32)
     return data.astype(np.float32)
 
 
-class HybridInterpreterBuilder(_interp.InterpreterBuilder):
+class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     def __init__(self, target, num_warps: int, num_ctas: int = 1):
         super().__init__()
@@ -81,7 +83,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
 
     # -- shared memory -------------------------------------------------------------------------
     def create_local_alloc(self, ty, value=None):
-        handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout)
+        handle = memory.allocate(ty.alloc_shape, upstream.np_dtype(ty.element_ty), ty.element_ty, ty.layout)
         if value is not None:
             handle.data[...] = value.data
         return handle
@@ -115,7 +117,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
     def create_memdesc_reinterpret(self, ty, src):
         if not src.data.flags.c_contiguous:
             raise UnsupportedOpError("memdesc reinterpret of a non-contiguous view")
-        data = src.data.view(_interp._get_np_dtype(ty.element_ty)).reshape(ty.shape)
+        data = src.data.view(upstream.np_dtype(ty.element_ty)).reshape(ty.shape)
         return src.view(data, layout=ty.layout, dtype=ty.element_ty)
 
     # -- mbarriers -----------------------------------------------------------------------------
@@ -140,9 +142,9 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
     # -- async copies (cp.async): complete at once -------------------------------------------
     def create_async_copy_global_to_local(self, smem, ptr, mask, other, *rest):
         mask = mask.data if isinstance(mask, TensorHandle) else np.ones_like(ptr.data, dtype=bool)
-        np_dtype = _interp._get_np_dtype(ptr.get_element_ty())
+        np_dtype = upstream.np_dtype(ptr.get_element_ty())
         other = other.data if isinstance(other, TensorHandle) else np.zeros(ptr.data.shape, dtype=np_dtype)
-        smem.data[...] = _interp._interpreter.load(ptr.data, mask, other, np_dtype)
+        smem.data[...] = upstream.load(ptr.data, mask, other, np_dtype)
 
     def create_async_copy_local_to_global(self, smem, ptr, mask, *rest):
         mask = mask if isinstance(mask, TensorHandle) else TensorHandle(np.ones_like(ptr.data, dtype=bool), gl.int1)
@@ -207,7 +209,7 @@ class HybridInterpreterBuilder(_interp.InterpreterBuilder):
         return list(deps)
 
     def create_tmem_alloc(self, ty, value=None):
-        handle = memory.allocate(ty.alloc_shape, _interp._get_np_dtype(ty.element_ty), ty.element_ty, ty.layout,
+        handle = memory.allocate(ty.alloc_shape, upstream.np_dtype(ty.element_ty), ty.element_ty, ty.layout,
                                  space="tensor")
         if value is not None:
             handle.data[...] = value.data

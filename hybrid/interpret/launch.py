@@ -14,15 +14,16 @@ from typing import Iterator
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as _interp
 
-from interop.targets import current_gpu_target, name_of, resolve
 from interop.errors import LayoutError, RegionError, TargetError
+from interop.targets import current_gpu_target, name_of, resolve
+from interop.triton import interpreter as upstream
 
-from . import autotune, patch, tma
+from . import autotune, patch
 from . import program as prog
+from . import tma
 from .builder import HybridInterpreterBuilder
-from .errors import InterpretError, INTERNAL_PATHS
+from .errors import INTERNAL_PATHS, InterpretError
 from .program import Frame, Program
 
 _switch: contextvars.ContextVar = contextvars.ContextVar("hybrid_interpret", default=None)
@@ -69,8 +70,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     kwargs = {k: v for k, v in kwargs.items() if k in kernel.arg_names}
     num_warps = int(options.get("num_warps") or 4)
     builder = HybridInterpreterBuilder(target, num_warps, int(options.get("num_ctas") or 1))
-    executor = _interp.GridExecutor(kernel.fn, kernel.arg_names, grid)
-    args_hst, kwargs_hst = executor._init_args_hst(args, kwargs)
+    executor = upstream.GridExecutor(kernel.fn, kernel.arg_names, grid)
+    args_hst, kwargs_hst = upstream.host_arguments(executor, args, kwargs)
     constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
     language = patch.language_of(kernel)
     with patch.patched():
@@ -87,15 +88,15 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
                     builder.set_grid_idx(x, y, z)
                     with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
-    executor._restore_args_dev(args, args_hst, kwargs, kwargs_hst)
+    upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
 
 
 def _device_value(value):
     if tma.is_host_descriptor(value):
         return tma.device_descriptor(value)
     if isinstance(value, float):   # an fp32 scalar, as the compiled kernel takes it (so `eps.to(tl.float32)` works)
-        return tl.tensor(_interp.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
-    return _interp._implicit_cvt(value)
+        return tl.tensor(upstream.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
+    return upstream.implicit_cvt(value)
 
 
 def _run(fn, call_args: dict, name: str, pid: tuple) -> None:

@@ -18,7 +18,8 @@ from types import ModuleType
 
 import triton.language as tl
 from triton.language.extra import libdevice as libdevice_stubs
-from triton.runtime import interpreter as _interp
+
+from interop.triton import interpreter as upstream
 
 from . import program as prog
 from .errors import UnsupportedOpError
@@ -29,7 +30,7 @@ BACKENDS = {"cuda": "triton.language.extra.cuda.libdevice", "hip": "triton.langu
 #: libdevice functions the interpreter computes: those whose ``tl.math`` namesake Triton's
 #: interpreter builder computes with numpy (``create_<name>``)
 MODELED = frozenset(name for name in dir(tl.math) if not name.startswith("_") and hasattr(libdevice_stubs, name)
-                    and callable(getattr(_interp.InterpreterBuilder, f"create_{name}", None)))
+                    and callable(getattr(upstream.InterpreterBuilder, f"create_{name}", None)))
 
 _running = threading.local()   # the libdevice function whose extern call is being built, per thread
 

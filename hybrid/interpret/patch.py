@@ -18,16 +18,18 @@ from typing import Iterator
 
 import triton.experimental.gluon.language as gl
 import triton.language as tl
-from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime import interpreter as _interp
-from triton.runtime.jit import JITFunction
+from triton.runtime import JITFunction
 
 import hybrid
 from interop import arch
 from interop.errors import RegionError, TargetError
+from interop.triton import interpreter as upstream
+from interop.triton.frontend import GluonJITFunction
+from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
 
-from . import boundary, libdevice, warp_specialize
+from . import boundary, libdevice
 from . import program as prog
+from . import warp_specialize
 from .errors import UnsupportedOpError, user_site
 from .program import Frame
 from .semantic import GluonInterpreterSemantic
@@ -48,9 +50,9 @@ def _gluon_modules() -> tuple:
 
 @functools.lru_cache(maxsize=None)
 def _layout_classes() -> tuple:
-    """Gluon's layout classes: those that define ``_to_ir``."""
+    """Gluon's layout classes: those that build their own IR attribute."""
     return tuple({cls for module in _gluon_modules() for cls in vars(module).values()
-                  if inspect.isclass(cls) and "_to_ir" in vars(cls)})
+                  if inspect.isclass(cls) and LAYOUT_TO_IR in vars(cls)})
 
 
 def language_of(fn: JITFunction) -> str:
@@ -135,7 +137,7 @@ def rewritten(fn: JITFunction):
     builtins bound to the running frame's semantic (a kernel module may alias a builtin, as
     ``tma_load = tma.async_load``; patching the ``tma`` module would not reach the alias)."""
     if fn.fn not in _rewritten:
-        function = _interp.FunctionRewriter(fn.fn).rewrite_ast()
+        function = upstream.FunctionRewriter(fn.fn).rewrite_ast()
         scope = {name: _global(value) for name, value in function.__globals__.items()}
         _rewritten[fn.fn] = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__,
                                                function.__closure__)
@@ -169,12 +171,12 @@ def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs
 
 
 def _reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-    results = _interp.ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
+    results = upstream.ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
     return _with_layouts(input, results, None if keep_dims else axis)
 
 
 def _scan(input, axis, combine_fn, reverse=False, **kwargs):
-    return _with_layouts(input, _interp.ScanOps(axis, _combining(combine_fn), reverse).apply(input), None)
+    return _with_layouts(input, upstream.ScanOps(axis, _combining(combine_fn), reverse).apply(input), None)
 
 
 def _combining(combine_fn):
@@ -206,7 +208,7 @@ def _laid_out(result, layout, dropped_axis):
 
 @contextlib.contextmanager
 def patched() -> Iterator[None]:
-    scope = _interp._LangPatchScope()
+    scope = upstream.LangPatchScope()
     try:
         for module in (tl, tl.core, tl.math, *_gluon_modules(), hybrid):
             _patch_members(module, scope, seen=set())
@@ -214,11 +216,11 @@ def patched() -> Iterator[None]:
             for name, member in list(vars(module).items()):
                 if libdevice.is_libdevice(member):
                     scope.set_attr(module, name, libdevice.stand_in(member))
-        _interp._patch_lang_tensor(tl.tensor, scope)
+        upstream.patch_lang_tensor(tl.tensor, scope)
         # 3.6's ``int(data)`` rejects the 1-element arrays scalars are (NumPy 2); 3.9 squeezes.
         scope.set_attr(tl.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
-        _interp._patch_lang_core(tl, scope)
-        for module in (tl, tl.core, gl, gl._core):
+        upstream.patch_lang_core(tl, scope)
+        for module in (tl, tl.core, gl, gluon_core):
             for name, fn in (("reduce", _reduce), ("associative_scan", _scan)):
                 if hasattr(module, name):
                     scope.set_attr(module, name, fn)
@@ -239,7 +241,7 @@ def patched() -> Iterator[None]:
 def _prepend_to_tuple(self, other):
     """``[n] + desc.block_type.shape``: compiled, the list literal is a ``tl.tuple`` and the shape
     (a ``tl.tuple``) concatenates; as Python, a list meets a ``tl.tuple``, which had no ``__radd__``."""
-    return tl.core._normalize_tuple(other) + self if isinstance(other, (list, tuple)) else NotImplemented
+    return normalize_tuple(other) + self if isinstance(other, (list, tuple)) else NotImplemented
 
 
 def _patch_members(owner, scope, seen: set) -> None:
@@ -256,7 +258,7 @@ def _patch_layouts(scope) -> None:
     (the layout inference in ``semantic.py``) still gets the real attribute."""
     from .builder import HybridInterpreterBuilder
     for cls in _layout_classes():
-        original = vars(cls)["_to_ir"]
-        scope.set_attr(cls, "_to_ir", lambda self, builder, original=original:
+        original = vars(cls)[LAYOUT_TO_IR]
+        scope.set_attr(cls, LAYOUT_TO_IR, lambda self, builder, original=original:
                        self if isinstance(builder, HybridInterpreterBuilder) else original(self, builder))
 

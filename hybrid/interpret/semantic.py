@@ -11,10 +11,11 @@ import contextlib
 import functools
 import threading
 
-from triton._C.libtriton import gluon_ir, ir
-from triton.compiler.compiler import make_backend
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language._semantic import GluonSemantic
+
+from interop.triton.bindings import gluon_ir, ir
+from interop.triton.frontend import make_backend
+from interop.triton.language import GluonSemantic, layout_to_ir
 
 from .errors import UnsupportedOpError
 from .layouts import RegionLayout
@@ -117,7 +118,7 @@ class _Shadow:
         swizzle wider than the block's contiguous dimension, ...) fail here too."""
         with self.lock:
             self.builder.get_shared_mem_desc_ty(element_ty.to_ir(self.builder), list(shape),
-                                                layout._to_ir(self.builder), list(alloc_shape))
+                                                layout_to_ir(layout, self.builder), list(alloc_shape))
 
     def infer(self, op: str, types: list, *args):
         with self.lock:

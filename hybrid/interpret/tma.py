@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from triton.runtime import interpreter as _interp
+
+from interop.triton import interpreter as upstream
 
 
 def _host_descriptor_class():
@@ -45,26 +46,27 @@ class TMADescriptor:
 
     def read(self, coord: list[int], block: tuple) -> np.ndarray:
         ptrs, inside = self._addresses(coord, block)
-        np_dtype = _interp._get_np_dtype(self.dtype)
+        np_dtype = upstream.np_dtype(self.dtype)
         fill = np.nan if self.padding == "nan" else 0
         other = np.full(block, fill, dtype=np.float32).astype(np_dtype)
-        return _interp._interpreter.load(ptrs, inside, other, np_dtype)
+        return upstream.load(ptrs, inside, other, np_dtype)
 
     def write(self, coord: list[int], data: np.ndarray) -> None:
         ptrs, inside = self._addresses(coord, data.shape)
-        _interp._interpreter.store(ptrs, np.ascontiguousarray(data), inside)
+        upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
 
 def device_descriptor(desc):
     """The kernel-side ``tma.tensor_descriptor`` for a host ``TensorDescriptor`` argument."""
+    import triton.language as tl
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import tma
-    import triton.language as tl
-    from triton.runtime.jit import mangle_type
+
+    from interop.triton.frontend import mangle_type
 
     dtype = tl.str_to_ty(mangle_type(desc.base), None).element_ty
     handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding)
-    shape = [_interp._implicit_cvt(int(s)) for s in desc.shape]
-    strides = [_interp._implicit_cvt(int(s)) for s in desc.strides]
+    shape = [upstream.implicit_cvt(int(s)) for s in desc.shape]
+    strides = [upstream.implicit_cvt(int(s)) for s in desc.strides]
     return tma.tensor_descriptor(handle, shape, strides, gl.block_type(dtype, list(desc.block_shape)), desc.layout)
 

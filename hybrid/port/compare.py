@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import triton
 from triton.experimental import gluon
-from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime.jit import JITFunction
+from triton.runtime import JITFunction
+
+from interop.triton.frontend import GluonJITFunction
 
 from .. import jit as hybrid_jit
 from .names import jit_function

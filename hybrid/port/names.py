@@ -8,8 +8,9 @@ import inspect
 import textwrap
 from typing import Iterator
 
-from triton.experimental.gluon._runtime import GluonJITFunction
-from triton.runtime.jit import JITFunction, KernelInterface
+from triton.runtime import JITFunction, KernelInterface
+
+from interop.triton.frontend import GluonJITFunction
 
 
 def source_tree(fn) -> ast.Module:

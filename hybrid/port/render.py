@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from interop import compat
+from interop.triton import compat
 
 from .errors import shown, where
 from .launch import run_variant

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from triton.runtime.jit import JITFunction
+from triton.runtime import JITFunction
 
 from interop.targets import TARGETS
 

@@ -1,6 +1,6 @@
 """Upstream's Triton -> Gluon translation of one ``@triton.jit`` function, made into a port.
 
-The translator (``interop.compat.triton_to_gluon``) reads Python source: it takes the function
+The translator (``interop.triton.compat.triton_to_gluon``) reads Python source: it takes the function
 itself, kernel or not, so no wrapper kernel is needed. It writes the function and everything it
 calls, in a dialect that depends on the Triton release (3.9: ``gl``, ``helpers.tl_arange``, library
 reductions as ``gl.sum``; 3.6: ``ttgl``, star-imported helpers, ``tl.sum`` rewritten as a local
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import triton.language as tl
 from triton.experimental.gluon import language as gl
-from triton.runtime.jit import JITFunction
+from triton.runtime import JITFunction
 
-from interop import compat
+from interop.triton import compat
 
 from .errors import PortError, where
 from .gluon_helpers import HELPERS, helper_sources

@@ -1,5 +1,5 @@
 """Everything that differs between the supported Triton releases (3.6 through 3.9), and the
-Triton internals below its public API that the project relies on.
+hooks the project installs into Triton (its sibling modules name the other internals it uses).
 
 This is the only module that reads ``triton.__version__``; the rest of the project asks
 it for capabilities instead of comparing versions (``tests/test_compat.py`` enforces that).
@@ -184,8 +184,9 @@ def tmem_reg_layout(element_ty, shape: list, block: tuple, num_warps: int):
 
 @functools.lru_cache(maxsize=None)
 def _backend_hash(target: str) -> str:
-    from interop.targets import TARGETS
     from triton.compiler.compiler import make_backend
+
+    from interop.targets import TARGETS
     return make_backend(TARGETS[target]).hash()
 
 

@@ -1,0 +1,118 @@
+"""Triton's internals are reached through one layer, ``interop/triton/`` (issue 21): elsewhere the
+project imports only Triton's public modules and touches no private attribute it does not
+define itself, so a Triton release that moves an internal changes one package."""
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("hybrid", "interop", "scheduler")
+LAYER = ROOT / "interop" / "triton"
+
+#: Triton modules any code may import (public API); Gluon's public namespaces are allowed below
+PUBLIC_MODULES = {"triton", "triton.experimental", "triton.language", "triton.language.extra", "triton.language.extra.libdevice",
+                  "triton.testing", "triton.profiler", "triton.knobs", "triton.runtime"}
+#: names of semi-internal modules that are public API
+PUBLIC_NAMES = {("triton.backends.compiler", "GPUTarget")}
+#: underscore names that are Python API, not anyone's internals
+PYTHON_API = {"_asdict", "_fields", "_replace", "_getframe", "_make"}
+
+
+def _public_module(module: str) -> bool:
+    if module in PUBLIC_MODULES:
+        return True
+    parts = module.split(".")
+    return parts[:3] == ["triton", "experimental", "gluon"] and not any(p.startswith("_") for p in parts)
+
+
+def _public_import(module: str, name: str) -> bool:
+    """``from module import name``: public where the module is and ``name`` is not one of its
+    internal submodules (``triton.language.core``, ``triton.runtime.interpreter``)."""
+    if (module, name) in PUBLIC_NAMES:
+        return True
+    if not _public_module(module) or _private(name):
+        return False
+    try:
+        submodule = importlib.util.find_spec(f"{module}.{name}") is not None
+    except ModuleNotFoundError:
+        submodule = False
+    return not submodule or _public_module(f"{module}.{name}")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _defined_here(trees: dict) -> set[str]:
+    """Private names the project defines itself (functions, classes, attributes, assignments)."""
+    names = set()
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+    return {n for n in names if _private(n)}
+
+
+def violations(trees: dict, defined: set[str]) -> list[str]:
+    """Each import of a Triton internal and each private attribute of someone else, as
+    ``file:line: what``, in the modules of ``trees`` (path -> parsed module)."""
+    found = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            where = f"{path}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                found += [f"{where}: import {a.name}" for a in node.names
+                          if a.name.split(".")[0] == "triton" and not _public_module(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "triton":
+                found += [f"{where}: from {node.module} import {a.name}" for a in node.names
+                          if not _public_import(node.module, a.name)]
+            elif isinstance(node, ast.Attribute) and _private(node.attr):
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) \
+                        and node.attr not in defined and node.attr not in PYTHON_API:
+                    found.append(f"{where}: .{node.attr}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr") \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[1].value, str) and _private(node.args[1].value) \
+                    and node.args[1].value not in defined:
+                found.append(f"{where}: {node.func.id}(..., {node.args[1].value!r})")
+    return found
+
+
+def _project() -> dict:
+    files = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(), str(p)) for p in files}
+
+
+def test_triton_internals_are_reached_only_through_interop_triton():
+    trees = _project()
+    outside = {path: tree for path, tree in trees.items() if not (ROOT / path).is_relative_to(LAYER)}
+    assert len(outside) > 50 and len(outside) < len(trees)
+    found = violations(outside, _defined_here(trees))
+    assert not found, "Triton internals outside interop/triton/ (add a public name there):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("from triton._C.libtriton import ir", "from triton._C.libtriton import ir"),
+    ("import triton.compiler.code_generator", "import triton.compiler.code_generator"),
+    ("from triton.experimental.gluon.language._layouts import SharedLayout", "_layouts import SharedLayout"),
+    ("from triton.runtime import interpreter", "from triton.runtime import interpreter"),
+    ("from triton.language import core", "from triton.language import core"),
+    ("x = layout._to_ir(builder)", "._to_ir"),
+    ("getattr(tl, '_unwrap_if_constexpr')", "getattr(..., '_unwrap_if_constexpr')"),
+])
+def test_the_scan_finds_each_kind_of_internal(code, expected):
+    (found, ) = violations({"m.py": ast.parse(code)}, defined=set())
+    assert expected in found and found.startswith("m.py:1: ")
+
+
+def test_the_scan_lets_public_api_and_own_privates_through():
+    code = ("import triton\nimport triton.language as tl\nfrom triton.runtime import JITFunction, Autotuner\n"
+            "from triton.experimental.gluon.language.nvidia.hopper import tma\nfrom triton.testing import do_bench\n"
+            "from triton.backends.compiler import GPUTarget\nself._cache = {}\nmd._asdict()\nobj._mine()\n")
+    assert violations({"m.py": ast.parse(code)}, defined={"_mine"}) == []
