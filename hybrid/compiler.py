@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import triton
 from triton.backends.compiler import GPUTarget
 
-from interop import arch, instrument, records, setting, targets, timing
+from interop import arch, instrument, records, setting, stages_hook, targets, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.region import Region
@@ -101,9 +101,20 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
         compiled = triton.compile(source, target=gpu_target, options=options)
     found = records.decode(compiled.asm["ttgir"])
     _check_shared_memory(compiled.metadata, found, gpu_target)
-    return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target), asm=dict(compiled.asm),
-                       metadata=KernelMetadata.of(compiled.metadata), regions=list(found.regions),
-                       boundaries=list(found.boundaries), kernel=compiled, timing=timed)
+    metadata = KernelMetadata.of(compiled.metadata)
+    return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target),
+                       asm=_asm(compiled.asm, metadata.pop(stages_hook.TTIR_KEY, None)), metadata=metadata,
+                       regions=list(found.regions), boundaries=list(found.boundaries), kernel=compiled, timing=timed)
+
+
+def _asm(asm: dict, ttir: str | None) -> dict:
+    """Triton's ``asm``, with a Gluon host's Triton-region tt IR (carried in the metadata, so a
+    cached binary has it too) as ``"ttir"`` after the source, where a Triton host has its own."""
+    if ttir is None:
+        return dict(asm)
+    items = list(asm.items())
+    items.insert(1 if items and items[0][0] == "source" else 0, ("ttir", ttir))
+    return dict(items)
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ class CompileContext:
     planned: list[PlannedBoundary] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
     host_module: object | None = None   # the kernel's module, set by its code generator (for a failed verify)
+    ttir: dict[int, str] = field(default_factory=dict)   # a Triton region's index -> its lowering after Triton's ttir
     scopes: Scopes = field(init=False)   # where Proton scopes go, when the settings instrument regions
 
     def __post_init__(self) -> None:
@@ -63,6 +64,18 @@ class CompileContext:
         self.regions = [r for r in self.regions if r.symbol in called]
         kept = {r.index for r in self.regions}
         self.planned = [p for p in self.planned if p.region in kept]
+
+    def triton_ttir(self) -> str | None:
+        """The tt IR of the Triton regions as Triton's ``ttir`` stage produced it: one module per
+        distinct lowering, after a comment naming the regions it serves (``None``: no Triton region)."""
+        served: dict[str, list[Region]] = {}
+        for region in self.regions:
+            if region.index in self.ttir:
+                served.setdefault(self.ttir[region.index], []).append(region)
+        if not served:
+            return None
+        return "".join("// " + "; ".join(f"r{r.index} {r.function} at {r.call_site}" for r in regions) + "\n"
+                       + text.rstrip("\n") + "\n" for text, regions in served.items())
 
     def close(self) -> None:
         """Drop the region modules (empty shells after splicing, or abandoned after an error)."""

@@ -48,6 +48,7 @@ class LoweredRegion:
     inputs: list[str | None]
     outputs: list[object]
     output_sources: list[str | None]   # where the region's pipeline converted a result before its sink: the source type
+    ttir: str                # the module as Triton's ttir stage left it (a Gluon host's ``asm["ttir"]``)
 
 
 def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, context, options, target,
@@ -83,16 +84,17 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttir"](module, metadata)
+    ttir = str(module)
     compat.convert_to_ttgpuir(module, target, options)
     take_host_layouts(context, module, leaves, host_types)
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
-                          [str(ty) for ty in host_types])
+                          [str(ty) for ty in host_types], ttir)
 
 
-def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: list[str]) -> LoweredRegion:
+def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: list[str], ttir: str) -> LoweredRegion:
     """The ``LoweredRegion`` of a lowered region's ttg ``module`` (fresh, or re-parsed from a
     cache by ``lowering_cache``): its ports are found by their markers, the types its inputs
     want by the conversions of its arguments."""
@@ -103,7 +105,7 @@ def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: lis
     sources = [str(ports.sink_conversions[j].get_operand(0).get_type()) if j in ports.sink_conversions else None
                for j in range(len(ports.sinks))]
     return LoweredRegion(module, module.get_function(REGION_FUNCTION), ret_type, leaf_is_tensor, inputs, outputs,
-                         sources)
+                         sources, ttir)
 
 
 def _wanted_inputs(module, host_types: list) -> list[str]:

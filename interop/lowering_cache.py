@@ -7,8 +7,10 @@ host's full type string (layout included); the scalar arguments' specialization;
 options; the target; the Triton release; and this project's own code (``source.STITCH_VERSION``).
 The key is a sha256 over all of them. MLIR operations belong to one context, so an entry holds
 the lowered module as text and is parsed back into the compile's own context through Triton's
-bindings. On disk entries live under ``$HYBRID_CACHE_DIR`` (default ``~/.cache/triton-hybrid``)
-in ``regions/``, written atomically; an entry that does not parse is ignored and rewritten.
+bindings; it also holds the region's module after Triton's ``ttir`` stage (a Gluon host's
+``asm["ttir"]``), and an entry written without it is a miss. On disk entries live under
+``$HYBRID_CACHE_DIR`` (default ``~/.cache/triton-hybrid``) in ``regions/``, written atomically;
+an entry that does not parse is ignored and rewritten.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class _Entry:
     ret_type: object           # the region's Triton-level return type
     leaf_is_tensor: tuple
     host_types: tuple          # the printed types of the tensor inputs (part of the key)
+    ttir: str                  # the module after Triton's ttir stage (``LoweredRegion.ttir``)
 
 
 _memory: dict[str, _Entry] = {}
@@ -69,7 +72,7 @@ def lowered(cache_key: str, context, host_types: list[str], lower: Callable[[], 
             timing.hit("Triton region lowering")
             return region
     region = lower()
-    entry = _Entry(str(region.module), region.ret_type, tuple(region.leaf_is_tensor), tuple(host_types))
+    entry = _Entry(str(region.module), region.ret_type, tuple(region.leaf_is_tensor), tuple(host_types), region.ttir)
     _memory[cache_key] = entry
     _write(cache_key, entry)
     return region
@@ -97,7 +100,7 @@ def _parse(entry: _Entry, context) -> LoweredRegion | None:
         except RuntimeError:
             return None
     module.context = context
-    return lowered_region(module, entry.ret_type, list(entry.leaf_is_tensor), list(entry.host_types))
+    return lowered_region(module, entry.ret_type, list(entry.leaf_is_tensor), list(entry.host_types), entry.ttir)
 
 
 # -- on disk --------------------------------------------------------------------------------------
@@ -109,7 +112,7 @@ def _read(cache_key: str) -> _Entry | None:
     try:
         data = json.loads(_path(cache_key).read_text())
         return _Entry(data["text"], _decode(data["ret_type"]), tuple(data["leaf_is_tensor"]),
-                      tuple(data["host_types"]))
+                      tuple(data["host_types"]), data["ttir"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -119,7 +122,8 @@ def _write(cache_key: str, entry: _Entry) -> None:
     the entry in memory only."""
     try:
         body = json.dumps({"text": entry.text, "ret_type": _encode(entry.ret_type),
-                           "leaf_is_tensor": list(entry.leaf_is_tensor), "host_types": list(entry.host_types)})
+                           "leaf_is_tensor": list(entry.leaf_is_tensor), "host_types": list(entry.host_types),
+                           "ttir": entry.ttir})
         path = _path(cache_key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")

@@ -72,6 +72,7 @@ class HybridGluonSource(_Settled, GluonASTSource):
         if misplaced:
             raise TargetError(f"the Gluon kernel '{self.fn.__name__}': {arch.describe_misplaced(misplaced, target)}",
                               ARCH_HINT)
+        stages_hook.hand_over_ttir(options, cc.triton_ttir())
         return _recorded(module, cc, context)
 
 

@@ -11,6 +11,12 @@ that ``make_ir`` marked (``MARK``) has its Gluon regions built and spliced, then
 Gluon's own ``ttgir`` pipeline, as a Gluon host does. Any other module passes through unchanged.
 ``make_ir`` hands the work over (``hand_over``) through a ContextVar: Triton runs ``make_ir``
 and the stages in one call of ``triton.compile``, on one thread.
+
+A Gluon host's Triton regions went through Triton's ``ttir`` stage one by one while ``make_ir``
+ran; their tt IR (``CompileContext.triton_ttir``) is handed over the same way (``hand_over_ttir``)
+and put into the compile's metadata (``TTIR_KEY``) as the Gluon ``ttgir`` stage starts, so it
+is kept in the metadata Triton caches with the binary; ``hybrid.compile`` serves it as
+``asm["ttir"]``. Other Gluon compiles get no such key.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from .triton.frontend import Language
 
 #: Module attribute of a Triton host awaiting its Gluon regions; its value is the source's hash.
 MARK = "hybrid.triton_host"
+#: Key of a Gluon host's Triton-region tt IR in Triton's metadata (moved to ``asm["ttir"]``).
+TTIR_KEY = "hybrid_ttir"
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,14 @@ class _Awaiting:
     finish: Callable[[object], object]   # ttg module -> the stitched module, Gluon regions in
 
 
+@dataclass(frozen=True)
+class _TTIR:
+    options: object   # the compile's backend options: only its own stages take the text
+    text: str
+
+
 _awaiting: contextvars.ContextVar[_Awaiting | None] = contextvars.ContextVar("hybrid_triton_host", default=None)
+_ttir: contextvars.ContextVar[_TTIR | None] = contextvars.ContextVar("hybrid_region_ttir", default=None)
 #: the options of the Triton-language stages last extended in this context (``hand_over`` checks them)
 _extended: contextvars.ContextVar[object] = contextvars.ContextVar("hybrid_stages_extended", default=None)
 
@@ -49,6 +64,26 @@ def hand_over(module, key: str, options, finish: Callable[[object], object]) -> 
                            "set your hook before importing hybrid, or call the hook it replaces from it")
     module.set_attr(MARK, ir.builder(module.context).get_string_attr(key))
     _awaiting.set(_Awaiting(key, finish))
+
+
+def hand_over_ttir(options, text: str | None) -> None:
+    """A Gluon host's ``make_ir`` for ``options``: its Triton regions' tt IR (``None``: it has none)
+    goes into the metadata of this compile's ``ttgir`` stage. Matched by ``options`` (a fresh
+    object per compile), so text left behind by a compile that stopped early reaches no other."""
+    _ttir.set(_TTIR(options, text) if text else None)
+
+
+def _carrying_ttir(gluon_ttgir, options):
+    """Gluon's ``ttgir`` stage, after putting the tt IR handed over for this compile into ``metadata``."""
+
+    def ttgir(module, metadata: dict):
+        handed = _ttir.get()
+        if handed is not None and handed.options is options:
+            _ttir.set(None)
+            metadata[TTIR_KEY] = handed.text
+        return gluon_ttgir(module, metadata)
+
+    return ttgir
 
 
 class HybridTTGIR:
@@ -85,10 +120,13 @@ class HybridTTGIR:
 
 
 def _extend(backend, stages: dict, options, language) -> None:
-    if language != Language.TRITON or "ttgir" not in stages:
+    if "ttgir" not in stages:
         return
-    _extended.set(options)
-    stages["ttgir"] = HybridTTGIR(stages["ttgir"], backend, options)
+    if language == Language.TRITON:
+        _extended.set(options)
+        stages["ttgir"] = HybridTTGIR(stages["ttgir"], backend, options)
+    elif language == Language.GLUON:
+        stages["ttgir"] = _carrying_ttir(stages["ttgir"], options)
 
 
 compat.install_stages_hook(_extend)

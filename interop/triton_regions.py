@@ -100,6 +100,7 @@ class TritonRegions:
         region = self.cc.new_region(fn.__name__, "triton", call_site, specialization,
                                     shared_bytes=arch.allocated_shared_bytes(lowered.module),
                                     lines=tuple(locations.lines_of(str(lowered.module))))
+        self.cc.ttir[region.index] = lowered.ttir
         leaves = arguments.leaves(args, fn.arg_names)
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]

@@ -1,5 +1,7 @@
 """What keeps compiles fast stays correct: the per-stage timer adds up, a cached region lowering
 gives the binary a fresh one gives, and its key sees what the lowering depends on."""
+import json
+
 import pytest
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -48,8 +50,20 @@ def test_a_helper_is_lowered_once_per_specialization_and_the_cached_lowering_bui
     assert disk.timing.hits.get("Triton region lowering") == 2
     assert list(cold_caches.glob("regions/*/*.json"))
     for fb in (warm, disk):
-        assert fb.binary == cold.binary and fb.asm["ptx"] == cold.asm["ptx"]
+        assert fb.binary == cold.binary and fb.asm["ptx"] == cold.asm["ptx"] and fb.asm["ttir"] == cold.asm["ttir"]
         assert [b.to_json() for b in fb.boundaries] == [b.to_json() for b in cold.boundaries]
+
+
+def test_a_disk_entry_without_the_regions_ttir_is_a_miss(cold_caches):
+    cold = _build()
+    for path in cold_caches.glob("regions/*/*.json"):   # as written before entries kept the ttir
+        entry = json.loads(path.read_text())
+        del entry["ttir"]
+        path.write_text(json.dumps(entry))
+    caches.clear()
+    old = _build()
+    assert old.timing.hits.get("Triton region lowering") == 1   # lowered again; its second call site hit
+    assert old.asm["ttir"] == cold.asm["ttir"] and "tt.func private @hybrid_region(" in old.asm["ttir"]
 
 
 def test_other_options_miss_the_cache(cold_caches):
