@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+import hybrid  # noqa: E402
 from bench.output import write_json  # noqa: E402
 from examples.run import EXAMPLES, current_gpu_target  # noqa: E402
 from scheduler import Cache, InlineExecutor, build, plan  # noqa: E402
@@ -36,7 +37,7 @@ GOALS = {"warm_speedup": 50.0, "parallel_speedup": 1.7, "launch_ratio": 1.0}
 
 def timed_build(jobs, cache: Cache, **kwargs) -> float:
     start = time.perf_counter()
-    results = build(jobs, cache=cache, **kwargs)
+    results = build(jobs, hybrid.compile, cache=cache, **kwargs)
     seconds = time.perf_counter() - start
     failed = [r.error for r in results if not r.ok]
     if failed:
@@ -68,11 +69,10 @@ def launch_overhead(repeats: int, launches: int = 2000) -> dict | None:
         return None
     import torch
 
-    import hybrid
     from examples import softmax
     from scheduler.bundle import write_bundles
 
-    results = build(plan(["examples.softmax:softmax_kernel"], [target]), executor=InlineExecutor())
+    results = build(plan(["examples.softmax:softmax_kernel"], [target]), hybrid.compile, executor=InlineExecutor())
     bundled = hybrid.load_bundle(write_bundles(results, tempfile.mkdtemp())["softmax_kernel"])
     x = torch.randn(16, 97, device="cuda")
     y = torch.empty_like(x)

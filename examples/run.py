@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import hybrid
 from hybrid import report
 from interop.targets import TARGETS, current_gpu_target  # noqa: F401  (re-exported for bench/ and tests/)
 from scheduler import Cache, build, plan
@@ -33,7 +34,6 @@ def check(example, target: str, interpreted: bool = False) -> float:
     not written)."""
     import contextlib
 
-    import hybrid
     device = "cpu" if interpreted else "cuda"
     errors = []
     for case in getattr(example, "CASES", [{}]):
@@ -48,7 +48,7 @@ def main(*args: str) -> int:
     table (``--wide``: every boundary on its own line) and write the JSON, then check each."""
     wide = "--wide" in args
     modules = [m if m != "__main__" else _script_module() for m in args if m != "--wide"] or list(EXAMPLES)
-    results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), cache=Cache())
+    results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), hybrid.compile, cache=Cache())
     summaries = [r.summary if r.ok else {"kernel": r.job.kernel, "target": r.job.target, "error": r.error}
                  for r in results]
     report.print_table(summaries, wide=wide)

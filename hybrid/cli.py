@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+import hybrid
 from interop.targets import TARGETS
 from scheduler import Cache, build, plan
 from scheduler.bundle import write_bundles
@@ -176,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
         task = progress.add_task("building", total=len(jobs))
-        results = build(jobs, cache=None if args.no_cache else Cache(args.cache_dir), max_workers=args.jobs,
+        results = build(jobs, hybrid.compile, cache=None if args.no_cache else Cache(args.cache_dir),
+                        max_workers=args.jobs,
                         on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
     out.print(results_table(results))
     for r in results:
@@ -190,7 +192,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(jobs: list, args, out: Console) -> int:
-    import hybrid
     reports = []
     for job in jobs:
         spec = resolve(job)

@@ -2,10 +2,12 @@
 
 The calling process resolves each job, computes its cache key and serves cache hits itself, so a
 warm build starts no worker. Only misses go to the executor: by default a process pool (one
-worker per core) forked from a server that has Triton and the project loaded; ``InlineExecutor`` builds in-process; a cluster's executor (Dask:
-``distributed.Client(...).get_executor()``) spreads builds over machines. Workers receive a
-``Job`` (plain data) and return plain data (JSON record and binary bytes); the caller writes the
-cache, so workers need no shared filesystem for it.
+worker per core) forked from a server that has Triton and the project loaded; ``InlineExecutor``
+builds in-process; a cluster's executor (Dask: ``distributed.Client(...).get_executor()``)
+spreads builds over machines. Workers receive a
+``Job`` (plain data) and the front end's compile function (``hybrid.compile``, pickled by name:
+the scheduler sits below the front end and never imports it) and return plain data (JSON record
+and binary bytes); the caller writes the cache, so workers need no shared filesystem for it.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import os
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from interop.errors import RegionError
 from interop.setting import BuildSettings
@@ -60,14 +62,17 @@ class InlineExecutor(Executor):
         return future
 
 
-def compile_job(job: Job) -> dict:
+#: builds one kernel for one target: ``hybrid.compile``'s signature, returning a ``FusedBinary``
+CompileKernel = Callable[..., Any]
+
+
+def compile_job(job: Job, compile_kernel: CompileKernel) -> dict:
     """Worker side: ``{"record", "binary", "seconds"}``, or ``{"error", "region"}``; never raises."""
     start = time.perf_counter()
     try:
-        import hybrid
         spec = resolve(job)
         # a job's build settings are its options or the defaults, never the caller's enclosing blocks (its cache key)
-        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target,
+        fb = compile_kernel(spec.fn, spec.signature, spec.constexprs, target=job.target,
                             **{**asdict(BuildSettings()), **spec.options})
         record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
                   "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
@@ -86,9 +91,10 @@ def failure(job: Job, exc: BaseException) -> dict:
     return {"error": f"{job.label}: {type(exc).__name__}: {exc}", "region": region}
 
 
-def build(jobs: list[Job], cache: Cache | None = None, executor: Executor | None = None,
+def build(jobs: list[Job], compile_kernel: CompileKernel, cache: Cache | None = None, executor: Executor | None = None,
           max_workers: int | None = None, on_result: Callable[[BuildResult], None] | None = None) -> list[BuildResult]:
-    """Build ``jobs``; results in job order. ``on_result`` sees each result as it is known."""
+    """Build ``jobs`` with ``compile_kernel`` (``hybrid.compile``); results in job order.
+    ``on_result`` sees each result as it is known."""
     results: dict[int, BuildResult] = {}
     waiting: dict[str, list[int]] = {}     # key -> jobs that need this build (identical jobs build once)
     notes: dict[int, str] = {}
@@ -113,8 +119,9 @@ def build(jobs: list[Job], cache: Cache | None = None, executor: Executor | None
         else:
             waiting.setdefault(key, []).append(i)
     if waiting:
-        with _executor(executor, max_workers, len(waiting)) as pool:
-            futures = {pool.submit(compile_job, jobs[indices[0]]): key for key, indices in waiting.items()}
+        with _executor(executor, max_workers, len(waiting), compile_kernel) as pool:
+            futures = {pool.submit(compile_job, jobs[indices[0]], compile_kernel): key
+                       for key, indices in waiting.items()}
             for future in as_completed(futures):
                 key = futures[future]
                 out = _outcome(future, jobs[waiting[key][0]])
@@ -135,19 +142,19 @@ def _outcome(future: Future, job: Job) -> dict:
         return failure(job, exc)
 
 
-def _executor(executor: Executor | None, max_workers: int | None, jobs: int):
+def _executor(executor: Executor | None, max_workers: int | None, jobs: int, compile_kernel: CompileKernel):
     if executor is not None:
         return contextlib.nullcontext(executor)   # the caller's to shut down
     workers = min(max_workers or os.cpu_count() or 1, jobs)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context())
+    return ProcessPoolExecutor(max_workers=workers, mp_context=_worker_context(compile_kernel.__module__))
 
 
-def _worker_context():
-    """Workers fork from a server that has already imported Triton and the project, so a pool
+def _worker_context(compiler_module: str):
+    """Workers fork from a server that has already imported Triton and the compiler, so a pool
     starts in milliseconds instead of paying the imports per worker and per build. Where there
     is no forkserver (Windows, macOS default), plain spawn."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["triton", "triton.compiler", "hybrid", "scheduler.builds"])
+    context.set_forkserver_preload(["triton", "triton.compiler", compiler_module, "scheduler.builds"])
     return context

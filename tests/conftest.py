@@ -33,9 +33,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def softmax_bundle(tmp_path_factory):
     """The softmax example built in-process for sm80, sm90a and gfx942, as a bundle folder."""
+    import hybrid
     from scheduler import InlineExecutor, build, plan
     from scheduler.bundle import write_bundles
 
-    results = build(plan(["examples.softmax:softmax_kernel"], ["sm80", "sm90a", "gfx942"]), executor=InlineExecutor())
+    results = build(plan(["examples.softmax:softmax_kernel"], ["sm80", "sm90a", "gfx942"]), hybrid.compile,
+                    executor=InlineExecutor())
     assert all(r.ok for r in results), [r.error for r in results]
     return results, write_bundles(results, tmp_path_factory.mktemp("bundles"))["softmax_kernel"]

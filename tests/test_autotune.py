@@ -7,6 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
+import hybrid
 from hybrid.loader import ArgumentError, BundleError, DriverNotFound, load_bundle
 from scheduler import InlineExecutor, build, plan
 from scheduler.bundle import read_bundle, write_bundles
@@ -26,7 +27,7 @@ def expected_key(config) -> str:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    results = build(plan([REF], TARGETS), executor=InlineExecutor())
+    results = build(plan([REF], TARGETS), hybrid.compile, executor=InlineExecutor())
     assert all(r.ok for r in results), [r.error for r in results]
     return results, write_bundles(results, tmp_path_factory.mktemp("bundles"))["scale_kernel"]
 
@@ -80,7 +81,7 @@ def test_the_manifest_lists_every_config_and_holds_each_binary(bundle):
 def test_hybrid_build_names_each_config():
     from hybrid.cli import results_table
     console = Console(width=100, file=io.StringIO(), record=True)
-    console.print(results_table(build(plan([REF], ["sm90a"]), executor=InlineExecutor())))
+    console.print(results_table(build(plan([REF], ["sm90a"]), hybrid.compile, executor=InlineExecutor())))
     text = console.export_text()
     assert "scale_kernel #0" in text and "scale_kernel #1" in text and "autotune config" in text
 

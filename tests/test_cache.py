@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import hybrid
 from scheduler import Cache, InlineExecutor, build, plan
 from scheduler.cache import CorruptEntry, Entry, job_key
 from scheduler.planning import resolve
@@ -39,12 +40,13 @@ def test_key_covers_specialization_options_and_target(kernels):
 
 def test_editing_a_helper_rebuilds_only_the_kernels_that_reach_it(kernels, tmp_path):
     cache, jobs = Cache(tmp_path / "cache"), plan([f"{kernels}:k_scale", f"{kernels}:k_shift"], ["sm80"])
-    first = build(jobs, cache=cache, executor=InlineExecutor())
+    first = build(jobs, hybrid.compile, cache=cache, executor=InlineExecutor())
     assert [r.status for r in first] == ["built", "built"]
-    assert [r.status for r in build(jobs, cache=cache, executor=InlineExecutor())] == ["cached", "cached"]
+    warm = build(jobs, hybrid.compile, cache=cache, executor=InlineExecutor())
+    assert [r.status for r in warm] == ["cached", "cached"]
     source = kernels.read_text()
     kernels.write_text(source.replace("return x * 2.0", "return x * 3.0"))   # same lines: only h_scale changes
-    after = build(jobs, cache=cache, executor=InlineExecutor())
+    after = build(jobs, hybrid.compile, cache=cache, executor=InlineExecutor())
     assert [r.status for r in after] == ["built", "cached"]
     assert after[0].key != first[0].key and after[0].entry.binary != first[0].entry.binary
     assert after[1].key == first[1].key
@@ -52,7 +54,7 @@ def test_editing_a_helper_rebuilds_only_the_kernels_that_reach_it(kernels, tmp_p
 
 def test_damaged_entries_are_detected_and_rebuilt(kernels, tmp_path):
     cache, jobs = Cache(tmp_path / "cache"), plan([f"{kernels}:k_shift"], ["gfx942"])
-    good = build(jobs, cache=cache, executor=InlineExecutor())[0]
+    good = build(jobs, hybrid.compile, cache=cache, executor=InlineExecutor())[0]
     path = cache.path(good.key)
     intact = path.read_bytes()
     damages = {"truncated": intact[:len(intact) // 2], "flipped": intact.replace(b'"binary":"f', b'"binary":"g', 1),
@@ -64,7 +66,7 @@ def test_damaged_entries_are_detected_and_rebuilt(kernels, tmp_path):
             cache.get(good.key)
         assert not path.exists()   # removed, so the next build writes a good one
     path.write_bytes(intact[:-10])
-    again = build(jobs, cache=cache, executor=InlineExecutor())[0]
+    again = build(jobs, hybrid.compile, cache=cache, executor=InlineExecutor())[0]
     assert again.status == "rebuilt" and "damaged cache entry" in again.note
     assert cache.get(good.key).binary == good.entry.binary
 
@@ -112,8 +114,10 @@ def test_a_crashed_write_leaves_no_entry(tmp_path, monkeypatch):
 
 BUILDER = """
 import sys
+import hybrid
 from scheduler import Cache, InlineExecutor, build, plan
-results = build(plan([sys.argv[2] + ":k_scale"], ["sm80", "gfx942"]), cache=Cache(sys.argv[1]), executor=InlineExecutor())
+results = build(plan([sys.argv[2] + ":k_scale"], ["sm80", "gfx942"]), hybrid.compile, cache=Cache(sys.argv[1]),
+                executor=InlineExecutor())
 print(" ".join(r.status + ":" + (r.entry.sha256 if r.ok else r.error) for r in results))
 """
 

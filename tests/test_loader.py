@@ -134,8 +134,8 @@ def test_bundle_launches_in_a_fresh_process_and_matches_torch(tmp_path):
     target = current_gpu_target()
     if target is None:
         pytest.skip("GPU architecture not among the built targets")
-    path = write_bundles(build(plan(["examples.softmax:softmax_kernel"], [target]), executor=InlineExecutor()),
-                         tmp_path)["softmax_kernel"]
+    results = build(plan(["examples.softmax:softmax_kernel"], [target]), hybrid.compile, executor=InlineExecutor())
+    path = write_bundles(results, tmp_path)["softmax_kernel"]
     empty_cache = tmp_path / "triton-cache"
     empty_cache.mkdir()
     proc = subprocess.run([sys.executable, "-c", LAUNCH, str(path)], cwd=ROOT, capture_output=True, text=True,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import hybrid
 from interop.targets import TARGETS
 from scheduler import Cache, InlineExecutor, Job, build, plan
 from scheduler.builds import compile_job
@@ -46,7 +47,7 @@ def test_module_options_and_divisible_arguments_apply_under_the_job():
 def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
     good = plan(["examples.softmax:softmax_kernel"], "all")
     bad = plan([f"{EDITABLE}:k_bad", "examples.no_such_module:kernel", f"{EDITABLE}:no_such_kernel"], ["sm90a"])
-    results = build(good + bad, cache=Cache(tmp_path), max_workers=2)
+    results = build(good + bad, hybrid.compile, cache=Cache(tmp_path), max_workers=2)
     assert [r.job for r in results] == good + bad
     for r in results[:len(good)]:
         assert r.ok and r.status == "built", r.error
@@ -64,14 +65,14 @@ def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
 def test_same_job_builds_byte_identical_binaries(monkeypatch):
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")   # past Triton's own cache: two real compiles
     job = plan(["examples.tile_matmul:matmul_kernel"], ["gfx950"])[0]
-    first, second = compile_job(job), compile_job(job)
+    first, second = compile_job(job, hybrid.compile), compile_job(job, hybrid.compile)
     assert first["binary"] == second["binary"] and first["record"]["sha256"] == second["record"]["sha256"]
 
 
 def test_identical_jobs_build_once_and_inline_executor_builds_in_process():
     calls = []
     job = plan(["examples.softmax:softmax_kernel"], ["sm80"])[0]
-    results = build([job, job], executor=InlineExecutor(), on_result=calls.append)
+    results = build([job, job], hybrid.compile, executor=InlineExecutor(), on_result=calls.append)
     assert [r.status for r in results] == ["built", "built"] and results[0].entry is results[1].entry
     assert len(calls) == 2
 
@@ -80,7 +81,7 @@ def test_dask_executor(tmp_path):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        results = build(plan(["examples.softmax:softmax_kernel"], ["gfx942"]), cache=Cache(tmp_path),
+        results = build(plan(["examples.softmax:softmax_kernel"], ["gfx942"]), hybrid.compile, cache=Cache(tmp_path),
                         executor=client.get_executor())
     assert results[0].ok and results[0].status == "built", results[0].error
     assert Cache(tmp_path).get(results[0].key).binary == results[0].entry.binary
@@ -96,7 +97,7 @@ def test_demo_builds_every_example_for_every_target(tmp_path):
     assert {(s["kernel"], s["target"]) for s in summaries} == {
         (k, t) for k in set(EXAMPLES.values()) for t in ("sm80", "sm90a", "sm100a", "gfx942", "gfx950")}
     assert {"copy_kernel", "transpose_copy_kernel", "layernorm_kernel"} <= {s["kernel"] for s in summaries}
-    from examples.mma_handoff import REGIONLESS   # Triton's own dot where there is no wgmma/tcgen05
+    from examples.mma_handoff import REGIONLESS  # Triton's own dot where there is no wgmma/tcgen05
     assert all(s["kernel_entries"] == 1 for s in summaries)
     assert all(s["regions"] for s in summaries if not (s["kernel"] == "mma_kernel" and s["target"] in REGIONLESS))
     assert "triton-hybrid: fused kernels" in proc.stdout

@@ -4,7 +4,7 @@ Triton's bindings, code generator, sources, layout classes, interpreter and Prot
 move between releases; code outside this package imports only Triton's public modules
 (``triton``, ``triton.language``, ``triton.experimental.gluon...``, ``triton.runtime``'s
 exports, ``triton.knobs``, ``triton.testing``, ``triton.profiler``) and reaches the rest through
-these modules, by public names (``tests/test_internals_layer.py`` scans for it):
+these modules, by public names (``tests/test_layering.py`` scans for it):
 
 - ``compat``: what differs between Triton 3.6 and 3.9, and the hooks installed into Triton;
 - ``bindings``: the MLIR bindings (``ir``, ``gluon_ir``, ``passes``);

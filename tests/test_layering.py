@@ -1,6 +1,8 @@
-"""Triton's internals are reached through one layer, ``interop/triton/`` (issue 21): elsewhere the
-project imports only Triton's public modules and touches no private attribute it does not
-define itself, so a Triton release that moves an internal changes one package."""
+"""The project's layers (issue 21). Its packages import one way, ``interop`` (compiler core) <-
+``scheduler`` <- ``hybrid`` (front end), so each can be read and used without the ones above it.
+Triton's internals are reached through one layer, ``interop/triton/``: elsewhere the project
+imports only Triton's public modules and touches no private attribute it does not define itself,
+so a Triton release that moves an internal changes one package."""
 import ast
 import importlib.util
 from pathlib import Path
@@ -95,6 +97,21 @@ def test_triton_internals_are_reached_only_through_interop_triton():
     assert len(outside) > 50 and len(outside) < len(trees)
     found = violations(outside, _defined_here(trees))
     assert not found, "Triton internals outside interop/triton/ (add a public name there):\n" + "\n".join(found)
+
+
+#: package -> the project packages it must not import (not even inside a function)
+BELOW = {"interop": {"scheduler", "hybrid", "examples"}, "scheduler": {"hybrid", "examples"}, "hybrid": {"examples"}}
+
+
+def test_packages_import_one_way():
+    upward = []
+    for path, tree in _project().items():
+        banned = BELOW[path.split("/")[0]]
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            upward += [f"{path}:{node.lineno}: {name}" for name in names if name.split(".")[0] in banned]
+    assert not upward, "imports against the layering interop <- scheduler <- hybrid:\n" + "\n".join(upward)
 
 
 @pytest.mark.parametrize("code, expected", [
