@@ -1,19 +1,18 @@
 """Triton's interpreter, as ``hybrid.interpret`` extends it: its builder, grid executor, AST
 rewriter, reduction/scan helpers, dtype conversions, language patching and memory access."""
 from triton.runtime import interpreter as _interp
+from triton.runtime.interpreter import (FunctionRewriter, GridExecutor, InterpreterBuilder, ReduceOps, ScanOps,
+                                        TensorHandle)
+from triton.runtime.interpreter import _convert_float as convert_float
+from triton.runtime.interpreter import _get_np_dtype as np_dtype
+from triton.runtime.interpreter import _implicit_cvt as implicit_cvt
+from triton.runtime.interpreter import _LangPatchScope as LangPatchScope
+from triton.runtime.interpreter import _patch_lang_core as patch_lang_core
+from triton.runtime.interpreter import _patch_lang_tensor as patch_lang_tensor
 
-FunctionRewriter = _interp.FunctionRewriter
-GridExecutor = _interp.GridExecutor
-InterpreterBuilder = _interp.InterpreterBuilder
-ReduceOps = _interp.ReduceOps
-ScanOps = _interp.ScanOps
-TensorHandle = _interp.TensorHandle
-LangPatchScope = _interp._LangPatchScope
-patch_lang_core = _interp._patch_lang_core
-patch_lang_tensor = _interp._patch_lang_tensor
-convert_float = _interp._convert_float
-np_dtype = _interp._get_np_dtype
-implicit_cvt = _interp._implicit_cvt
+__all__ = ["FunctionRewriter", "GridExecutor", "InterpreterBuilder", "LangPatchScope", "ReduceOps", "ScanOps",
+           "TensorHandle", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "patch_lang_core",
+           "patch_lang_tensor", "restore_arguments", "store"]
 
 
 def load(ptrs, mask, other, dtype):
