@@ -133,3 +133,14 @@ def test_the_scan_lets_public_api_and_own_privates_through():
             "from triton.experimental.gluon.language.nvidia.hopper import tma\nfrom triton.testing import do_bench\n"
             "from triton.backends.compiler import GPUTarget\nself._cache = {}\nmd._asdict()\nobj._mine()\n")
     assert violations({"m.py": ast.parse(code)}, defined={"_mine"}) == []
+
+
+def test_every_package_is_installed_and_nothing_else():
+    """``pyproject.toml`` lists packages by name: a new subpackage left out would be missing from a
+    wheel (an editable install hides it); ``examples`` runs from the checkout, and the interpreter
+    lives under ``hybrid`` (``interpret`` is another distribution's import name)."""
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {str(init.parent.relative_to(ROOT)).replace("/", ".") for package in PACKAGES
+             for init in (ROOT / package).rglob("__init__.py")}
+    assert listed == found and "hybrid.interpret" in found
