@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import cffi
 
 from scheduler.bundle import read_bundle
-from scheduler.manifest_schema import BundleError, ManifestError, check_binary
-from scheduler.signing import UntrustedBundle
+from scheduler.manifest_schema import BundleError, ManifestError, UntrustedBundle, check_binary
 
 __all__ = ["ArgumentError", "BundleError", "BundledKernel", "DriverNotFound", "HashMismatch", "ManifestError",
            "NoBinaryForDevice", "UntrustedBundle", "load_bundle", "select_target"]

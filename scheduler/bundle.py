@@ -25,10 +25,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import signing
 from .manifest_schema import BundleError, ManifestError, validate
 
 MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"   # scheduler.signing (imported where a bundle is signed or checked)
 FORMAT = 2          # 2: autotune configs; a format 1 bundle reads as one built without them
 MAX_MANIFEST = 4 << 20
 MAX_BINARY = 256 << 20
@@ -84,7 +84,8 @@ def write_bundle(results: list, path: str | Path, archive: bool = False, key=Non
     data = manifest(results)
     files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
     if key is not None:
-        files[signing.SIGNATURE] = signing.sign(files[MANIFEST], key)
+        from .signing import sign
+        files[SIGNATURE] = sign(files[MANIFEST], key)
     files.update({file_name(r.entry.record): r.entry.binary for r in results})
     path = Path(path)
     if archive:
@@ -96,7 +97,7 @@ def write_bundle(results: list, path: str | Path, archive: bool = False, key=Non
         return path
     path.mkdir(parents=True, exist_ok=True)
     for old in path.iterdir():   # a rebuilt bundle must not keep a binary (or signature) the new one dropped
-        if old.is_file() and (old.name in (MANIFEST, signing.SIGNATURE) or old.suffix[1:] in SUFFIX.values()):
+        if old.is_file() and (old.name in (MANIFEST, SIGNATURE) or old.suffix[1:] in SUFFIX.values()):
             old.unlink()
     for name, content in files.items():
         (path / name).write_bytes(content)
@@ -139,12 +140,13 @@ def read_bundle(path: str | Path, trusted_keys: list | None = None) -> Bundle:
         raise NotABundle(f"{path}: not a bundle ({exc})") from None
     signer = None
     if trusted_keys is not None:
-        keys = [signing.public_key(k) for k in trusted_keys]
+        from .signing import public_key, verify
+        keys = [public_key(k) for k in trusted_keys]
         try:
-            signature = _read_member(path, signing.SIGNATURE, MAX_MANIFEST)
+            signature = _read_member(path, SIGNATURE, MAX_MANIFEST)
         except MissingFile:
             signature = None
-        signer = signing.verify(raw, signature, keys, str(path))
+        signer = verify(raw, signature, keys, str(path))
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as exc:   # RecursionError: nesting deeper than the parser goes

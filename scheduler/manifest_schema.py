@@ -31,6 +31,10 @@ class ManifestError(BundleError, ValueError):
     """A manifest that does not follow the bundle format (a key missing, of the wrong type or out of range)."""
 
 
+class UntrustedBundle(BundleError):
+    """A bundle that is unsigned, signed by a key not trusted here, or edited after signing."""
+
+
 @dataclass(frozen=True)
 class Isa:
     """One architecture a bundle binary may be built for."""

@@ -4,7 +4,8 @@ The manifest holds every binary's sha256, so the signature covers the binaries t
 binary (and recomputing its hash) or the manifest breaks it. Keys are PEM files as OpenSSL
 writes them (``openssl genpkey -algorithm ed25519``), made by ``hybrid keygen``: the private key
 (PKCS#8) signs at ``hybrid build --sign``; its public half (``.pub``) is what a team lists in
-``load_bundle(..., trusted_keys=[...])``. The crypto is ``cryptography``'s, not ours.
+``load_bundle(..., trusted_keys=[...])``. The crypto is ``cryptography``'s, not ours; it is
+imported only where a bundle is signed or checked (a GPU machine that only launches needs none).
 """
 from __future__ import annotations
 
@@ -16,16 +17,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .manifest_schema import BundleError
+from .bundle import SIGNATURE
+from .manifest_schema import UntrustedBundle
 
-SIGNATURE = "manifest.sig"
 ALGORITHM = "ed25519"
 _RAW = serialization.Encoding.Raw, serialization.PublicFormat.Raw
-
-
-class UntrustedBundle(BundleError):
-    """A bundle that is unsigned, signed by a key not trusted here, or edited after signing."""
-
 
 def generate(path: str | Path) -> tuple[Path, Path]:
     """Write a new private key to ``path`` (mode 0600) and its public key to ``path.pub``."""
