@@ -15,23 +15,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from triton.runtime import Autotuner, Config
 
+from interop.cache_entries import sha256_json
 from interop.targets import TARGETS
-
-
-def canonical_json(value) -> str:
-    """The one serialization every key and checksum is taken over (sorted keys, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def sha256_json(value) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
