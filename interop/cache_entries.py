@@ -83,10 +83,10 @@ def _read_bounded(path: Path) -> bytes | None:
         return None
     except OSError as exc:
         raise CorruptEntry("a link" if exc.errno == errno.ELOOP else f"unreadable ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):   # checked first: Python refuses to open a folder's fd
+        os.close(fd)
+        raise CorruptEntry("not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CorruptEntry("not a regular file")
         data = f.read(MAX_ENTRY + 1)
     if len(data) > MAX_ENTRY:
         raise CorruptEntry(f"over {MAX_ENTRY} bytes")

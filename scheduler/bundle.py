@@ -200,12 +200,13 @@ def _read_file(folder: Path, name: str, limit: int) -> bytes:
     except OSError as exc:
         kind = "a symbolic link (a bundle's files must be in it)" if exc.errno == errno.ELOOP else exc.strerror
         raise BundleError(f"{folder}: {name} is {kind}") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:   # checked first: Python refuses a folder's fd
+        os.close(fd)
         if not stat.S_ISREG(info.st_mode):
             raise BundleError(f"{folder}: {name} is not a regular file")
-        if info.st_size > limit:
-            raise BundleError(f"{folder}: {name} is {info.st_size} bytes, over the {limit}-byte limit")
+        raise BundleError(f"{folder}: {name} is {info.st_size} bytes, over the {limit}-byte limit")
+    with os.fdopen(fd, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise BundleError(f"{folder}: {name} holds over {limit} bytes")

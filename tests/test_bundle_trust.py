@@ -58,6 +58,12 @@ def fifo(m, folder):
     os.mkfifo(folder / entry["file"])
 
 
+def folder_in_place(m, folder):
+    entry = m["targets"]["sm90a"]
+    (folder / entry["file"]).unlink()
+    (folder / entry["file"]).mkdir()
+
+
 def oversized(m, folder):
     entry = m["targets"]["sm90a"]
     with open(folder / entry["file"], "r+b") as f:
@@ -104,6 +110,7 @@ DAMAGE = [  # (name, damage to the parsed manifest and folder, refusal)
     ("symlink out", symlink_out, r"sm90a.cubin is a symbolic link"),
     ("symlink to /dev/zero", symlink_dev_zero, r"sm90a.cubin is a symbolic link"),
     ("FIFO in place of the binary", fifo, r"sm90a.cubin is not a regular file"),
+    ("folder in place of the binary", folder_in_place, r"sm90a.cubin is not a regular file"),
     ("binary over the size limit", oversized, r"sm90a.cubin is 314572800 bytes, over the 268435456-byte limit"),
     ("no sha256", drop("targets", "sm90a", "sha256"), r"'targets.sm90a.sha256' must be 64 lowercase hex digits; "
                                                       r"it is missing"),
