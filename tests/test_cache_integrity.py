@@ -164,3 +164,21 @@ def test_a_parallel_build_killed_at_random_leaves_the_cache_consistent(tmp_path)
     statuses = done.stdout.split()
     assert len(statuses) == 10 and set(statuses) <= {"cached", "built"}, statuses
     assert _consistent(root / "jobs") == 10 and _consistent(root / "regions") >= 1
+
+
+def test_a_cache_hit_reports_the_callers_own_call_sites(tmp_path):
+    """Two checkouts of the same kernel: the second is served the first's binary from Triton's
+    cache (keyed by source, not path), and still reports its own files."""
+    from scheduler.planning import resolve
+    sites = {}
+    for clone in ("first", "second"):
+        (tmp_path / clone).mkdir()
+        path = tmp_path / clone / "kern.py"
+        path.write_text(EDITABLE.read_text())
+        spec = resolve(plan([f"{path}:k_scale"], ["sm80"])[0])
+        fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target="sm80")
+        sites[clone] = (fb, {str(r.call_site.file) for r in fb.regions})
+    fb, files = sites["second"]
+    assert fb.timing.hits.get("triton") == 1   # served from the first checkout's build
+    assert str(tmp_path / "first") in fb.asm["ttgir"]   # its line info names the first checkout
+    assert files == {str(tmp_path / "second" / "kern.py")} and sites["first"][1] == {str(tmp_path / "first" / "kern.py")}
