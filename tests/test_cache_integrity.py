@@ -80,15 +80,6 @@ JOB_DAMAGE = COMMON + [
 ]
 
 
-@pytest.fixture
-def cold_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv("HYBRID_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
-    caches.clear()
-    yield tmp_path
-    caches.clear()
-
-
 @pytest.mark.parametrize("name, damage", REGION_DAMAGE, ids=[row[0] for row in REGION_DAMAGE])
 def test_a_damaged_region_entry_is_lowered_again(cold_caches, name, damage):
     cold = _build()
