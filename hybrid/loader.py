@@ -3,9 +3,12 @@ Triton launcher, no C compiler.
 
 cffi in ABI mode opens the driver library (the CUDA driver API, or the HIP runtime on AMD),
 picks the bundle's binary for the device (exact architecture first, then a compatible one),
-checks its sha256 and that it is an ELF binary for the entry's architecture, loads it and launches it with the arguments packed per the manifest: the
-kernel's parameters, then the hidden trailing ones Triton adds (scratch pointers). Arguments
-are checked before the driver is touched, so mistakes fail the same way with or without a GPU.
+checks its sha256 and that it is an ELF binary for the entry's architecture, loads it and
+launches it with the arguments packed per the manifest: the kernel's parameters, then the
+hidden trailing ones Triton adds (scratch pointers). Arguments are checked before the driver
+is touched, so mistakes fail the same way with or without a GPU. The bundle is read as untrusted
+input (``scheduler.bundle``: confined, bounded, its manifest checked against the format first),
+and with ``trusted_keys`` only if a trusted key signed it (``scheduler.signing``).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hybrid.loader import BundleError, HashMismatch, ManifestError, UntrustedBundle, load_bundle
+from hybrid.loader import BundleError, ManifestError, UntrustedBundle, load_bundle
 from interop.arch import shared_memory_limit
 from scheduler import signing
 from scheduler.bundle import MANIFEST, read_bundle, write_bundle
@@ -161,8 +161,8 @@ def test_damaged_bundle_is_refused(bundle, name, damage, refusal):
 def test_damaged_manifest_bytes_are_refused(bundle, name):
     path = bundle / MANIFEST
     path.write_bytes(RAW[name](path.read_bytes()))
-    refusal = {"invalid JSON": r"manifest.json is not valid JSON", "deep nesting": r"not valid JSON \(nested too deeply",
-               "not an object": r"'\(top level\)' must be an object", "huge manifest": r"over the 4194304-byte limit"}
+    refusal = {"invalid JSON": r"manifest.json is not valid JSON",
+               "deep nesting": r"not valid JSON \(nested too deeply", "not an object": r"'\(top level\)' must be an object", "huge manifest": r"over the 4194304-byte limit"}
     with pytest.raises(BundleError, match=refusal[name]):
         load_bundle(bundle, arch="sm_90")
 

@@ -172,4 +172,5 @@ def test_a_cache_hit_reports_the_callers_own_call_sites(tmp_path):
     fb, files = sites["second"]
     assert fb.timing.hits.get("triton") == 1   # served from the first checkout's build
     assert str(tmp_path / "first") in fb.asm["ttgir"]   # its line info names the first checkout
-    assert files == {str(tmp_path / "second" / "kern.py")} and sites["first"][1] == {str(tmp_path / "first" / "kern.py")}
+    assert files == {str(tmp_path / "second" / "kern.py")}
+    assert sites["first"][1] == {str(tmp_path / "first" / "kern.py")}

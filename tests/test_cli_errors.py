@@ -112,4 +112,5 @@ def test_keygen_and_a_signed_build(tmp_path):
     kernel = load_bundle(tmp_path / "dist" / "k_shift", arch="sm_80", trusted_keys=[tmp_path / "team.key.pub"])
     assert kernel.target == "sm80"
     # --cache-dir holds both caches
-    assert list((tmp_path / "cache" / "jobs").rglob("*.json")) and list((tmp_path / "cache" / "regions").rglob("*.json"))
+    assert list((tmp_path / "cache" / "jobs").rglob("*.json"))
+    assert list((tmp_path / "cache" / "regions").rglob("*.json"))
