@@ -13,9 +13,13 @@ import json
 import os
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+try:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+except ImportError as exc:   # a project dependency, but a GPU machine may only have what launches need
+    raise ImportError(f"signing and checking bundles needs the 'cryptography' package ({exc}); "
+                      "pip install cryptography") from None
 
 from .bundle import SIGNATURE
 from .manifest_schema import UntrustedBundle

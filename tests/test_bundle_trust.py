@@ -12,8 +12,7 @@ import pytest
 
 from hybrid.loader import BundleError, ManifestError, UntrustedBundle, load_bundle
 from interop.arch import shared_memory_limit
-from scheduler import signing
-from scheduler.bundle import MANIFEST, read_bundle, write_bundle
+from scheduler.bundle import MANIFEST, SIGNATURE, read_bundle, write_bundle
 from scheduler.manifest_schema import ISAS, elf_arch
 from triton.backends.compiler import GPUTarget
 
@@ -205,13 +204,20 @@ def test_the_loader_limits_agree_with_the_compiler_table():
 
 # -- signed bundles ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory):
+def signing():
+    pytest.importorskip("cryptography", reason="signing needs the cryptography package")
+    from scheduler import signing
+    return signing
+
+
+@pytest.fixture(scope="module")
+def keys(signing, tmp_path_factory):
     folder = tmp_path_factory.mktemp("keys")
     return signing.generate(folder / "team.key"), signing.generate(folder / "other.key")
 
 
 @pytest.mark.parametrize("archive", [False, True])
-def test_a_signed_bundle_loads_with_its_key(softmax_bundle, keys, tmp_path, archive):
+def test_a_signed_bundle_loads_with_its_key(signing, softmax_bundle, keys, tmp_path, archive):
     (private, public), _ = keys
     path = write_bundle(softmax_bundle[0], tmp_path / "softmax_kernel", archive, signing.private_key(private))
     kernel = load_bundle(path, arch="sm_90", trusted_keys=[public])
@@ -237,15 +243,15 @@ def edited_manifest(folder):
 
 
 SIGNED_DAMAGE = [
-    ("unsigned", lambda folder: (folder / signing.SIGNATURE).unlink(), r"the bundle is not signed"),
+    ("unsigned", lambda folder: (folder / SIGNATURE).unlink(), r"the bundle is not signed"),
     ("binary edited, hash recomputed", edited_binary, r"the bundle was edited after it was signed"),
     ("manifest edited", edited_manifest, r"the bundle was edited after it was signed"),
-    ("signature garbage", lambda folder: (folder / signing.SIGNATURE).write_bytes(b"{"), r"is not a signature file"),
+    ("signature garbage", lambda folder: (folder / SIGNATURE).write_bytes(b"{"), r"is not a signature file"),
 ]
 
 
 @pytest.mark.parametrize("name, damage, refusal", SIGNED_DAMAGE, ids=[row[0] for row in SIGNED_DAMAGE])
-def test_a_changed_signed_bundle_is_refused(softmax_bundle, keys, tmp_path, name, damage, refusal):
+def test_a_changed_signed_bundle_is_refused(signing, softmax_bundle, keys, tmp_path, name, damage, refusal):
     (private, public), _ = keys
     folder = write_bundle(softmax_bundle[0], tmp_path / "softmax_kernel", key=signing.private_key(private))
     damage(folder)
@@ -255,21 +261,21 @@ def test_a_changed_signed_bundle_is_refused(softmax_bundle, keys, tmp_path, name
         assert load_bundle(folder, arch="sm_90").target == "sm90a"
 
 
-def test_a_bundle_signed_by_another_key_is_refused(softmax_bundle, keys, tmp_path):
+def test_a_bundle_signed_by_another_key_is_refused(signing, softmax_bundle, keys, tmp_path):
     (_, public), (other, _) = keys
     folder = write_bundle(softmax_bundle[0], tmp_path / "softmax_kernel", key=signing.private_key(other))
     with pytest.raises(UntrustedBundle, match=r"signed by key [0-9a-f]{16}\.\.\., which is not among the trusted"):
         load_bundle(folder, arch="sm_90", trusted_keys=[public])
 
 
-def test_a_rebuilt_unsigned_bundle_drops_the_old_signature(softmax_bundle, keys, tmp_path):
+def test_a_rebuilt_unsigned_bundle_drops_the_old_signature(signing, softmax_bundle, keys, tmp_path):
     (private, public), _ = keys
     write_bundle(softmax_bundle[0], tmp_path / "b", key=signing.private_key(private))
     folder = write_bundle(softmax_bundle[0], tmp_path / "b")
-    assert not (folder / signing.SIGNATURE).exists()
+    assert not (folder / SIGNATURE).exists()
 
 
-def test_key_files_are_checked(keys, tmp_path):
+def test_key_files_are_checked(signing, keys, tmp_path):
     (private, public), _ = keys
     with pytest.raises(ValueError, match="not an ed25519 private key|not a PEM key file"):
         signing.private_key(public)
