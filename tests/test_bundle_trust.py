@@ -196,6 +196,22 @@ def test_every_binary_matches_its_isa(softmax_bundle):
         assert elf_arch(binary) == ISAS[entry["isa"]].arch, target
 
 
+def test_the_newest_targets_binaries_match_their_isa(tmp_path):
+    """sm100a (CUDA's ELF ABI 8, SM in bits 8-15) and gfx950, built for real."""
+    import hybrid
+    from scheduler import InlineExecutor, build, plan
+    from scheduler.manifest_schema import check_binary
+
+    results = build(plan([f"{Path(__file__).parent / 'editable_kernels.py'}:k_shift"], ["sm100a", "gfx950"]),
+                    hybrid.compile, executor=InlineExecutor())
+    for r in results:
+        launch = r.entry.record["launch"]
+        assert elf_arch(r.entry.binary) == ISAS[launch["isa"]].arch, r.job.target
+        check_binary(r.entry.binary, {**launch, "file": r.job.target}, "built")
+    with pytest.raises(BundleError, match="is built for gfx950, but the manifest says isa gfx942"):
+        check_binary(results[1].entry.binary, {"isa": "gfx942", "file": "gfx950"}, "built")
+
+
 def test_the_loader_limits_agree_with_the_compiler_table():
     for name, isa in ISAS.items():
         arch = isa.arch if isa.backend == "cuda" else name

@@ -63,6 +63,10 @@ BAD = [  # (arguments, with {tmp} for the test's folder; what the one line must 
     (["build"], "the following arguments are required: MODULE:KERNEL (see `hybrid build --help`)"),
     (["frob"], "invalid choice: 'frob'"),
     (["keygen", "{tmp}/a_file"], "{tmp}/a_file exists; a key is never overwritten"),
+    (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--cache-dir", "{tmp}/a_file"],
+     "--cache-dir {tmp}/a_file: a file is there; expected a folder"),
+    (["report", f"{KERNELS}:k_bad", "--target", "sm80", "--json", "{tmp}/r.json"],   # a compile error, one line
+     f"region 'h_bad' called at {ROOT / KERNELS}:"),
 ]
 
 
