@@ -233,9 +233,12 @@ def _run(args) -> int:
         return _port_start(args, Console(width=140))
     if args.command == "profile":
         return _profile(args, Console(width=140))
-    jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
-                assignments(args.constexpr, json_or_text),
-                {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
+    try:
+        jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
+                    assignments(args.constexpr, json_or_text),
+                    {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise UserError(str(exc)) from None
     if args.command == "report":
         return _report(jobs, args, report.console(args.wide))
     key = None

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 MAX_ENTRY = 256 << 20
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (not on Windows, where links need privileges)
 
 
 class CorruptEntry(Exception):
@@ -78,7 +79,7 @@ def remove(path: Path) -> None:
 
 def _read_bounded(path: Path) -> bytes | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | _NO_FOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -33,6 +33,7 @@ FORMAT = 2          # 2: autotune configs; a format 1 bundle reads as one built 
 MAX_MANIFEST = 4 << 20
 MAX_BINARY = 256 << 20
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (not on Windows, where links need privileges)
 SUFFIX = {"cuda": "cubin", "hip": "hsaco"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps: the same bundle gives the same archive bytes
 
@@ -194,7 +195,7 @@ def _read_file(folder: Path, name: str, limit: int) -> bytes:
     """Reads ``folder/name`` without following a link and never more than ``limit`` bytes (a
     link to ``/dev/zero`` or a FIFO in its place must not hang or exhaust memory)."""
     try:
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(folder / name, os.O_RDONLY | _NO_FOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         raise MissingFile(f"no {name} in {folder}") from None
     except OSError as exc:
