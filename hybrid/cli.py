@@ -5,7 +5,11 @@
 
 Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
 ``hybrid report`` prints per-region figures; ``hybrid profile`` times each region on a GPU
-(``hybrid.profile``); ``hybrid port start`` begins porting one function (``hybrid.port``).
+(``hybrid.profile``); ``hybrid port start`` begins porting one function (``hybrid.port``);
+``hybrid keygen KEY`` makes a key pair for ``hybrid build --sign KEY``.
+
+A mistake in the command or its inputs is one line, ``hybrid: error: ...``, exit status 2, and
+is found before any build starts; ``--debug`` shows the traceback instead.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 from rich.console import Console
@@ -22,9 +27,10 @@ from rich.table import Table
 
 import hybrid
 from interop.targets import TARGETS
+from interop.triton.frontend import CompilationError
 from scheduler import Cache, build, plan
-from scheduler.bundle import write_bundles
-from scheduler.planning import resolve
+from scheduler.bundle import BundleError, write_bundles
+from scheduler.planning import load_module, resolve
 
 from . import report, report_html
 
@@ -48,16 +54,44 @@ def json_or_text(value: str):
         return value
 
 
+class UserError(Exception):
+    """A mistake in the command line or its inputs: one line on stderr, exit status 2."""
+
+
+#: Exceptions that describe the user's input (a module, a kernel, a path, a value), reported as one
+#: line; anything else is a bug in triton-hybrid, reported as one line that asks for ``--debug``.
+USER_ERRORS = (UserError, argparse.ArgumentTypeError, ValueError, LookupError, ImportError, SyntaxError, OSError,
+               CompilationError, BundleError)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise UserError(f"{message} (see `{self.prog} --help`)")
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of worker processes, got {value!r}")
+    return number
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="hybrid", description="triton-hybrid: mixed Triton/Gluon kernels")
+    top = _Parser(prog="hybrid", description="triton-hybrid: mixed Triton/Gluon kernels")
+    top.add_argument("--debug", action="store_true", help="show the traceback of an error (anywhere on the line)")
     commands = top.add_subparsers(dest="command", required=True)
     b = commands.add_parser("build", help="build kernels for GPU targets into bundles",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     _job_arguments(b)
     b.add_argument("-o", "--out", default="dist", help="bundle folder (default: dist/)")
     b.add_argument("--archive", action="store_true", help="one zip archive per kernel instead of a folder")
-    b.add_argument("-j", "--jobs", type=int, help="worker processes (default: one per core)")
-    b.add_argument("--cache-dir", help="build cache (default: $HYBRID_CACHE_DIR or ~/.cache/triton-hybrid)")
+    b.add_argument("-j", "--jobs", type=positive_int, help="worker processes (default: one per core)")
+    b.add_argument("--cache-dir", help="the build and region caches (default: $HYBRID_CACHE_DIR or "
+                                       "~/.cache/triton-hybrid)")
+    b.add_argument("--sign", metavar="KEY", help="sign each bundle with this ed25519 private key (hybrid keygen)")
     b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
     r = commands.add_parser("report", help="per-region static report of mixed kernels (table + JSON)",
                             description="Per region: ttgir ops and machine instructions (attributed by source "
@@ -94,6 +128,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
+    k = commands.add_parser("keygen", help="make an ed25519 key pair for signing bundles",
+                            description="Writes KEY (the private key, PEM, readable by you only) and KEY.pub (the "
+                                        "public key to list in load_bundle(..., trusted_keys=[...])). Example: "
+                                        "hybrid keygen ~/.config/triton-hybrid/team.key")
+    k.add_argument("key", metavar="KEY", help="where to write the private key (the public one goes to KEY.pub)")
     return top
 
 
@@ -155,24 +194,57 @@ def results_table(results: list) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = parser()
-    args = cli.parse_args(argv)
+    """The ``hybrid`` command. A user error is one line on stderr and exit status 2 (``SystemExit``);
+    with ``--debug`` (anywhere before a ``--``) its traceback instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours = argv[:argv.index("--")] if "--" in argv else argv
+    debug = "--debug" in ours
+    if debug:
+        argv.remove("--debug")
+    try:
+        return _run(parser().parse_args(argv))
+    except KeyboardInterrupt:
+        print("hybrid: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except Exception as exc:   # noqa: BLE001 (every error ends here: one line, or the traceback with --debug)
+        if debug:
+            traceback.print_exc()
+            raise SystemExit(2 if isinstance(exc, USER_ERRORS) else 1) from None
+        print(f"hybrid: error: {_one_line(exc)}", file=sys.stderr)
+        raise SystemExit(2 if isinstance(exc, USER_ERRORS) else 1) from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+    if isinstance(exc, USER_ERRORS):
+        return text
+    return f"{type(exc).__name__}: {text} (a bug in triton-hybrid: run again with --debug for the traceback)"
+
+
+def _run(args) -> int:
     # Kernel modules resolve from the working directory, as under ``python -m``: a console script's
     # sys.path starts at its own folder, so ``examples/softmax.py`` could not import ``examples.*``.
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    check_arguments(args)
+    if args.command == "keygen":
+        return _keygen(args, Console(width=140))
     if args.command == "port":
         return _port_start(args, Console(width=140))
     if args.command == "profile":
-        return _profile(args, cli, Console(width=140))
+        return _profile(args, Console(width=140))
     try:
         jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
                     assignments(args.constexpr, json_or_text),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
     except (ValueError, argparse.ArgumentTypeError) as exc:
-        cli.error(str(exc))
+        raise UserError(str(exc)) from None
     if args.command == "report":
         return _report(jobs, args, report.console(args.wide))
+    key = None
+    if args.sign:
+        from scheduler.signing import private_key
+        key = private_key(args.sign)
     out = Console(width=report.WIDTH)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:
@@ -186,9 +258,101 @@ def main(argv: list[str] | None = None) -> int:
             out.print(f"[red]FAILED[/red] {escape(r.error)}", highlight=False, soft_wrap=True)
         elif r.note:
             out.print(escape(f"{r.job.label}: {r.note}"), soft_wrap=True)
-    for kernel, path in write_bundles(results, args.out, args.archive).items():
-        out.print(f"bundle {kernel}: {escape(str(path))}", soft_wrap=True)
+    for kernel, path in write_bundles(results, args.out, args.archive, key).items():
+        out.print(f"bundle {kernel}: {escape(str(path))}" + (" (signed)" if key else ""), soft_wrap=True)
     return 1 if any(not r.ok for r in results) else 0
+
+
+# -- arguments, checked before any work starts ------------------------------------------------------
+def check_arguments(args) -> None:
+    """Raise ``UserError`` for the first argument that cannot work: output paths under a file or
+    naming a folder, kernel modules that do not load, kernels that are not there or share a
+    name (bundles are named by kernel), a signing key that does not load, a trace or script that
+    is not there."""
+    if args.command == "build":
+        _folder_path("-o/--out", args.out)
+        if args.cache_dir:
+            _folder_path("--cache-dir", args.cache_dir)
+        if args.sign:
+            from scheduler.signing import private_key
+            private_key(args.sign)
+    elif args.command == "report":
+        for flag, path in (("--json", args.json), ("--html", args.html)):
+            if path:
+                _file_path(flag, path)
+    elif args.command == "profile":
+        _file_path("-o/--out", str(Path(args.out).with_suffix(".json")))
+        if args.trace and not Path(args.trace).is_file():
+            raise UserError(f"--trace {args.trace}: no such file")
+        if not args.trace and not args.script:
+            raise UserError("profile needs a script to run, or --trace FILE")
+        if not args.trace and not Path(args.script).is_file():
+            raise UserError(f"no script at {args.script}")
+    elif args.command == "keygen":
+        _file_path("KEY", args.key)
+        if os.path.lexists(args.key):
+            raise UserError(f"{args.key} exists; a key is never overwritten (choose another name)")
+    if args.command in ("build", "report"):
+        _check_kernels(args.kernels)
+
+
+def _check_kernels(refs: list[str]) -> None:
+    """Every kernel loads and is a JIT kernel, and no two share a name."""
+    seen: dict[str, str] = {}
+    for ref in refs:
+        module_ref, _, name = ref.rpartition(":")
+        if not module_ref or not name:
+            raise UserError(f"kernel reference {ref!r}: expected 'path/to/module.py:kernel' or 'package.module:kernel'")
+        if name in seen:
+            raise UserError(f"two kernels named '{name}' ({seen[name]} and {ref}): each bundle is named by its "
+                            "kernel, so build them separately (-o to different folders)")
+        seen[name] = ref
+        try:
+            module = load_module(ref)
+        except SyntaxError as exc:
+            raise UserError(f"{ref}: syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
+        except ImportError as exc:
+            raise UserError(f"{ref}: cannot import {module_ref}: {exc}") from None
+        except OSError as exc:
+            raise UserError(f"{ref}: {exc}") from None
+        except Exception as exc:   # the module's own code failed while it was imported
+            raise UserError(f"{ref}: importing {module_ref} raised {type(exc).__name__}: {exc}") from None
+        kernel = getattr(module, name, None)
+        if not any(hasattr(k, "arg_names") for k in (kernel, getattr(kernel, "fn", None))):   # JIT, or autotuned
+            found = sorted(n for n, v in vars(module).items() if hasattr(v, "arg_names") and not n.startswith("_"))
+            raise UserError(f"{ref}: no JIT kernel named '{name}' in {module_ref}"
+                            + (f" (it has: {', '.join(found)})" if found else ""))
+
+
+def _folder_path(flag: str, path: str) -> None:
+    """A folder to create or reuse: not a file, and not under one."""
+    if Path(path).exists() and not Path(path).is_dir():
+        raise UserError(f"{flag} {path}: a file is there; expected a folder")
+    _no_file_above(flag, Path(path))
+
+
+def _file_path(flag: str, path: str) -> None:
+    """A file to write: not a folder, and not under a file."""
+    if Path(path).is_dir():
+        raise UserError(f"{flag} {path}: is a folder; expected a file name")
+    _no_file_above(flag, Path(path))
+
+
+def _no_file_above(flag: str, path: Path) -> None:
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{flag} {path}: {parent} is a file, so nothing can be written under it")
+            return
+
+
+def _keygen(args, out: Console) -> int:
+    from scheduler.signing import fingerprint, generate, public_key
+    private, public = generate(args.key)
+    out.print(f"wrote {private} (private: keep it secret) and {public} (public key "
+              f"{fingerprint(public_key(public))[:16]}...: list it in load_bundle(..., trusted_keys=[...]))",
+              highlight=False, soft_wrap=True)
+    return 0
 
 
 def _report(jobs: list, args, out: Console) -> int:
@@ -214,7 +378,7 @@ def _report(jobs: list, args, out: Console) -> int:
     return 0
 
 
-def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
+def _profile(args, out: Console) -> int:
     from . import profile
     from .report import profile_table
     path = Path(args.out).with_suffix(".json")
@@ -222,8 +386,6 @@ def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
     if args.trace:
         trace, kernels = args.trace, profile.analyze(profile.read_trace(args.trace))
     else:
-        if not args.script:
-            cli.error("profile needs a script to run, or --trace FILE")
         import torch
         if not torch.cuda.is_available():
             out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import re
 from dataclasses import dataclass, field
 
@@ -99,12 +100,18 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
     with timing.recording() as timed, profiled:
         compiled = triton.compile(source, target=gpu_target, options=options)
-    found = records.decode(compiled.asm["ttgir"])
+    found = records.reanchored(records.decode(compiled.asm["ttgir"]), _source_files(kernel))
     _check_shared_memory(compiled.metadata, found, gpu_target)
     metadata = KernelMetadata.of(compiled.metadata)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target),
                        asm=_asm(compiled.asm, metadata.pop(stages_hook.TTIR_KEY, None)), metadata=metadata,
                        regions=list(found.regions), boundaries=list(found.boundaries), kernel=compiled, timing=timed)
+
+
+def _source_files(kernel) -> set[str]:
+    """The files of ``kernel`` and every JIT function it reaches: where its call sites are."""
+    from scheduler.cache import reached_functions
+    return {inspect.getsourcefile(f.fn) for f in reached_functions(kernel)}
 
 
 def _asm(asm: dict, ttir: str | None) -> dict:

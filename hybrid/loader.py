@@ -3,9 +3,12 @@ Triton launcher, no C compiler.
 
 cffi in ABI mode opens the driver library (the CUDA driver API, or the HIP runtime on AMD),
 picks the bundle's binary for the device (exact architecture first, then a compatible one),
-checks its sha256, loads it and launches it with the arguments packed per the manifest: the
-kernel's parameters, then the hidden trailing ones Triton adds (scratch pointers). Arguments
-are checked before the driver is touched, so mistakes fail the same way with or without a GPU.
+checks its sha256 and that it is an ELF binary for the entry's architecture, loads it and
+launches it with the arguments packed per the manifest: the kernel's parameters, then the
+hidden trailing ones Triton adds (scratch pointers). Arguments are checked before the driver
+is touched, so mistakes fail the same way with or without a GPU. The bundle is read as untrusted
+input (``scheduler.bundle``: confined, bounded, its manifest checked against the format first),
+and with ``trusted_keys`` only if a trusted key signed it (``scheduler.signing``).
 """
 from __future__ import annotations
 
@@ -17,6 +20,10 @@ from dataclasses import dataclass, field
 import cffi
 
 from scheduler.bundle import read_bundle
+from scheduler.manifest_schema import BundleError, ManifestError, UntrustedBundle, check_binary
+
+__all__ = ["ArgumentError", "BundleError", "BundledKernel", "DriverNotFound", "HashMismatch", "ManifestError",
+           "NoBinaryForDevice", "UntrustedBundle", "load_bundle", "select_target"]
 
 CUDA_LIBRARY = "libcuda.so.1"
 HIP_LIBRARY = "libamdhip64.so"
@@ -71,10 +78,6 @@ TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64"
 _CUDA_COMPUTE_CAPABILITY = (75, 76)          # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR / _MINOR
 _CUDA_MAX_DYNAMIC_SHARED = 8                 # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 _DEFAULT_SHARED_LIMIT = 48 * 1024            # above this a CUDA kernel must opt in
-
-
-class BundleError(RuntimeError):
-    """A bundle that cannot be used here."""
 
 
 class NoBinaryForDevice(BundleError):
@@ -372,16 +375,18 @@ def select_config(manifest: dict, wanted: str | dict | None) -> str | None:
 
 
 def load_bundle(path, *, config: str | dict | None = None, arch: str | None = None, device: int = 0,
-                driver_library: str | None = None) -> BundledKernel:
+                driver_library: str | None = None, trusted_keys: list | None = None) -> BundledKernel:
     """Load the bundle at ``path`` (folder or zip) for GPU ``device``.
 
     ``config`` picks one of the autotune configs a bundle was built with (``select_config``: a
     key, or a dict of values; the first config by default). ``arch`` (``sm_90``, ``gfx942``)
     picks a binary without asking a driver, for inspection or to prepare a launch; the driver
     is then opened at the first launch. ``driver_library`` replaces the default
-    ``libcuda.so.1`` / ``libamdhip64.so``.
+    ``libcuda.so.1`` / ``libamdhip64.so``. ``trusted_keys`` (ed25519 public keys or their PEM
+    files) makes the loader refuse a bundle that none of them signed, or that changed since
+    (``UntrustedBundle``). Every other refusal is a ``BundleError`` naming what is wrong.
     """
-    bundle = read_bundle(path)
+    bundle = read_bundle(path, trusted_keys)
     manifest = bundle.manifest
     key = select_config(manifest, config)
     driver = None if arch is not None else open_driver(driver_library, device)
@@ -392,6 +397,7 @@ def load_bundle(path, *, config: str | dict | None = None, arch: str | None = No
     if actual != entry["sha256"]:
         raise HashMismatch(f"{bundle.path}: {entry['file']} has sha256 {actual}, the manifest says {entry['sha256']}; "
                            "the bundle is damaged or was edited, rebuild it")
+    check_binary(binary, entry, str(bundle.path))
     kernel = BundledKernel(manifest, target, binary, driver_library, device, key)
     if driver is not None:
         kernel.load(driver)

@@ -79,15 +79,32 @@ class KernelProfile:
         return next(s for s in self.scopes if s.scope == name)
 
 
+class TraceError(ValueError):
+    """A file that is not a Proton Chrome trace."""
+
+
 def read_trace(path: str | Path) -> list[Event]:
-    """The scope events of a Proton instrumentation trace (other lanes and flow markers skipped)."""
+    """The scope events of a Proton instrumentation trace (other lanes and flow markers skipped);
+    ``TraceError`` naming the file for anything else."""
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except (ValueError, RecursionError) as exc:
+        raise TraceError(f"{path}: not a Chrome trace (not JSON: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise TraceError(f"{path}: not a Chrome trace (no 'traceEvents' list); pass the .chrome_trace file "
+                         "hybrid profile or proton wrote")
     events = []
-    for e in json.loads(Path(path).read_text())["traceEvents"]:
-        pid, tid = _PID.match(str(e.get("pid", ""))), _TID.match(str(e.get("tid", "")))
-        if e.get("ph") != "X" or pid is None or tid is None or e.get("cat") == "flow":
+    for i, e in enumerate(data["traceEvents"]):
+        pid, tid = (_PID.match(str(e.get("pid", ""))), _TID.match(str(e.get("tid", "")))) if isinstance(e, dict) \
+            else (None, None)
+        if pid is None or tid is None or e.get("ph") != "X" or e.get("cat") == "flow":
             continue
-        events.append(Event(pid["kernel"], int(pid["cta"]), int(tid["warp"]), e["name"],
-                            round(e["ts"] * 1000), round(e["dur"] * 1000)))
+        try:
+            events.append(Event(pid["kernel"], int(pid["cta"]), int(tid["warp"]), str(e["name"]),
+                                round(e["ts"] * 1000), round(e["dur"] * 1000)))
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise TraceError(f"{path}: traceEvents[{i}] is a scope event without a numeric ts and dur or a "
+                             "name") from None
     return events
 
 

@@ -1,15 +1,19 @@
 """The caches of the compile path: the in-process ones, cleared together (a cold compile to
-measure, a test), and where the on-disk ones live.
+measure, a test), and where the on-disk ones live: one root for both (``regions/`` for lowered
+regions, ``jobs/`` for built kernels), so ``--cache-dir`` moves them together.
 
 Each cache is keyed by everything its result depends on, so none needs clearing to stay correct.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 _clearers: list[Callable[[], None]] = []
+_root: contextvars.ContextVar[Path | None] = contextvars.ContextVar("hybrid_cache_root", default=None)
 
 
 def register(clear: Callable[[], None]) -> None:
@@ -17,8 +21,20 @@ def register(clear: Callable[[], None]) -> None:
 
 
 def default_root() -> Path:
-    """The on-disk caches' folder: ``$HYBRID_CACHE_DIR``, else ``~/.cache/triton-hybrid``."""
-    return Path(os.environ.get("HYBRID_CACHE_DIR") or Path.home() / ".cache" / "triton-hybrid")
+    """The on-disk caches' folder: the one ``using_root`` set, else ``$HYBRID_CACHE_DIR``, else
+    ``~/.cache/triton-hybrid``."""
+    return _root.get() or Path(os.environ.get("HYBRID_CACHE_DIR") or Path.home() / ".cache" / "triton-hybrid")
+
+
+@contextlib.contextmanager
+def using_root(root: str | os.PathLike | None) -> Iterator[None]:
+    """Within the block (this thread or task), the on-disk caches live under ``root`` (None: as
+    before). A build passes its job cache's root to each worker this way."""
+    token = _root.set(Path(root) if root is not None else _root.get())
+    try:
+        yield
+    finally:
+        _root.reset(token)
 
 
 def clear() -> None:

@@ -8,16 +8,20 @@ options; the target; the Triton release; and this project's own code (``source.S
 The key is a sha256 over all of them. MLIR operations belong to one context, so an entry holds
 the lowered module as text and is parsed back into the compile's own context through Triton's
 bindings; it also holds the region's module after Triton's ``ttir`` stage (a Gluon host's
-``asm["ttir"]``), and an entry written without it is a miss. On disk entries live under
-``$HYBRID_CACHE_DIR`` (default ``~/.cache/triton-hybrid``) in ``regions/``, written atomically;
-an entry that does not parse is ignored and rewritten.
+``asm["ttir"]``), and an entry written without it is a miss. On disk entries live in
+``regions/`` under the caches' root (``caches.default_root``), in the job cache's entry format
+(``cache_entries``: checksum, key checked, bounded read, atomic write). Before its text reaches
+MLIR's parser an entry's fields are checked (types, dtype names, leaf counts against the call's
+inputs, a module that defines the region function: MLIR's parser accepts an empty module, on
+which the splice would crash the process), and the parsed module must verify and rebuild a
+region; an entry that fails any check is removed and the region lowered again.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
 import json
-import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +29,9 @@ from typing import Callable
 
 from triton.runtime import JITFunction
 
-from . import caches, timing
-from .lower_triton import LoweredRegion, lowered_region
+from . import cache_entries, caches, timing
+from .cache_entries import CorruptEntry
+from .lower_triton import REGION_FUNCTION, LoweredRegion, lowered_region
 from .triton import compat
 from .triton.bindings import ir
 from .triton.language import core as tl
@@ -60,17 +65,16 @@ def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: li
 def lowered(cache_key: str, context, host_types: list[str], lower: Callable[[], LoweredRegion]) -> LoweredRegion:
     """The region for ``cache_key`` (whose tensor inputs have ``host_types``): parsed from the
     memory or disk cache, else ``lower()``ed and kept."""
-    entry = _memory.get(cache_key)
-    if entry is None:
-        entry = _read(cache_key)
-        if entry is not None:
-            _memory[cache_key] = entry
+    entry = _memory.get(cache_key) or _read(cache_key, host_types)
     if entry is not None:
         with timing.stage("region cache: parse"):
             region = _parse(entry, context)
         if region is not None:
+            _memory[cache_key] = entry
             timing.hit("Triton region lowering")
             return region
+        _memory.pop(cache_key, None)
+        cache_entries.remove(_path(cache_key))
     region = lower()
     entry = _Entry(str(region.module), region.ret_type, tuple(region.leaf_is_tensor), tuple(host_types), region.ttir)
     _memory[cache_key] = entry
@@ -92,6 +96,8 @@ def _describe(value) -> str:
 
 
 def _parse(entry: _Entry, context) -> LoweredRegion | None:
+    """The region an entry holds, in ``context``; None where its module does not parse, verify or
+    rebuild a region (checked fields first: ``_read``)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ttgir") as f:
         f.write(entry.text)
         f.flush()
@@ -99,37 +105,57 @@ def _parse(entry: _Entry, context) -> LoweredRegion | None:
             module = ir.parse_mlir_module(f.name, context)
         except RuntimeError:
             return None
+    if not module.has_function(REGION_FUNCTION) or not module.verify():
+        return None
     module.context = context
-    return lowered_region(module, entry.ret_type, list(entry.leaf_is_tensor), list(entry.host_types), entry.ttir)
+    try:
+        return lowered_region(module, entry.ret_type, list(entry.leaf_is_tensor), list(entry.host_types), entry.ttir)
+    except Exception:   # a module that parses but is not a lowered region: lower it afresh
+        return None
 
 
 # -- on disk --------------------------------------------------------------------------------------
+FORMAT = 1
+
+
 def _path(cache_key: str) -> Path:
     return caches.default_root() / "regions" / cache_key[:2] / f"{cache_key}.json"
 
 
-def _read(cache_key: str) -> _Entry | None:
+def _read(cache_key: str, host_types: list[str]) -> _Entry | None:
+    """The disk entry for ``cache_key`` if it is intact and fits this call (``host_types``); a
+    damaged one is removed (the caller lowers the region again and rewrites it)."""
     try:
-        data = json.loads(_path(cache_key).read_text())
-        return _Entry(data["text"], _decode(data["ret_type"]), tuple(data["leaf_is_tensor"]),
-                      tuple(data["host_types"]), data["ttir"])
-    except (OSError, ValueError, KeyError, TypeError):
+        data = cache_entries.read(_path(cache_key), cache_key, FORMAT)
+        return None if data is None else _entry(data, host_types)
+    except CorruptEntry:
         return None
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        cache_entries.remove(_path(cache_key))
+        return None
+
+
+def _entry(data: dict, host_types: list[str]) -> _Entry:
+    """An entry's fields, checked: ``ValueError`` (or ``KeyError``/``TypeError``) if any is off."""
+    text, ttir, leaves = data["text"], data["ttir"], data["leaf_is_tensor"]
+    if not (isinstance(text, str) and isinstance(ttir, str) and re.search(r"^module\b", text, re.M)
+            and f"@{REGION_FUNCTION}(" in text):
+        raise ValueError("not a lowered region's module")
+    if not (isinstance(leaves, list) and all(isinstance(x, bool) for x in leaves)):
+        raise ValueError("leaf_is_tensor")
+    if data["host_types"] != list(host_types) or sum(leaves) != len(host_types):
+        raise ValueError("written for other inputs")
+    return _Entry(text, _decode(data["ret_type"]), tuple(leaves), tuple(host_types), ttir)
 
 
 def _write(cache_key: str, entry: _Entry) -> None:
     """Best effort: a return type JSON cannot spell, or a folder that cannot be written, leaves
     the entry in memory only."""
     try:
-        body = json.dumps({"text": entry.text, "ret_type": _encode(entry.ret_type),
-                           "leaf_is_tensor": list(entry.leaf_is_tensor), "host_types": list(entry.host_types),
-                           "ttir": entry.ttir})
-        path = _path(cache_key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            f.write(body)
-        os.replace(tmp, path)
+        cache_entries.write(_path(cache_key), cache_key, FORMAT,
+                            {"text": entry.text, "ret_type": _encode(entry.ret_type),
+                             "leaf_is_tensor": list(entry.leaf_is_tensor), "host_types": list(entry.host_types),
+                             "ttir": entry.ttir})
     except (OSError, TypeError):
         return
 
@@ -149,12 +175,23 @@ def _encode(ty):
 
 
 def _decode(data):
+    """The type ``_encode`` wrote; ``ValueError`` for anything else (a name no dtype has, a bad shape)."""
     if data is None:
         return None
+    if not isinstance(data, dict):
+        raise ValueError("not a type")
     if "tuple" in data:
         return tl.tuple_type([_decode(t) for t in data["tuple"]], data["fields"])
     if "block" in data:
-        return tl.block_type(_decode(data["block"]), data["shape"])
+        shape = data["shape"]
+        if not (isinstance(shape, list) and shape and all(type(d) is int and d > 0 for d in shape)):
+            raise ValueError("shape")
+        return tl.block_type(_decode(data["block"]), shape)
     if "pointer" in data:
         return tl.pointer_type(_decode(data["pointer"]), data["address_space"], data["const"])
+    if data.get("dtype") not in _DTYPES:
+        raise ValueError("dtype")
     return tl.dtype(data["dtype"])
+
+
+_DTYPES = {*tl.dtype.SINT_TYPES, *tl.dtype.UINT_TYPES, *tl.dtype.FP_TYPES, *tl.dtype.OTHER_TYPES}

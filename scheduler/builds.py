@@ -21,6 +21,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_complet
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
+from interop import caches
 from interop.errors import RegionError
 from interop.setting import BuildSettings
 from interop.triton import compat
@@ -66,24 +67,30 @@ class InlineExecutor(Executor):
 CompileKernel = Callable[..., Any]
 
 
-def compile_job(job: Job, compile_kernel: CompileKernel) -> dict:
-    """Worker side: ``{"record", "binary", "seconds"}``, or ``{"error", "region"}``; never raises."""
+def compile_job(job: Job, compile_kernel: CompileKernel, cache_root: str | None = None) -> dict:
+    """Worker side: ``{"record", "binary", "seconds"}``, or ``{"error", "region"}``; never raises.
+    The region cache lives under ``cache_root`` (the job cache's root) where given."""
     start = time.perf_counter()
     try:
-        spec = resolve(job)
-        # a job's build settings are its options or the defaults, never the caller's enclosing blocks (its cache key)
-        fb = compile_kernel(spec.fn, spec.signature, spec.constexprs, target=job.target,
-                            **{**asdict(BuildSettings()), **spec.options})
-        record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
-                  "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
-                  "constexprs": spec.constexprs_json, "options": spec.options, "config": spec.config_json,
-                  "triton_version": compat.TRITON_VERSION, "launch": launch_info(fb, len(spec.signature)).to_json(),
-                  "summary": fb.summary()}
-        return {"record": record, "binary": fb.binary, "seconds": time.perf_counter() - start}
+        with caches.using_root(cache_root):
+            return _compile(job, compile_kernel, start)
     except Exception as exc:   # reported per job, with the kernel, target and region
         return {**failure(job, exc), "seconds": time.perf_counter() - start}
     finally:
         gc.collect()   # Triton's code generators are IR-holding cycles; free them between jobs
+
+
+def _compile(job: Job, compile_kernel: CompileKernel, start: float) -> dict:
+    spec = resolve(job)
+    # a job's build settings are its options or the defaults, never the caller's enclosing blocks (its cache key)
+    fb = compile_kernel(spec.fn, spec.signature, spec.constexprs, target=job.target,
+                        **{**asdict(BuildSettings()), **spec.options})
+    record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
+              "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
+              "constexprs": spec.constexprs_json, "options": spec.options, "config": spec.config_json,
+              "triton_version": compat.TRITON_VERSION, "launch": launch_info(fb, len(spec.signature)).to_json(),
+              "summary": fb.summary()}
+    return {"record": record, "binary": fb.binary, "seconds": time.perf_counter() - start}
 
 
 def failure(job: Job, exc: BaseException) -> dict:
@@ -120,7 +127,8 @@ def build(jobs: list[Job], compile_kernel: CompileKernel, cache: Cache | None = 
             waiting.setdefault(key, []).append(i)
     if waiting:
         with _executor(executor, max_workers, len(waiting), compile_kernel) as pool:
-            futures = {pool.submit(compile_job, jobs[indices[0]], compile_kernel): key
+            root = str(cache.root) if cache else None
+            futures = {pool.submit(compile_job, jobs[indices[0]], compile_kernel, root): key
                        for key, indices in waiting.items()}
             for future in as_completed(futures):
                 key = futures[future]

@@ -8,19 +8,32 @@ name, warps, warp size, shared memory, hidden trailing parameters, scratch sizes
 registers and spills where known and the Triton version that built it. A kernel built with
 autotune configs lists them (``configs``: key and values, in the module's order) and holds one
 such record per config under each target (``targets[t]["configs"][key]``, next to the target's
-``isa``); the loader launches one of them, chosen by key.
+``isa``); the loader launches one of them, chosen by key. A signed bundle also holds
+``manifest.sig`` (``scheduler.signing``).
+
+A bundle is read as untrusted input: only plain file names directly in it, no links, every read
+bounded, the manifest checked against the format (``manifest_schema``) before anything uses it.
 """
 from __future__ import annotations
 
-import io
+import errno
 import json
+import os
+import re
+import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .manifest_schema import BundleError, ManifestError, validate
+
 MANIFEST = "manifest.json"
+SIGNATURE = "manifest.sig"   # scheduler.signing (imported where a bundle is signed or checked)
 FORMAT = 2          # 2: autotune configs; a format 1 bundle reads as one built without them
-READS = (1, 2)
+MAX_MANIFEST = 4 << 20
+MAX_BINARY = 256 << 20
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)   # (not on Windows, where links need privileges)
 SUFFIX = {"cuda": "cubin", "hip": "hsaco"}
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps: the same bundle gives the same archive bytes
 
@@ -66,10 +79,14 @@ def _config_key(record: dict) -> str | None:
     return record["config"]["key"] if record.get("config") else None
 
 
-def write_bundle(results: list, path: str | Path, archive: bool = False) -> Path:
-    """Write one kernel's results as a folder ``path`` (or ``path.zip`` with ``archive``)."""
+def write_bundle(results: list, path: str | Path, archive: bool = False, key=None) -> Path:
+    """Write one kernel's results as a folder ``path`` (or ``path.zip`` with ``archive``), signed
+    with ``key`` (an ed25519 private key, ``signing.private_key``) where given."""
     data = manifest(results)
     files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
+    if key is not None:
+        from .signing import sign
+        files[SIGNATURE] = sign(files[MANIFEST], key)
     files.update({file_name(r.entry.record): r.entry.binary for r in results})
     path = Path(path)
     if archive:
@@ -80,48 +97,118 @@ def write_bundle(results: list, path: str | Path, archive: bool = False) -> Path
                 zf.writestr(zipfile.ZipInfo(name, _ZIP_EPOCH), files[name], zipfile.ZIP_DEFLATED)
         return path
     path.mkdir(parents=True, exist_ok=True)
-    for old in path.iterdir():   # a rebuilt bundle must not keep a binary the new manifest dropped
-        if old.is_file() and (old.name == MANIFEST or old.suffix[1:] in SUFFIX.values()):
+    for old in path.iterdir():   # a rebuilt bundle must not keep a binary (or signature) the new one dropped
+        if old.is_file() and (old.name in (MANIFEST, SIGNATURE) or old.suffix[1:] in SUFFIX.values()):
             old.unlink()
     for name, content in files.items():
         (path / name).write_bytes(content)
     return path
 
 
-def write_bundles(results: list, out_dir: str | Path, archive: bool = False) -> dict[str, Path]:
+def write_bundles(results: list, out_dir: str | Path, archive: bool = False, key=None) -> dict[str, Path]:
     """One bundle per kernel under ``out_dir`` from the successful results."""
     by_kernel: dict[str, list] = {}
     for r in results:
         if r.ok:
             by_kernel.setdefault(r.entry.record["kernel"], []).append(r)
-    return {k: write_bundle(rs, Path(out_dir) / k, archive) for k, rs in by_kernel.items()}
+    return {k: write_bundle(rs, Path(out_dir) / k, archive, key) for k, rs in by_kernel.items()}
 
 
 @dataclass
 class Bundle:
+    """An opened bundle whose manifest follows the format (and is signed by a trusted key, where
+    keys were given: ``signer`` is that key's fingerprint)."""
     path: Path
     manifest: dict
+    signer: str | None = None
 
-    def read(self, name: str) -> bytes:
-        if self.path.is_dir():
-            return (self.path / name).read_bytes()
-        with zipfile.ZipFile(self.path) as zf:
-            return zf.read(name)
+    def read(self, name: str, limit: int = MAX_BINARY) -> bytes:
+        """The bytes of file ``name``, which must be a regular file directly in the bundle (no
+        folders, no links) of at most ``limit`` bytes."""
+        return _read_member(self.path, name, limit)
 
 
-def read_bundle(path: str | Path) -> Bundle:
-    """Open a bundle folder or zip archive and check its manifest's format."""
+def read_bundle(path: str | Path, trusted_keys: list | None = None) -> Bundle:
+    """Open a bundle folder or zip archive; its manifest is checked against the format before
+    anything uses it and, with ``trusted_keys`` (ed25519 public keys or their PEM files), its
+    signature first (``signing.verify``)."""
     path = Path(path)
+    if not path.exists():
+        raise NotABundle(f"{path}: not a bundle (no such folder or archive)")
     try:
-        if path.is_dir():
-            raw = (path / MANIFEST).read_bytes()
-        else:
-            with zipfile.ZipFile(path) as zf:
-                raw = zf.read(MANIFEST)
-    except (FileNotFoundError, KeyError, zipfile.BadZipFile, IsADirectoryError) as exc:
-        raise FileNotFoundError(f"{path}: not a bundle (no readable {MANIFEST}: {exc})") from None
-    data = json.load(io.BytesIO(raw))
-    if data.get("format") not in READS:
-        raise ValueError(f"{path}: bundle format {data.get('format')!r}, this loader reads formats "
-                         f"{', '.join(map(str, READS))}")
-    return Bundle(path, data)
+        raw = _read_member(path, MANIFEST, MAX_MANIFEST)
+    except MissingFile as exc:
+        raise NotABundle(f"{path}: not a bundle ({exc})") from None
+    signer = None
+    if trusted_keys is not None:
+        from .signing import public_key, verify
+        keys = [public_key(k) for k in trusted_keys]
+        try:
+            signature = _read_member(path, SIGNATURE, MAX_MANIFEST)
+        except MissingFile:
+            signature = None
+        signer = verify(raw, signature, keys, str(path))
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:   # RecursionError: nesting deeper than the parser goes
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ManifestError(f"{path}: {MANIFEST} is not valid JSON ({reason}); rebuild the bundle") from None
+    return Bundle(path, validate(data, str(path)), signer)
+
+
+class NotABundle(BundleError, FileNotFoundError):
+    pass
+
+
+class MissingFile(BundleError):
+    pass
+
+
+def _read_member(bundle: Path, name: str, limit: int) -> bytes:
+    if not _PLAIN_NAME.fullmatch(name):
+        raise BundleError(f"{bundle}: {name!r} is not a plain file name in the bundle (no folders, '..' or "
+                          "absolute paths)")
+    if bundle.is_dir():
+        return _read_file(bundle, name, limit)
+    try:
+        with zipfile.ZipFile(bundle) as zf:
+            try:
+                info = zf.getinfo(name)
+            except KeyError:
+                raise MissingFile(f"no {name} in the archive") from None
+            if stat.S_IFMT(info.external_attr >> 16) not in (0, stat.S_IFREG):
+                raise BundleError(f"{bundle}: {name} is not a regular file in the archive (a link?)")
+            if info.file_size > limit:
+                raise BundleError(f"{bundle}: {name} is {info.file_size} bytes, over the {limit}-byte limit")
+            with zf.open(info) as f:
+                data = f.read(limit + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+        if isinstance(exc, BundleError):
+            raise
+        raise NotABundle(f"{bundle}: not a bundle folder or readable zip archive ({exc})") from None
+    if len(data) > limit:
+        raise BundleError(f"{bundle}: {name} holds over {limit} bytes")
+    return data
+
+
+def _read_file(folder: Path, name: str, limit: int) -> bytes:
+    """Reads ``folder/name`` without following a link and never more than ``limit`` bytes (a
+    link to ``/dev/zero`` or a FIFO in its place must not hang or exhaust memory)."""
+    try:
+        fd = os.open(folder / name, os.O_RDONLY | _NO_FOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise MissingFile(f"no {name} in {folder}") from None
+    except OSError as exc:
+        kind = "a symbolic link (a bundle's files must be in it)" if exc.errno == errno.ELOOP else exc.strerror
+        raise BundleError(f"{folder}: {name} is {kind}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:   # checked first: Python refuses a folder's fd
+        os.close(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{folder}: {name} is not a regular file")
+        raise BundleError(f"{folder}: {name} is {info.st_size} bytes, over the {limit}-byte limit")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise BundleError(f"{folder}: {name} holds over {limit} bytes")
+    return data

@@ -4,25 +4,29 @@ The key is a sha256 over a canonical JSON of everything that changes the binary:
 source and, transitively, every JIT function it calls (upstream's ``JITFunction.cache_key``), the
 files they live in (line info embeds their paths), the specialization, options, target, the
 Triton version and toolchain, and ``interop.source.STITCH_VERSION``. An entry is one JSON file
-that carries its own checksum; it is written to a temporary file in the same folder and
-renamed into place, so readers only ever see whole entries. A damaged entry reads as missing.
+in the format both caches share (``interop.cache_entries``: its own checksum, written atomically,
+read bounded); a damaged one is removed and rebuilt. Entries live in ``jobs/`` under the caches'
+root, next to the region cache's ``regions/``.
 """
 from __future__ import annotations
 
 import ast
 import base64
+import binascii
 import inspect
-import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from interop import cache_entries
+from interop.cache_entries import CorruptEntry, sha256_json
 from interop.caches import default_root
 from interop.source import STITCH_VERSION
 from interop.triton import compat
 
-from .planning import Spec, canonical_json, sha256_json
+from .planning import Spec
+
+__all__ = ["Cache", "CorruptEntry", "Entry", "job_key", "reached_functions"]
 
 FORMAT = 1
 
@@ -75,66 +79,29 @@ def job_key(spec: Spec) -> str:
         "compiler": compat.compiler_fingerprint(spec.job.target)})
 
 
-class CorruptEntry(Exception):
-    """An entry that exists but cannot be trusted; it is removed and rebuilt."""
-
-
 class Cache:
+    """The job cache under ``root`` (default: the caches' root, ``interop.caches.default_root``)."""
 
     def __init__(self, root: str | os.PathLike | None = None):
         self.root = Path(root) if root is not None else default_root()
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        return self.root / "jobs" / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Entry | None:
         """The verified entry, None if absent; raises ``CorruptEntry`` (after removing it) if damaged."""
-        path = self.path(key)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
+        fields = cache_entries.read(self.path(key), key, FORMAT)
+        if fields is None:
             return None
         try:
-            return _decode(raw, key)
-        except CorruptEntry:
-            path.unlink(missing_ok=True)
-            raise
+            record, binary = fields["record"], base64.b64decode(fields["binary"], validate=True)
+            if not isinstance(record, dict) or record.get("sha256") is None:
+                raise TypeError("record")
+        except (KeyError, TypeError, binascii.Error) as exc:
+            cache_entries.remove(self.path(key))
+            raise CorruptEntry(f"unreadable ({type(exc).__name__})") from None
+        return Entry(key, record, binary)
 
     def put(self, entry: Entry) -> Path:
-        path = self.path(entry.key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(_encode(entry))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
-
-
-def _body(key: str, record: dict, binary_b64: str) -> dict:
-    return {"format": FORMAT, "key": key, "record": record, "binary": binary_b64}
-
-
-def _encode(entry: Entry) -> bytes:
-    body = _body(entry.key, entry.record, base64.b64encode(entry.binary).decode())
-    return canonical_json({**body, "checksum": sha256_json(body)}).encode()
-
-
-def _decode(raw: bytes, key: str) -> Entry:
-    try:
-        data = json.loads(raw)
-        body = _body(data["key"], data["record"], data["binary"])
-        checksum = data["checksum"]
-        binary = base64.b64decode(data["binary"], validate=True)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptEntry(f"unreadable ({type(exc).__name__})") from None
-    if data.get("format") != FORMAT or data["key"] != key:
-        raise CorruptEntry("written for another key or format")
-    if sha256_json(body) != checksum:
-        raise CorruptEntry("checksum mismatch")
-    return Entry(key, data["record"], binary)
+        return cache_entries.write(self.path(entry.key), entry.key, FORMAT,
+                                   {"record": entry.record, "binary": base64.b64encode(entry.binary).decode()})

@@ -15,23 +15,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import json
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from triton.runtime import Autotuner, Config
 
+from interop.cache_entries import sha256_json
 from interop.targets import TARGETS
-
-
-def canonical_json(value) -> str:
-    """The one serialization every key and checksum is taken over (sorted keys, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def sha256_json(value) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -111,9 +102,9 @@ def kernel_configs(module, kernel, target: str) -> list:
 def expand_targets(targets) -> list[str]:
     """``"all"`` or names (a list or a comma-separated string) -> validated target names."""
     names = targets.split(",") if isinstance(targets, str) else list(targets)
-    if "all" in names:
+    unknown = [t for t in names if t not in TARGETS and t != "all"]
+    if "all" in names and not unknown:
         return list(TARGETS)
-    unknown = [t for t in names if t not in TARGETS]
     if unknown or not names:
         raise ValueError(f"unknown target(s) {', '.join(unknown) or '(none given)'}; "
                          f"expected 'all' or some of {', '.join(TARGETS)}")
@@ -155,19 +146,24 @@ def load_module(ref: str):
     """Import the module of ``ref``. A file is executed afresh every time (an edited kernel is
     seen by the next plan) with its folder on ``sys.path``, as ``python path/to/module.py`` would."""
     module_ref = ref.rpartition(":")[0]
-    if not module_ref.endswith(".py"):
-        return importlib.import_module(module_ref)
-    path = Path(module_ref)
-    if not path.is_file():
-        raise FileNotFoundError(f"no kernel module at {path}")
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    name = f"_hybrid_kernels_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}_{path.stem}"
-    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
-    sys.modules[name] = module
-    # From the source, never a .pyc: bytecode is trusted by mtime in whole seconds and size.
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
-    return module
+    try:
+        if not module_ref.endswith(".py"):
+            return importlib.import_module(module_ref)
+        path = Path(module_ref)
+        if not path.is_file():
+            raise FileNotFoundError(f"no kernel module at {path}")
+        if str(path.parent) not in sys.path:
+            sys.path.insert(0, str(path.parent))
+        name = f"_hybrid_kernels_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}_{path.stem}"
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
+        sys.modules[name] = module
+        # From the source, never a .pyc: bytecode is trusted by mtime in whole seconds and size.
+        exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+        return module
+    except SystemExit as exc:   # a script's exit must not end the build (or the caller) silently
+        raise ImportError(f"{module_ref}: the module called sys.exit({exc.code!r}) while being imported; a kernel "
+                          "module must not exit on import (put script code under `if __name__ == '__main__':`)") \
+            from None
 
 
 def resolve(job: Job) -> Spec:

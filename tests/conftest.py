@@ -41,3 +41,14 @@ def softmax_bundle(tmp_path_factory):
                     executor=InlineExecutor())
     assert all(r.ok for r in results), [r.error for r in results]
     return results, write_bundles(results, tmp_path_factory.mktemp("bundles"))["softmax_kernel"]
+
+
+@pytest.fixture
+def cold_caches(tmp_path, monkeypatch):
+    """Empty on-disk caches (under ``tmp_path``) and in-process ones; Triton compiles for real."""
+    from interop import caches
+    monkeypatch.setenv("HYBRID_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
+    caches.clear()
+    yield tmp_path
+    caches.clear()

@@ -131,6 +131,7 @@ def test_two_concurrent_builders_share_one_cache(kernels, tmp_path):
     lines = [o[0].split() for o in outs]
     assert lines[0] == lines[1] or [s.split(":")[1] for s in lines[0]] == [s.split(":")[1] for s in lines[1]]
     cache = Cache(tmp_path / "cache")
-    entries = sorted(p for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    entries = sorted(p for p in (tmp_path / "cache" / "jobs").rglob("*") if p.is_file())
     assert len(entries) == 2 and not any(p.name.startswith(".tmp-") for p in entries)
+    assert list((tmp_path / "cache" / "regions").rglob("*.json"))   # the region cache moved with the job cache
     assert {cache.get(p.stem).sha256 for p in entries} == {s.split(":")[1] for s in lines[0]}

@@ -30,15 +30,6 @@ def _build(target: str = "sm90a", **options):
                           target=target, **options)
 
 
-@pytest.fixture
-def cold_caches(tmp_path, monkeypatch):
-    monkeypatch.setenv("HYBRID_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
-    caches.clear()
-    yield tmp_path
-    caches.clear()
-
-
 def test_a_helper_is_lowered_once_per_specialization_and_the_cached_lowering_builds_the_same_binary(cold_caches):
     cold = _build()
     assert len(cold.regions) == 2 and cold.kernel_entries == 1

@@ -148,9 +148,11 @@ def test_bundle_launches_in_a_fresh_process_and_matches_torch(tmp_path):
 
 def test_the_loader_imports_without_the_compiler():
     """Launching from a bundle needs cffi and the bundle reader only: ``import hybrid.loader``
-    leaves the compiler (``interop``, ``hybrid.compile``, the scheduler's builds) and Triton unloaded."""
+    leaves the compiler (``interop``, ``hybrid.compile``, the scheduler's builds), Triton and the
+    signature checks' ``cryptography`` (needed only with trusted keys) unloaded."""
     probe = ("import sys, hybrid.loader; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-             "('interop', 'triton', 'torch') or m in ('hybrid.compiler', 'hybrid.jit_functions', 'scheduler.builds')))")
+             "('interop', 'triton', 'torch', 'cryptography') or m in "
+             "('hybrid.compiler', 'hybrid.jit_functions', 'scheduler.builds')))")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]", proc.stdout

@@ -59,7 +59,7 @@ def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
     assert all(r.status == "failed" and r.entry is None and "[sm90a]" in r.error for r in results[len(good):])
     assert region_bug.region.startswith("h_bad at ") and "editable_kernels.py:" in region_bug.region
     assert "k_bad" in region_bug.error and "no_such_module" in no_module.error and "no_such_kernel" in no_kernel.error
-    assert len(list(tmp_path.rglob("*.json"))) == len(good)   # failures leave no entry
+    assert len(list((tmp_path / "jobs").rglob("*.json"))) == len(good)   # failures leave no entry
 
 
 def test_same_job_builds_byte_identical_binaries(monkeypatch):
