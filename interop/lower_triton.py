@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arguments, diagnostics, opaque, stitch
+from . import arguments, axis_hints, diagnostics, opaque, stitch
 from .triton import compat
-from .triton.bindings import gluon_ir, ir
+from .triton.bindings import gluon_ir, ir, parse_module
 from .triton.frontend import Language
 from .triton.frontend import code_generator as _cg
 from .triton.frontend import make_backend
@@ -52,14 +52,16 @@ class LoweredRegion:
 
 
 def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, context, options, target,
-                          scalar_attrs: list | None = None) -> LoweredRegion:
+                          scalar_attrs: list | None = None, hints: list[str] | None = None) -> LoweredRegion:
     """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it,
     its tensor inputs in ``host_types`` (the ttg types the host's tensor leaves have, in order).
 
     ``scalar_attrs[i]`` are ``(name, value)`` argument attributes (``tt.divisibility``) of the
     i-th scalar leaf, as the host kernel's specialization gave them: set on the stub kernel's
     arguments, they reach the region through Triton's call-graph axis analysis, so coalescing
-    can vectorize as it would in the unported kernel.
+    can vectorize as it would in the unported kernel. ``hints[i]`` is the attribute dictionary
+    (``axis_hints``) of the i-th tensor input, what Triton's axis analysis may know of the host's
+    value, so the region's loads coalesce and pipeline as the all-Triton kernel's do.
 
     Exceptions propagate unchanged; the caller wraps them with the region and call site.
     """
@@ -87,11 +89,25 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     ttir = str(module)
     compat.convert_to_ttgpuir(module, target, options)
     take_host_layouts(context, module, leaves, host_types)
+    if hints and any(hints):
+        module = _with_hints(context, module, len(leaves) - len(host_types), hints)
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
                           [str(ty) for ty in host_types], ttir)
+
+
+def _with_hints(context, module, num_scalars: int, hints: list[str]):
+    """``module`` re-parsed with ``hints`` on the region function's tensor arguments (the
+    bindings set only integer argument attributes; these are per-dimension arrays)."""
+    text = axis_hints.with_argument_attributes(
+        str(module), REGION_FUNCTION, {num_scalars + i: hint for i, hint in enumerate(hints)})
+    hinted = parse_module(text, context)
+    errors = diagnostics.verify(hinted)
+    if errors:
+        raise RuntimeError(f"the region with its host's axis hints does not verify:\n{errors}")
+    return hinted
 
 
 def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: list[str], ttir: str) -> LoweredRegion:
