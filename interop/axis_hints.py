@@ -12,14 +12,16 @@ value unknown (all 1), and where a rule of Triton's would claim more than it can
 (divisibility across a run that an addition shortened) the weaker fact is kept: a hint is never
 stronger than the truth, so a hinted region computes what an unhinted one does.
 
-Only tensors of rank 2 and more get attributes: Triton's call-graph analysis overwrites a rank-1
-argument's facts with the caller's (the stub kernel's opaque value).
+The region function is a root of the module's call graph while Triton's ttgir passes run
+(``lower_triton.take_host_layouts``), so its arguments keep these attributes.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
+
+from .triton import compat
 
 _MAX = 1 << 30   # attributes are i32; any power of two is a sound lower bound of a larger one
 _BYTES = {"i1": 1, "i8": 1, "f8E4M3FN": 1, "f8E5M2": 1, "f8E4M3FNUZ": 1, "f8E5M2FNUZ": 1, "i16": 2, "f16": 2,
@@ -60,6 +62,7 @@ class HostValues:
         self._defining: dict[int, object] = {}
         self._kernel_args = kernel_args
         self._memo: dict[int, AxisFacts] = {}
+        self._printed = None if compat.reads_operation_attributes() else _PrintedIntegers(str(module))
 
         def visit(op):
             for i in range(op.get_num_results()):
@@ -68,10 +71,7 @@ class HostValues:
         module.walk(visit)
 
     def hints(self, value) -> str:
-        """The argument attributes for host value ``value`` ("" for scalars and rank-1 tensors)."""
-        shape = _shape(str(value.get_type()))
-        if len(shape) < 2:
-            return ""
+        """The argument attributes for host tensor ``value``."""
         return self.facts(value.id(), str(value.get_type())).attributes()
 
     def facts(self, value_id: int, type_text: str) -> AxisFacts:
@@ -92,24 +92,29 @@ class HostValues:
         if op is None:
             return AxisFacts.unknown(rank)
         name = op.get_name()
+        key = _key(str(op.get_result(0).get_type())) if op.get_num_results() else ""
         if name == "arith.constant":
-            try:
-                value = op.get_constant_value()
-            except Exception:   # a float or a non-splat constant
+            if self._printed is not None:
+                divisor, value = self._printed.constants(key)
+            else:
+                value = compat.integer_constant(op)
+                divisor = None if value is None else highest_pow2_divisor(value)
+            if divisor is None:   # a float or a constant of distinct elements
                 return AxisFacts.unknown(rank)
-            if not isinstance(value, int) or isinstance(value, bool):
-                return AxisFacts.unknown(rank)
-            return AxisFacts((1, ) * rank, (highest_pow2_divisor(value), ) * rank, tuple(shape), value)
+            return AxisFacts((1, ) * rank, (divisor, ) * rank, tuple(shape), value)
         if name == "tt.make_range":
-            start, end = op.get_int_attr("start"), op.get_int_attr("end")
-            return AxisFacts((end - start, ), (highest_pow2_divisor(start), ), (1, ))
+            divisor = (self._printed.range_start(key) if self._printed is not None
+                       else highest_pow2_divisor(compat.int_attr(op, "start")))
+            return AxisFacts((shape[0], ), (divisor, ), (1, ))
         if name in ("arith.extsi", "arith.extui", "ttg.convert_layout"):
             return self._operand(op, 0)
         if name == "tt.splat":
             source = self._operand(op, 0)
             return AxisFacts((1, ) * rank, (source.divisibility[0], ) * rank, tuple(shape), source.constant)
         if name == "tt.expand_dims":
-            return _expand_dims(self._operand(op, 0), op.get_int_attr("axis"))
+            source_shape = _shape(str(op.get_operand(0).get_type()))
+            axis = next(d for d in range(rank) if d >= len(source_shape) or source_shape[d] != shape[d])
+            return _expand_dims(self._operand(op, 0), axis)
         if name == "tt.broadcast":
             source = self._operand(op, 0)
             src_shape = _shape(str(op.get_operand(0).get_type()))
@@ -122,6 +127,37 @@ class HostValues:
         if name == "arith.muli":
             return _mul(self._operand(op, 0), self._operand(op, 1))
         return AxisFacts.unknown(rank)
+
+
+class _PrintedIntegers:
+    """Where the bindings cannot read an operation's integers (Triton 3.6), what the printed
+    module says of all the constants and ranges of one type: a value's divisor is the weakest of
+    its type's (a sound lower bound), its value known only where its type has one."""
+
+    def __init__(self, text: str):
+        self._constants: dict[str, set[int]] = {}
+        self._starts: dict[str, set[int]] = {}
+        for value, ty in re.findall(r"arith\.constant\"?(?:\(\))? <?\{?\s*(?:value = )?(?:dense<)?(-?\d+)>?"
+                                    r"(?: : \w+)?\}?>? : (?:\(\) -> )?([^\s]+)", text):
+            self._constants.setdefault(_key(ty), set()).add(int(value))
+        for start, ty in re.findall(r"tt\.make_range\"?(?:\(\))? <?\{end = -?\d+ : i32, start = (-?\d+) : i32\}>? : "
+                                    r"(?:\(\) -> )?([^\s]+)", text):
+            self._starts.setdefault(_key(ty), set()).add(int(start))
+
+    def constants(self, key: str) -> tuple[int | None, int | None]:
+        values = self._constants.get(key)
+        if not values:
+            return None, None
+        return min(highest_pow2_divisor(v) for v in values), next(iter(values)) if len(values) == 1 else None
+
+    def range_start(self, key: str) -> int:
+        return min((highest_pow2_divisor(v) for v in self._starts.get(key, ())), default=1)
+
+
+def _key(type_text: str) -> str:
+    """A type as both the printed module (layouts by alias) and the bindings (in full) spell it:
+    the element type of a scalar, the shape and element type of a tensor."""
+    return type_text.split(",", 1)[0].rstrip(">")
 
 
 def _expand_dims(source: AxisFacts, axis: int) -> AxisFacts:

@@ -11,9 +11,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from examples.layouts import compile_pure, vector_layout
 
 from interop import axis_hints
 from interop.axis_hints import AxisFacts
+from interop.resources import instructions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -122,3 +130,35 @@ def test_host_built_pointers_pipeline_in_the_region_as_in_all_triton(target):
     copies = [b.asm["ttgir"].count("ttg.async_copy_global_to_local") for b in (hybrid, triton)]
     assert copies[0] == copies[1] > 0
     assert hybrid.metadata.shared == triton.metadata.shared
+
+
+@triton.jit
+def load_scaled(ptrs, mask, s):
+    return tl.load(ptrs, mask=mask) * s
+
+
+@hybrid.jit
+@gluon.jit
+def pointer_host(x_ptr, y_ptr, n, s, BLOCK: gl.constexpr, L: gl.constexpr):
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
+    mask = offs < n
+    gl.store(y_ptr + offs, load_scaled(x_ptr + offs, mask, s), mask=mask)
+
+
+@triton.jit
+def pointer_triton(x_ptr, y_ptr, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, load_scaled(x_ptr + offs, mask, s), mask=mask)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_helper_loading_from_host_pointers_vectorizes_as_in_all_triton(target):
+    """A 1-D pointer tensor from the host: the region's load is coalesced as Triton's own (so its
+    result comes back in the host's 4-per-thread layout, where it used to come back 1 per
+    thread and fail to meet the store), and the machine code is the all-Triton kernel's."""
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "s": "fp32"}
+    fb = hybrid.compile(pointer_host, sig, {"BLOCK": 1024, "L": vector_layout(target, 4)}, target, num_warps=4)
+    pure = compile_pure(pointer_triton, sig, {"BLOCK": 1024}, target, 4)
+    assert sum(b.conversions for b in fb.boundaries) == 0
+    assert instructions(fb.asm) == instructions(pure.asm)
