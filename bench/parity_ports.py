@@ -159,8 +159,8 @@ def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM
     offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
     offs_n = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    LT: gl.constexpr = gl.BlockedLayout([4, 1], [L.threads_per_warp[1], L.threads_per_warp[0]], [1, L.warps_per_cta[0]],
-                                        [0, 1])
+    LT: gl.constexpr = gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
+                                        [1, L.warps_per_cta[0]], [0, 1])   # L transposed: K^T's columns
     q = gl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
     offs_dt = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, LT))
     offs_nt = gl.arange(0, BN, layout=gl.SliceLayout(0, LT))
@@ -218,7 +218,7 @@ def _attention(target: str) -> dict:
     tiles = attention.tiles(target, 64)
     tiles = {k: v for k, v in tiles.items() if k in ("BM", "BN")}
     options = attention.options(target, 64)
-    layout = tile_layout(target, options.get("num_warps", NUM_WARPS))
+    layout = row_layout(target, options.get("num_warps", NUM_WARPS), 64, vec=8)   # 16-byte rows, as Triton loads
     hybrid_build = hybrid.compile(attention_gluon_host, attention.SIGNATURE,
                                   {"HEAD_DIM": 64, **tiles, "L": layout}, target, divisible=attention.DIVISIBLE,
                                   **options)

@@ -22,7 +22,7 @@ def assemble(cc, module) -> None:
     try:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
-        loaded = stitch.fold_boundary_conversions(module, cc.context)
+        folded = stitch.fold_boundary_conversions(module, cc.context)
         stitch.check_no_markers(module)
     except (stitch.StitchError, RuntimeError) as exc:
         names = ", ".join(r.function for r in cc.regions) or "?"
@@ -36,13 +36,13 @@ def assemble(cc, module) -> None:
         raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
                           f"planning the boundaries failed: {exc}") from exc
     by_tag = {t: choice for choice in choices for t in choice.tags}
-    cc.boundaries = [_completed(planned, live, loaded, by_tag) for planned in cc.planned]
+    cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
         stitch.verify(module, "placing the Proton scopes")
 
 
-def _completed(planned: PlannedBoundary, live: dict, loaded: set[str], choices: dict) -> Boundary:
+def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
     """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
     load folded into it, the conversions left and what they move, and why."""
     fields = planned.boundary_fields()
@@ -57,9 +57,11 @@ def _completed(planned: PlannedBoundary, live: dict, loaded: set[str], choices: 
         return Boundary(**fields, conversions=len(remaining), reason=reason)
     if planned.reason is not None:
         reason = planned.reason
-    elif boundary_tag in loaded and not remaining:
+    elif boundary_tag in folded.loaded and not remaining:
         reason = "loaded from shared memory straight in the region's layout (no conversion)"
         fields["handoff"] = "shared"
+    elif boundary_tag in folded.constants and not remaining:
+        reason = "a splat constant, made in the layout wanted (no conversion)"
     elif planned.agree:
         reason = "layouts agree"
     elif not remaining:

@@ -8,19 +8,21 @@ region function takes each tensor input as an argument in the layout the host gi
 way a function argument of an all-Triton kernel is a layout anchor for
 ``RemoveLayoutConversions``, and Triton's own passes decide the rest (an elementwise helper
 computes in the host's layout, a reduction in its slice, a ``tl.dot`` still gets its MMA
-layout and operand conversions). A public
-stub kernel calls the region; it matters because ``make_ttgir`` ends with
-``get_tensordesc_metadata`` (which aborts on a module without a public kernel) and
-``symbol-dce`` deletes a private function nothing calls. Everything else is Triton's own
-pipeline for the target (inlining, coalescing, accelerate-matmul, pipelining, layout cleanup).
+layout and operand conversions). Through the ttir stage a public stub kernel calls the
+region (``symbol-dce`` deletes a private function nothing calls); for the ttgir stage the region
+itself is public and uncalled, so the axis facts on its arguments (the host kernel's
+specialization of its scalars, ``axis_hints`` of its tensors) are what Triton's analysis starts
+from, and the emptied stub remains the kernel ``get_tensordesc_metadata`` needs (it aborts on a
+module without one). Everything else is Triton's own pipeline for the target (inlining,
+coalescing, accelerate-matmul, pipelining, layout cleanup).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arguments, diagnostics, opaque, stitch
+from . import arguments, axis_hints, diagnostics, opaque, stitch
 from .triton import compat
-from .triton.bindings import gluon_ir, ir
+from .triton.bindings import gluon_ir, ir, parse_module
 from .triton.frontend import Language
 from .triton.frontend import code_generator as _cg
 from .triton.frontend import make_backend
@@ -52,14 +54,16 @@ class LoweredRegion:
 
 
 def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, context, options, target,
-                          scalar_attrs: list | None = None) -> LoweredRegion:
+                          scalar_attrs: list | None = None, hints: list[str] | None = None) -> LoweredRegion:
     """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it,
     its tensor inputs in ``host_types`` (the ttg types the host's tensor leaves have, in order).
 
     ``scalar_attrs[i]`` are ``(name, value)`` argument attributes (``tt.divisibility``) of the
-    i-th scalar leaf, as the host kernel's specialization gave them: set on the stub kernel's
-    arguments, they reach the region through Triton's call-graph axis analysis, so coalescing
-    can vectorize as it would in the unported kernel.
+    i-th scalar leaf, as the host kernel's specialization gave them: set on the region's
+    arguments, they let coalescing vectorize as it would in the unported kernel. ``hints[i]`` is
+    the attribute dictionary (``axis_hints``) of the i-th tensor input, what Triton's axis
+    analysis may know of the host's value, so the region's loads coalesce and pipeline as the
+    all-Triton kernel's do.
 
     Exceptions propagate unchanged; the caller wraps them with the region and call site.
     """
@@ -74,7 +78,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     generator.visit(fn.parse())
     leaves = arguments.leaf_types(arg_types)
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
-    _add_stub_kernel(context, module, region, scalar_attrs or [])
+    _add_stub_kernel(context, module, region)
     module.context = context
     errors = diagnostics.verify(module)
     if errors:
@@ -86,12 +90,27 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     module = stages["ttir"](module, metadata)
     ttir = str(module)
     compat.convert_to_ttgpuir(module, target, options)
-    take_host_layouts(context, module, leaves, host_types)
+    take_host_layouts(context, module, leaves, host_types, scalar_attrs or [])
+    if hints and any(hints):
+        module = _with_hints(context, module, len(leaves) - len(host_types), hints)
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
+    set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
                           [str(ty) for ty in host_types], ttir)
+
+
+def _with_hints(context, module, num_scalars: int, hints: list[str]):
+    """``module`` re-parsed with ``hints`` on the region function's tensor arguments (the
+    bindings set only integer argument attributes; these are per-dimension arrays)."""
+    text = axis_hints.with_argument_attributes(
+        str(module), REGION_FUNCTION, {num_scalars + i: hint for i, hint in enumerate(hints)})
+    hinted = parse_module(text, context)
+    errors = diagnostics.verify(hinted)
+    if errors:
+        raise RuntimeError(f"the region with its host's axis hints does not verify:\n{errors}")
+    return hinted
 
 
 def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: list[str], ttir: str) -> LoweredRegion:
@@ -150,29 +169,30 @@ def _add_region_function(context, module, body, leaves: list):
     return region
 
 
-def _add_stub_kernel(context, module, region, scalar_attrs: list) -> None:
-    """A public kernel whose only job is to call the region, forwarding its arguments."""
+def _add_stub_kernel(context, module, region) -> None:
+    """A public kernel whose only job is to call the region through the ttir stage (forwarding
+    its arguments), so that stage keeps it."""
     builder = ir.builder(context)
     num_args = region.get_num_args()
     arg_types = [region.args(i).get_type() for i in range(num_args)]
     stub = builder.get_or_insert_function(module, STUB_KERNEL, builder.get_function_ty(arg_types, []), "public", False)
     module.push_back(stub)
-    for i, attrs in enumerate(scalar_attrs):
-        for name, value in attrs:
-            stub.set_arg_attr(i, name, value)
     builder.set_insertion_point_to_start(stub.add_entry_block())
     builder.call(region, [stub.args(i) for i in range(num_args)])
     builder.ret([])
 
 
-def take_host_layouts(context, module, leaves: list, host_types: list) -> None:
+def take_host_layouts(context, module, leaves: list, host_types: list, scalar_attrs: list) -> None:
     """In the freshly converted ttg module, make the region function take its tensor inputs as
-    arguments of ``host_types`` (after its scalars) in place of their producers, and the stub
-    kernel pass it opaque values of those types.
+    arguments of ``host_types`` (after its scalars) in place of their producers, and make it a
+    root of the call graph for the ttgir stage: public, called by no one (the stub kernel is
+    emptied), its scalar arguments carrying the host kernel's ``scalar_attrs``.
 
     A producer whose type differs from the host's (the conversion's default layout) becomes a
     ``convert_layout`` of the argument: ``RemoveLayoutConversions`` removes it by propagating the
     argument's layout forward, or keeps it where an anchor in the region wants another layout.
+    A root's arguments keep their axis attributes; those of a called function are overwritten
+    with what the call site's (opaque) values tell Triton's call-graph analysis.
     """
     builder = gluon_ir.GluonOpBuilder(context)
     region, stub = module.get_function(REGION_FUNCTION), module.get_function(STUB_KERNEL)
@@ -191,12 +211,16 @@ def take_host_layouts(context, module, leaves: list, host_types: list) -> None:
                 builder.set_insertion_point_after(producer)
                 value = builder.create_convert_layout(result.get_type(), value)
             result.replace_all_uses_with(value)
+    for i, attrs in enumerate(scalar_attrs):
+        for name, value in attrs:
+            region.set_arg_attr(i, name, value)
+    set_visibility(region, "public", builder)
 
     old_entry = stitch.function_blocks(module, stub)[0]
-    new_entry = builder.create_block_with_parent(stub.get_region(0), scalar_types)
-    builder.set_insertion_point_to_start(new_entry)
-    values = [new_entry.arg(i) for i in range(len(scalar_types))]
-    values += [opaque.host_value(builder, ty, f"{opaque.ARG}{i}") for i, ty in enumerate(host_types)]
-    builder.call(region, values)
+    builder.set_insertion_point_to_start(builder.create_block_with_parent(stub.get_region(0), scalar_types))
     builder.ret([])
     old_entry.erase()
+
+
+def set_visibility(function, visibility: str, builder) -> None:
+    function.set_attr("sym_visibility", builder.get_string_attr(visibility))

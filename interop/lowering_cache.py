@@ -22,7 +22,6 @@ import hashlib
 import inspect
 import json
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -33,7 +32,7 @@ from . import cache_entries, caches, timing
 from .cache_entries import CorruptEntry
 from .lower_triton import REGION_FUNCTION, LoweredRegion, lowered_region
 from .triton import compat
-from .triton.bindings import ir
+from .triton.bindings import parse_module
 from .triton.language import core as tl
 
 
@@ -50,12 +49,14 @@ _memory: dict[str, _Entry] = {}
 caches.register(_memory.clear)
 
 
-def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: list, options, target) -> str:
+def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: list, options, target,
+        hints: list[str] = ()) -> str:
     """The key of ``fn``'s lowering for this call (``host_types``: the printed IR type of each
-    tensor argument as the host holds it)."""
+    tensor argument as the host holds it; ``hints``: their axis hints)."""
     from .source import STITCH_VERSION  # (source imports the region lowering, which imports this module)
     parts = {"fn": fn.cache_key, "file": inspect.getsourcefile(fn.fn), "args": [_describe(a) for a in args],
-             "types": [_describe(t) for t in arg_types], "host": host_types, "scalars": scalar_attrs,
+             "types": [_describe(t) for t in arg_types], "host": host_types, "hints": list(hints),
+             "scalars": scalar_attrs,
              "options": sorted((k, repr(v)) for k, v in options.__dict__.items()),
              "target": [target.backend, str(target.arch), target.warp_size], "triton": compat.TRITON_VERSION,
              "stitch": STITCH_VERSION}
@@ -98,16 +99,12 @@ def _describe(value) -> str:
 def _parse(entry: _Entry, context) -> LoweredRegion | None:
     """The region an entry holds, in ``context``; None where its module does not parse, verify or
     rebuild a region (checked fields first: ``_read``)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".ttgir") as f:
-        f.write(entry.text)
-        f.flush()
-        try:
-            module = ir.parse_mlir_module(f.name, context)
-        except RuntimeError:
-            return None
+    try:
+        module = parse_module(entry.text, context)
+    except RuntimeError:
+        return None
     if not module.has_function(REGION_FUNCTION) or not module.verify():
         return None
-    module.context = context
     try:
         return lowered_region(module, entry.ret_type, list(entry.leaf_is_tensor), list(entry.host_types), entry.ttir)
     except Exception:   # a module that parses but is not a lowered region: lower it afresh

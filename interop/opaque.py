@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 IN = "hybrid.in."
 OUT = "hybrid.out."
-ARG = "hybrid.arg."                   # a host value the stub kernel passes a region
 RESULT = "hybrid.result."             # a region result in the host until the region is inlined
 ENABLE = "hybrid.enable"              # guards a Triton region's sinks: becomes false
 GLUON_ENABLE = "hybrid.gluon.enable"  # guards a Gluon call in a Triton host: becomes true

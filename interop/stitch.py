@@ -7,6 +7,10 @@ step that changes it, so a malformed module raises here instead of aborting late
 """
 from __future__ import annotations
 
+import re
+import struct
+from dataclasses import dataclass
+
 from . import diagnostics, opaque
 from .boundary import TAG, tag
 from .triton.bindings import gluon_ir, ir, passes
@@ -154,10 +158,17 @@ def inline(module, context) -> None:
     verify(module, "inlining the regions")
 
 
-def fold_boundary_conversions(module, context) -> set[str]:
+@dataclass(frozen=True)
+class Folded:
+    """The boundaries whose conversion ``fold_boundary_conversions`` replaced, by tag."""
+    loaded: frozenset[str]      # by a shared-memory load in the wanted layout
+    constants: frozenset[str]   # by the splat constant made in the wanted layout
+
+
+def fold_boundary_conversions(module, context) -> Folded:
     """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
-    and a boundary's conversion of a shared-memory load to a load in its layout; returns the
-    tags of the boundaries that became loads.
+    a boundary's conversion of a splat constant to the constant in its layout, and one of a
+    shared-memory load to a load in its layout.
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
     author wrote between their own values stay as written. The folded conversion keeps the
@@ -196,12 +207,85 @@ def fold_boundary_conversions(module, context) -> set[str]:
         folded.set_attr(TAG, builder.get_string_attr(boundary_tag))
         result.replace_all_uses_with(folded)
 
-    canonicalize(module, context)   # drops the conversions the rewrites left dead
+    canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
+    constants = _fold_constant_conversions(module, builder)
     loaded = _fold_into_shared_loads(module, builder)
-    if loaded:
+    if loaded or constants:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
-    return loaded
+    return Folded(frozenset(loaded), frozenset(constants))
+
+
+#: The builder's scalar constant of each element type a splat constant can have.
+_SCALARS = {"f32": "get_fp32", "f16": "get_fp16", "bf16": "get_bf16", "f64": "get_fp64", "i1": "get_int1",
+            "i8": "get_int8", "i16": "get_int16", "i32": "get_int32", "i64": "get_int64"}
+#: How a float of each type is printed in hex (MLIR's form where decimal would not round-trip).
+_HEX = {"f32": ("<I", "<f", 0), "f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f64": ("<Q", "<d", 0)}
+
+
+def _fold_constant_conversions(module, builder) -> set[str]:
+    """A boundary's conversion of a splat constant (``gl.zeros``, ``gl.full`` on one side, a
+    loop's initial value on the other) becomes the same splat made in the layout converted to: a
+    constant costs nothing in any layout, while a conversion goes through shared memory (Gluon's
+    canonicalizer keeps conversions as written). Returns the tags of the boundaries folded so.
+
+    The bindings read no float attribute, so each constant's value is read from the printed
+    module (MLIR prints floats exactly, in hex where decimal would not round-trip)."""
+    values = _splat_values(str(module))
+    constants: set[int] = set()
+    conversions: list = []
+
+    def visit(op):
+        if op.get_name() == "arith.constant":
+            constants.add(op.get_result(0).id())
+        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in values:
+            conversions.append(op)
+
+    module.walk(visit)
+    folded = set()
+    for op in conversions:
+        if op.get_operand(0).id() not in constants:
+            continue
+        element, value = values[op.get_str_attr(TAG)]
+        builder.set_insertion_point_after(op)
+        result = op.get_result(0)
+        splat = builder.create_splat(result.get_type(), getattr(builder, _SCALARS[element])(value))
+        splat.set_loc(result.get_loc())
+        result.replace_all_uses_with(splat)
+        folded.add(op.get_str_attr(TAG))
+    return folded
+
+
+def _splat_values(text: str) -> dict[str, tuple[str, object]]:
+    """Per boundary tag whose conversions all convert one splat constant: its element type and value."""
+    definitions = {name: (element, literal) for name, literal, element in re.findall(
+        r"^\s*(%[\w.$-]+) = arith\.constant dense<([^<>\[\]]+)> : tensor<(?:\d+x)+(\w+),", text, re.MULTILINE)}
+    found: dict[str, set] = {}
+    for operand, boundary_tag in re.findall(
+            rf"= ttg\.convert_layout (%[\w.$-]+) \{{[^}}]*{re.escape(TAG)} = \"([^\"]+)\"", text):
+        found.setdefault(boundary_tag, set()).add(definitions.get(operand))
+    values = {}
+    for boundary_tag, literals in found.items():
+        if len(literals) == 1 and None not in literals:
+            (element, literal), = literals
+            value = _scalar(element, literal)
+            if value is not None:
+                values[boundary_tag] = (element, value)
+    return values
+
+
+def _scalar(element: str, literal: str):
+    """The Python value of a printed splat literal of ``element`` type (None: not one we make)."""
+    if element not in _SCALARS:
+        return None
+    if element == "i1":
+        return literal == "true"
+    if element.startswith("i"):
+        return int(literal)
+    if literal.startswith("0x"):
+        raw, as_float, shift = _HEX[element]
+        return struct.unpack(as_float, struct.pack(raw, int(literal, 16) << shift))[0]
+    return float(literal)
 
 
 def canonicalize(module, context) -> None:

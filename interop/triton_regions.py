@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from . import (arch, arguments, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle, timing,
-               validate)
+from . import (arch, arguments, axis_hints, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle,
+               timing, validate)
 from .assemble import assemble
 from .boundary import layout_of, tag
 from .errors import RegionError, as_region_error
@@ -65,11 +65,14 @@ class TritonRegions:
         scalar_attrs = self._scalar_attrs(gen, leaves, probing)
         if any(scalar_attrs):
             specialization += f" {scalar_attrs}"
+        hints = self._hints(gen, leaves)
+        if any(hints):
+            specialization += f" {hints}"
         dry = compat.in_loop_carry_discovery(gen) or probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
             with as_region_error(name, call_site, _HINT):
-                lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs)
+                lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs, hints)
             if dry:
                 self._spare[specialization] = lowered
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
@@ -129,14 +132,23 @@ class TritonRegions:
         known = self._kernel_args or {}
         return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
 
+    def _hints(self, gen, leaves: list) -> list[str]:
+        """Per tensor leaf, what Triton's axis analysis may know of the host's value
+        (``axis_hints``), so the region's loads from host-built pointers coalesce and pipeline."""
+        tensors = [leaf for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
+        if not tensors:
+            return []
+        host = axis_hints.HostValues(gen.module, self._kernel_args or {})
+        return [host.hints(leaf.handle) for leaf in tensors]
+
     @timing.timed("Triton region lowering")
-    def _lower(self, fn, args, arg_types, host_types: list, scalar_attrs: list) -> LoweredRegion:
+    def _lower(self, fn, args, arg_types, host_types: list, scalar_attrs: list, hints: list[str]) -> LoweredRegion:
         cc, printed = self.cc, [str(ty) for ty in host_types]
         return lowering_cache.lowered(
-            lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, cc.options, cc.target),
+            lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, cc.options, cc.target, hints),
             cc.context, printed, lambda: lower_triton_function(fn, args, arg_types, host_types, context=cc.context,
                                                                options=cc.options, target=cc.target,
-                                                               scalar_attrs=scalar_attrs))
+                                                               scalar_attrs=scalar_attrs, hints=hints))
 
     def _plan_boundaries(self, region: Region, lowered: LoweredRegion, leaves: list) -> None:
         """Inputs go from the host's layout to the one the region wants; results keep the

@@ -158,6 +158,28 @@ def returns_nothing(ret_type) -> bool:
             or (isinstance(ret_type, tl.constexpr_type) and ret_type.value is None))
 
 
+def reads_operation_attributes() -> bool:
+    """Whether an operation's integer attributes and constant values can be read (3.6's
+    operations read only string, bool and symbol attributes)."""
+    from triton._C.libtriton import ir
+    return hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
+
+
+def int_attr(op, name: str) -> int | None:
+    """An operation's integer attribute (None where it has none; see ``reads_operation_attributes``)."""
+    return op.get_int_attr(name)
+
+
+def integer_constant(op) -> int | None:
+    """The value of an integer (or integer splat) ``arith.constant``; None for a float or a
+    constant of distinct elements (see ``reads_operation_attributes``)."""
+    try:
+        value = op.get_constant_value()
+    except Exception:   # the bindings raise for constants they do not model
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def gluon_barrier():
     """Gluon's CTA-wide barrier builtin: ``gl.barrier`` in 3.9, ``gl.thread_barrier`` in 3.6."""
     from triton.experimental.gluon import language as gl

@@ -1,0 +1,91 @@
+"""Boundaries that cost nothing where the all-Triton kernel pays nothing (issue 33's fixed rows).
+
+A Gluon host hands a Triton loop its accumulators (``gl.zeros``, ``gl.full``) and pointer tiles:
+the constants are made in the loop's layouts (no conversion, no shared memory), the pointers
+pipeline (``axis_hints``). Each test pins the conversions and shared memory of its row.
+"""
+import math
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from examples.layouts import tile_layout
+from interop import stitch
+from interop.resources import instructions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+
+@triton.jit
+def accumulate(acc, a_ptr, b_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    return acc
+
+
+@hybrid.jit
+@gluon.jit
+def zero_acc_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, L: gl.constexpr):
+    acc = accumulate(gl.zeros([BM, BN], gl.float32, layout=L) + 0.5, a_ptr, b_ptr, K, BM, BN, BK)
+    rm = gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    gl.store(c_ptr + rm[:, None] * BN + rn[None, :], gl.convert_layout(acc, L))
+
+
+SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+TILES = {"BM": 64, "BN": 64, "BK": 32}
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_constant_accumulator_enters_a_triton_loop_without_conversion(target):
+    fb = hybrid.compile(zero_acc_host, SIGNATURE, {**TILES, "L": tile_layout(target, 4)}, target, num_warps=4)
+    acc = next(b for b in fb.boundaries if b.direction == "in" and b.value == "acc")
+    assert acc.conversions == 0 and acc.shared_bytes == 0
+    assert "splat constant" in acc.reason
+    # made in the loop's own (MMA) layout, with the host's value: no f32 tile goes through shared memory
+    ttgir = fb.asm["ttgir"]
+    assert "arith.constant dense<5.000000e-01> : tensor<64x64xf32, #mma>" in ttgir
+    assert "x64xf32, #shared" not in ttgir
+    assert ttgir.count("ttg.convert_layout") == 1   # the host's own, before its store
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90a", "sm100a"])
+def test_attention_inner_loop_in_a_gluon_host_costs_what_all_triton_costs(target):
+    """bench/parity.py's attention_inner_loop row: the K/V loop as a Triton region under a Gluon
+    host whose layouts are 16-byte rows (as Triton loads them)."""
+    import parity_ports
+
+    builds = parity_ports._attention(target)
+    hybrid_build, triton_build = builds["hybrid"], builds["triton"]
+    assert sum(b.conversions for b in hybrid_build.boundaries) == 0
+    assert hybrid_build.metadata.shared == triton_build.metadata.shared
+    ratio = instructions(hybrid_build.asm) / instructions(triton_build.asm)
+    assert ratio <= 1.02, ratio
+    # m_i and l_i start as constants in the slices of the loop's MMA layout
+    ttgir = hybrid_build.asm["ttgir"]
+    assert "arith.constant dense<0xFF800000> : tensor<128xf32, #ttg.slice<{dim = 1, parent = #" in ttgir
+
+
+@pytest.mark.parametrize("element, literal, value", [
+    ("f32", "0xFF800000", -math.inf), ("f32", "1.000000e+00", 1.0), ("f32", "-2.500000e-01", -0.25),
+    ("f16", "0xFC00", -math.inf), ("bf16", "0xFF80", -math.inf), ("bf16", "0x3F80", 1.0),
+    ("i32", "-7", -7), ("i1", "true", True), ("f8E4M3FN", "1.0", None)])
+def test_printed_splat_literals_read_back_exactly(element, literal, value):
+    assert stitch._scalar(element, literal) == value
+
+
+def test_a_hex_literal_keeps_every_bit():
+    bits = 0x3DCCCCCD   # 0.1f, not exact in decimal
+    assert stitch._scalar("f32", hex(bits)) == struct.unpack("<f", struct.pack("<I", bits))[0]
