@@ -21,6 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import hybrid
+from interop import constexpr_text
+from interop.constexpr_text import split_assignments
 from interop.targets import TARGETS
 from scheduler import Cache, build, plan
 from scheduler.bundle import write_bundles
@@ -30,22 +32,14 @@ from . import report, report_html
 
 
 def assignments(items: list[str], parse_value) -> dict:
-    """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}``."""
+    """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}`` (commas inside brackets do not split)."""
     out = {}
-    for item in (part for arg in items for part in arg.split(",") if part):
+    for item in (part for arg in items for part in split_assignments(arg)):
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
         out[name.strip()] = parse_value(value.strip())
     return out
-
-
-def json_or_text(value: str):
-    """``64`` -> 64, ``true`` -> True, ``0.5`` -> 0.5; anything else stays a string."""
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 def parser() -> argparse.ArgumentParser:
@@ -59,12 +53,12 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=int, help="worker processes (default: one per core)")
     b.add_argument("--cache-dir", help="build cache (default: $HYBRID_CACHE_DIR or ~/.cache/triton-hybrid)")
     b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
-    r = commands.add_parser("report", help="per-region static report of mixed kernels (table + JSON)",
+    r = commands.add_parser("report", help="per-region static report of mixed kernels (table; JSON, HTML on request)",
                             description="Per region: ttgir ops and machine instructions (attributed by source "
                                         "line), shared memory, boundaries; per kernel: registers, spills, shared "
                                         "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
     _job_arguments(r)
-    r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
+    r.add_argument("--json", metavar="FILE", help="also write the data as JSON to FILE")
     r.add_argument("--timing", action="store_true", help="also print where each compile's time went, per stage")
     r.add_argument("--wide", action="store_true", help="every boundary on its own line (wider than 100 columns)")
     r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with bar charts: each "
@@ -101,12 +95,14 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     """What names a job: kernels, targets, signature, constexprs, options."""
     p.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
                    help="path/to/module.py:kernel or package.module:kernel")
-    p.add_argument("--target", action="append", default=[], help=f"one of {', '.join(TARGETS)} (repeatable)")
-    p.add_argument("--targets", help="'all' or a comma-separated list")
+    p.add_argument("--target", action="append", default=[],
+                   help=f"one of {', '.join(TARGETS)} (repeatable; default: all of them)")
+    p.add_argument("--targets", help="'all' (the default) or a comma-separated list")
     p.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
                    help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="compile-time values, JSON or text (over the module's constexprs(target))")
+                   help="compile-time values over the module's constexprs(target): numbers, text, lists, "
+                        "Gluon dtypes and layouts as in a kernel, e.g. 'L=gl.BlockedLayout([1],[32],[4],[0])'")
     p.add_argument("--num-warps", type=int)
     p.add_argument("--num-stages", type=int)
 
@@ -166,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "profile":
         return _profile(args, cli, Console(width=140))
     try:
-        jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
-                    assignments(args.constexpr, json_or_text),
+        jobs = plan(args.kernels, args.targets or args.target or "all", assignments(args.signature, str),
+                    assignments(args.constexpr, constexpr_text.job_value),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
     except (ValueError, argparse.ArgumentTypeError) as exc:
         cli.error(str(exc))
@@ -204,7 +200,7 @@ def _report(jobs: list, args, out: Console) -> int:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()
         reports.append(rep)
-    outputs = {args.json: json.dumps(reports, indent=1)}
+    outputs = {args.json: json.dumps(reports, indent=1)} if args.json else {}
     if args.html:
         outputs[args.html] = report_html.page(reports)
     for path, text in outputs.items():

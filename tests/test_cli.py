@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hybrid import cli
+from interop import constexpr_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +23,9 @@ def test_argument_parsing(capsys):
                                     "--signature", "y=*fp16", "--constexpr", "BM=64,FLAG=true", "--constexpr", "MODE=fast"])
     assert args.targets == "all" and args.kernels == ["m.py:k"]
     assert cli.assignments(args.signature, str) == {"x": "*fp32", "n": "i32", "y": "*fp16"}
-    assert cli.assignments(args.constexpr, cli.json_or_text) == {"BM": 64, "FLAG": True, "MODE": "fast"}
+    assert cli.assignments(args.constexpr, constexpr_text.job_value) == {"BM": 64, "FLAG": True, "MODE": "fast"}
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["build", "examples/softmax.py:softmax_kernel"])   # no target given
+        cli.main(["build", "examples/softmax.py:softmax_kernel", "--targets", "sm81"])
     assert exit_info.value.code == 2 and "expected 'all' or some of sm80" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["build", "examples/softmax.py:softmax_kernel", "--target", "sm80", "--constexpr", "BM"])
