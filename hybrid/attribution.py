@@ -18,6 +18,8 @@ from interop.locations import op_lines
 from interop.region import Region
 from interop.resources import resources
 
+from .report import Report
+
 HOST, SHARED, NONE, BOUNDARY = "host", "shared", "unattributed", "boundary conversions"
 
 
@@ -91,8 +93,8 @@ def _is_instruction(line: str) -> bool:
     return bool(line) and not line.startswith((".", "//", ";", "{", "}", "$")) and not line.endswith(":")
 
 
-def report(fb) -> dict:
-    """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1)."""
+def report(fb) -> Report:
+    """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1, that prints as a table)."""
     owner = Owners(fb.regions)
     ops = ttgir_ops(fb.asm["ttgir"], owner)
     insts = instructions(fb.assembly, fb.name, owner)
@@ -103,8 +105,8 @@ def report(fb) -> dict:
              "shared_bytes": r.shared_bytes, "boundaries": by_region[bucket(r)]} for r in fb.regions]
     rows += [{"bucket": name, "ttgir_ops": ops[name], "instructions": insts[name]}
              for name in (HOST, BOUNDARY, SHARED, NONE)]
-    return {"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
+    return Report({"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
             "totals": {"ttgir_ops": sum(ops.values()), "instructions": kernel_instructions(fb.assembly, fb.name),
                        "registers": figures["registers"], "spills": figures["spills"],
                        "shared_bytes": figures["shared_bytes"], "num_warps": fb.metadata.get("num_warps"),
-                       "binary_bytes": figures["binary_bytes"]}}
+                       "binary_bytes": figures["binary_bytes"]}})

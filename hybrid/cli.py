@@ -1,11 +1,12 @@
-"""``hybrid build``: mixed kernels -> one fused binary per target -> bundles, in parallel, cached.
+"""hybrid build: mixed kernels -> one fused binary per target -> bundles, in parallel, cached.
 
     hybrid build examples/softmax.py:softmax_kernel --target sm90a --target gfx942 -o dist/
-    hybrid build pkg.kernels:my_kernel --targets all --signature x_ptr=*fp32,n=i32 --constexpr BLOCK=256
+    hybrid build mykern.py:k --signature x_ptr=*fp32,n=i32 --constexpr 'L=gl.BlockedLayout([1],[32],[4],[0])'
 
-Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
-``hybrid report`` prints per-region figures; ``hybrid profile`` times each region on a GPU
-(``hybrid.profile``); ``hybrid port start`` begins porting one function (``hybrid.port``).
+Without --target/--targets every target is built. Types and values not given come from the
+module: SIGNATURE (a dict), constexprs(target) or constexprs(target, kernel), options(target).
+'hybrid report' prints per-region figures; 'hybrid profile' times each region on a GPU;
+'hybrid port start' begins porting one function.
 """
 from __future__ import annotations
 
@@ -107,30 +108,6 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-stages", type=int)
 
 
-def report_table(rep: dict, wide: bool = False) -> Table:
-    """One row per region and bucket; a region's boundaries summed up (count, conversions, bytes
-    through shared memory), or with ``wide`` one line each."""
-    totals = rep["totals"]
-    config = f" ({rep['config']})" if "config" in rep else ""
-    table = report.narrow_table(f"{rep['kernel']} on {rep['target']}{config}: {totals['instructions']} instructions, "
-                                f"{totals['registers']} registers, {totals['spills']} spilled, "
-                                f"{totals['shared_bytes']} B shared", None if wide else report.COLUMNS)
-    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B"):
-        table.add_column(column, overflow="fold", justify="left" if column in ("region", "language") else "right")
-    for column in ("boundaries",) if wide else ("bnd", "cvt", "bnd B"):
-        table.add_column(column, overflow="fold", justify="left" if wide else "right")
-    for row in rep["rows"]:
-        share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
-        boundaries = row.get("boundaries", [])
-        if wide:
-            crossing = ["\n".join(report.boundary_line(b) for b in boundaries)]
-        else:
-            crossing = [str(v) for v in report.boundary_totals(boundaries).values()] if "language" in row else []
-        table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
-                      str(row.get("shared_bytes", "")), *crossing)
-    return table
-
-
 def results_table(results: list) -> Table:
     configured = any(r.job.config is not None for r in results)
     table = report.narrow_table("hybrid build", "#i: the kernel's autotune config i (its key and values: the "
@@ -195,7 +172,7 @@ def _report(jobs: list, args, out: Console) -> int:
         rep = fb.report()
         if spec.config is not None:
             rep["config"] = spec.config_json["key"]
-        out.print(report_table(rep, args.wide))
+        out.print(report.region_table(rep, args.wide))
         if args.timing:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()

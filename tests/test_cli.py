@@ -45,6 +45,7 @@ def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
         f"{ROOT / 'tests' / 'editable_kernels.py'}:" in failed[0], table
     manifest = json.loads((tmp_path / "dist" / "k_scale" / "manifest.json").read_text())
     assert set(manifest["targets"]) == {"sm80", "gfx942"}
+    assert manifest["source"] == "editable_kernels.py:k_scale"   # no build machine's folders in a bundle
     assert all(t["constexprs"]["BLOCK"] == 512 for t in manifest["targets"].values())
     assert not (tmp_path / "dist" / "k_bad").exists()
 

@@ -117,9 +117,8 @@ def test_demo_table_wide_has_every_boundary(summaries):
 
 def test_report_table_summarizes_boundaries_unless_wide():
     from hybrid import report
-    from hybrid.cli import report_table
     rep = softmax_gluon_stats.build("sm90a").report()
-    compact, wide = render(report_table(rep), report.WIDTH), render(report_table(rep, wide=True), 1000)
+    compact, wide = render(report.region_table(rep), report.WIDTH), render(report.region_table(rep, wide=True), 1000)
     region = next(r for r in rep["rows"] if r["bucket"].startswith("r0 "))
     assert max(len(line) for line in compact.splitlines()) <= 100 and "=>" not in compact
     row = next(line for line in compact.splitlines() if line.strip().startswith(region["bucket"]))
