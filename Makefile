@@ -41,16 +41,16 @@ demo: $(BIN)/.ready   ## build the example mixed kernels for every target and pr
 test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest and the oldest Triton, its core on 3.7 and 3.8
 
 test-latest: $(BIN)/.ready   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -rs -n 2 tests
 
 test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU machine has
-	$(BIN36)/python -m pytest -q -n 2 tests
+	$(BIN36)/python -m pytest -q -rs -n 2 tests
 
 test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
-	$(BIN37)/python -m pytest -q -n 2 $(CORE_TESTS)
+	$(BIN37)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
-	$(BIN38)/python -m pytest -q -n 2 $(CORE_TESTS)
+	$(BIN38)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
 
 bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
