@@ -62,8 +62,11 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="also write the data as JSON to FILE")
     r.add_argument("--timing", action="store_true", help="also print where each compile's time went, per stage")
     r.add_argument("--wide", action="store_true", help="every boundary on its own line (wider than 100 columns)")
-    r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with bar charts: each "
-                                                  "region's share of instructions and shared memory, per target")
+    r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page: the source coloured by "
+                                                  "region with instructions per line, bar charts per target, each "
+                                                  "boundary's layouts drawn before and after, and what it costs")
+    r.add_argument("--baseline", metavar="KERNEL", help="the all-Triton version of the kernel, in the same module: "
+                                                        "built alike and shown beside it (table and HTML)")
     pr = commands.add_parser("profile", help="per-region cycles of the mixed kernels a script launches (GPU)",
                              description="Runs a script under Proton's intra-kernel instrumentation with a scope per "
                                          "region, then prints each region's cycles per warp (median, p90), calls and "
@@ -170,6 +173,11 @@ def _report(jobs: list, args, out: Console) -> int:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
+        if args.baseline:
+            rep["baseline"] = _baseline(spec, args.baseline, job.target)
+            out.print(f"{rep['baseline']['kernel']} (all Triton) on {job.target}: " + ", ".join(
+                f"{v} {k.replace('_bytes', ' B')}" for k, v in rep["baseline"]["totals"].items()
+                if k in ("instructions", "registers", "spills", "shared_bytes")), highlight=False)
         if spec.config is not None:
             rep["config"] = spec.config_json["key"]
         out.print(report.region_table(rep, args.wide))
@@ -185,6 +193,18 @@ def _report(jobs: list, args, out: Console) -> int:
         Path(path).write_text(text)
         out.print(f"wrote {escape(path)}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _baseline(spec, name: str, target: str) -> dict:
+    """The report of ``name`` (a kernel in the module of ``spec``'s kernel), built with the same
+    arguments it has and the same options."""
+    kernel = spec.fn.fn.__globals__.get(name)
+    if not hasattr(kernel, "arg_names"):
+        raise ValueError(f"--baseline {name}: no JIT kernel of that name beside {spec.fn.__name__}")
+    fb = hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
+                        {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
+                        **spec.options)
+    return {"kernel": name, "totals": fb.report()["totals"]}
 
 
 def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:

@@ -29,7 +29,10 @@ def test_regions_and_host_add_up_to_the_kernel(example, target):
     host = next(r for r in rows if r["bucket"] == "host")
     assert region["instructions"] > 0 and region["ttgir_ops"] > 0      # the region's code is found in the binary
     assert host["instructions"] > 0
-    assert set(rep) == {"schema", "kernel", "target", "rows", "totals"} and rep["schema"] == 1
+    assert set(rep) == {"schema", "kernel", "target", "rows", "totals", "lines"} and rep["schema"] == 1
+    for bucket in (region["bucket"], "host"):   # per source line, the same instructions again
+        assert sum(line["instructions"] for line in rep["lines"] if line["owner"] == bucket) == \
+            next(r for r in rows if r["bucket"] == bucket)["instructions"]
     assert all(REGION_KEYS <= set(r) for r in rows if r["bucket"].startswith("r"))
     assert all(ROW_KEYS <= set(r) for r in rows) and set(totals) == TOTAL_KEYS
 
