@@ -202,16 +202,17 @@ def resolve(job: Job) -> Spec:
 
 
 def module_constexprs(module, kernel: str, target: str, arg_names) -> dict:
-    """The module's ``constexprs(target)`` or ``constexprs(target, kernel)`` (per kernel), keeping
+    """The module's ``constexprs(target)``, or ``constexprs(target, kernel)`` where it has a
+    parameter named ``kernel`` (the kernel's name: values per kernel), keeping
     only the kernel's own arguments: a module's kernels may take different constexprs."""
     defaults = getattr(module, "constexprs", None)
     if not callable(defaults):
         return {}
-    try:
-        per_kernel = len(inspect.signature(defaults).parameters) >= 2
+    try:   # a parameter named ``kernel`` (others, with defaults, are the module's own business)
+        per_kernel = "kernel" in inspect.signature(defaults).parameters
     except (TypeError, ValueError):
         per_kernel = False
-    values = defaults(target, kernel) if per_kernel else defaults(target)
+    values = defaults(target, kernel=kernel) if per_kernel else defaults(target)
     return {k: v for k, v in (values or {}).items() if k in arg_names}
 
 

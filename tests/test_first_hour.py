@@ -175,6 +175,8 @@ def test_module_constexprs_per_kernel(user_dir):
     per_kernel = types.SimpleNamespace(constexprs=lambda target, kernel: {"BM": 64 if kernel == "a" else 32, "X": 1})
     assert module_constexprs(per_kernel, "a", "sm80", ["BM"]) == {"BM": 64}
     assert module_constexprs(per_kernel, "b", "sm80", ["BM", "X"]) == {"BM": 32, "X": 1}
+    with_options = types.SimpleNamespace(constexprs=lambda target, HEAD_DIM=64: {"D": HEAD_DIM})   # not per kernel
+    assert module_constexprs(with_options, "a", "sm80", ["D"]) == {"D": 64}
 
 
 def test_a_kernel_name_typo_names_the_file_and_its_kernels(user_dir):
