@@ -23,7 +23,6 @@ from rich.table import Table
 
 import hybrid
 from interop import constexpr_text
-from interop.constexpr_text import split_assignments
 from interop.targets import TARGETS
 from scheduler import Cache, build, plan
 from scheduler.bundle import write_bundles
@@ -35,7 +34,7 @@ from . import report, report_html
 def assignments(items: list[str], parse_value) -> dict:
     """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}`` (commas inside brackets do not split)."""
     out = {}
-    for item in (part for arg in items for part in split_assignments(arg)):
+    for item in (part for arg in items for part in constexpr_text.split_assignments(arg)):
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
