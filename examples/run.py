@@ -49,8 +49,9 @@ def main(*args: str) -> int:
     wide = "--wide" in args
     modules = [m if m != "__main__" else _script_module() for m in args if m != "--wide"] or list(EXAMPLES)
     results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), hybrid.compile, cache=Cache())
-    summaries = [r.summary if r.ok else {"kernel": r.job.kernel, "target": r.job.target, "error": r.error}
-                 for r in results]
+    summaries = [{**(r.summary if r.ok else {"kernel": r.job.kernel.rpartition(":")[2], "target": r.job.target, "error": r.error}),
+                  "module": module.removeprefix("examples.")}
+                 for r in results for module in [r.job.kernel.rpartition(":")[0]]]
     report.print_table(summaries, wide=wide)
     out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,42 @@
 """triton-hybrid: one kernel, Triton and Gluon regions, one fused binary per GPU target.
 
+    @hybrid.jit                      # above @gluon.jit or @triton.jit: calls into the other
+    @gluon.jit                       # language become regions, stitched into one kernel
+    def kernel(...): ...
+
+    fb = hybrid.compile(kernel, signature, constexprs, target="sm90a")   # no GPU needed
+    print(fb.report())                                                   # per-region table
+    with hybrid.interpreting(target="sm90a"):                            # run it on the CPU
+        kernel[grid](x, y, ...)
+
+API:
+    jit               mark a @gluon.jit / @triton.jit kernel as mixed
+    compile           build a mixed kernel for one target -> FusedBinary
+    FusedBinary       asm per stage, binary, metadata, regions, boundaries, report()
+    interpreting      run @hybrid.jit launches on the CPU in a ``with`` block
+    load_bundle       launch a kernel built by ``hybrid build`` (no compiler, no Triton JIT)
+    takes, shared     declare how a Gluon region takes its tensors (a layout, or shared memory)
+    stage             a Triton region's result stored into shared memory for a Gluon kernel
+    boundary_mode     how boundaries are planned in a ``with`` block
+    TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950
+    Boundary          the record of one boundary (layouts, conversion, cost)
+    RegionError       a region that cannot be built: names the function, call site, reason
+    NoGPUError        a launch with no GPU here (says how to use the interpreter)
+Submodules: hybrid.interpret (the CPU interpreter), hybrid.port (porting one function),
+hybrid.profile (per-region GPU time), hybrid.cli (the ``hybrid`` command). README.md has more.
+
 Names are imported on first use, so that ``import hybrid.loader`` (launching from a bundle)
 loads neither the compiler nor Triton's JIT; ``import hybrid`` alone loads nothing else.
 """
 from __future__ import annotations
 
 import importlib
+import os
+
+# Triton 3.9 warns on every compile while this is unset (its default, fusion on, is to change in
+# 3.10). hybrid's builds and the bundles they make are specified with fusion on, as every
+# Triton so far compiles by default; a user's own setting is kept.
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 #: public name -> (module, attribute in it)
 _EXPORTS = {
@@ -19,11 +50,28 @@ _EXPORTS = {
     "FusedBinary": ("hybrid.compiler", "FusedBinary"),
     "compile": ("hybrid.compiler", "compile"),
     "jit": ("hybrid.jit_functions", "jit"),
+    "NoGPUError": ("hybrid.jit_functions", "NoGPUError"),
     "load_bundle": ("hybrid.loader", "load_bundle"),
 }
 
 
+def _version() -> str:
+    """The installed distribution's version, else (a checkout on ``PYTHONPATH``) pyproject's."""
+    from importlib import metadata
+    try:
+        return metadata.version("triton-hybrid")
+    except metadata.PackageNotFoundError:
+        import re
+        from pathlib import Path
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.is_file() else None
+        return found.group(1) if found else "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()[name] = _version()
+        return globals()[name]
     if name not in _EXPORTS:   # a submodule (``hybrid.interpret.launch``, ``hybrid.profile.profiling``)?
         try:
             return importlib.import_module(f"{__name__}.{name}")
@@ -44,3 +92,8 @@ def interpreting(target: str | None = None):
 
 
 __all__ = sorted([*_EXPORTS, "interpreting"])
+
+
+def __dir__() -> list[str]:
+    """The API (``help(hybrid)``, completion), not only what has been imported so far."""
+    return sorted({*globals(), *__all__, "__version__"})

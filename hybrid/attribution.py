@@ -18,6 +18,8 @@ from interop.locations import op_lines
 from interop.region import Region
 from interop.resources import resources
 
+from .report import Report
+
 HOST, SHARED, NONE, BOUNDARY = "host", "shared", "unattributed", "boundary conversions"
 
 
@@ -50,9 +52,8 @@ def ttgir_ops(ttgir: str, owner: Owners) -> Counter:
     return counts
 
 
-def instructions(assembly: str, name: str, owner: Owners) -> Counter:
-    """Machine instructions (PTX or AMDGCN) of kernel ``name`` per bucket, by the ``.loc`` before
-    each (none before the first: ``unattributed``)."""
+def line_instructions(assembly: str, name: str) -> Counter:
+    """Machine instructions of kernel ``name`` per source ``file:line`` (``None``: no line)."""
     files = {number: "/".join(part for part in (directory, base) if part)   # PTX lists them after the code
              for number, directory, base in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?',
                                                        assembly, re.M)}
@@ -63,8 +64,13 @@ def instructions(assembly: str, name: str, owner: Owners) -> Counter:
             number, line_no = line.split()[1:3]
             where = f"{files.get(number, '?')}:{line_no}" if line_no != "0" else None
         elif _is_instruction(line):
-            counts[owner(where)] += 1
+            counts[where] += 1
     return counts
+
+
+def _line_key(where: str) -> tuple:
+    path, _, line = where.rpartition(":")
+    return path, int(line) if line.isdigit() else 0
 
 
 def kernel_instructions(assembly: str, name: str) -> int:
@@ -91,11 +97,14 @@ def _is_instruction(line: str) -> bool:
     return bool(line) and not line.startswith((".", "//", ";", "{", "}", "$")) and not line.endswith(":")
 
 
-def report(fb) -> dict:
-    """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1)."""
+def report(fb) -> Report:
+    """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1, that prints as a table)."""
     owner = Owners(fb.regions)
     ops = ttgir_ops(fb.asm["ttgir"], owner)
-    insts = instructions(fb.assembly, fb.name, owner)
+    per_line = line_instructions(fb.assembly, fb.name)   # none before the first .loc: ``unattributed``
+    insts: Counter = Counter()
+    for where, n in per_line.items():
+        insts[owner(where)] += n
     figures = resources(fb.asm, fb.metadata)
     by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r.index] for r in fb.regions}
     rows = [{"bucket": bucket(r), "function": r.function, "language": r.language, "call_site": str(r.call_site),
@@ -103,8 +112,11 @@ def report(fb) -> dict:
              "shared_bytes": r.shared_bytes, "boundaries": by_region[bucket(r)]} for r in fb.regions]
     rows += [{"bucket": name, "ttgir_ops": ops[name], "instructions": insts[name]}
              for name in (HOST, BOUNDARY, SHARED, NONE)]
-    return {"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
+    # Every source line that has instructions or belongs to a region: what the HTML page colours.
+    lines = sorted({*filter(None, per_line), *(line for r in fb.regions for line in r.lines)}, key=_line_key)
+    return Report({"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
+                   "lines": [{"where": w, "owner": owner(w), "instructions": per_line.get(w, 0)} for w in lines],
             "totals": {"ttgir_ops": sum(ops.values()), "instructions": kernel_instructions(fb.assembly, fb.name),
                        "registers": figures["registers"], "spills": figures["spills"],
                        "shared_bytes": figures["shared_bytes"], "num_warps": fb.metadata.get("num_warps"),
-                       "binary_bytes": figures["binary_bytes"]}}
+                       "binary_bytes": figures["binary_bytes"]}})

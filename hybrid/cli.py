@@ -1,15 +1,16 @@
-"""``hybrid build``: mixed kernels -> one fused binary per target -> bundles, in parallel, cached.
+"""hybrid build: mixed kernels -> one fused binary per target -> bundles, in parallel, cached.
 
     hybrid build examples/softmax.py:softmax_kernel --target sm90a --target gfx942 -o dist/
-    hybrid build pkg.kernels:my_kernel --targets all --signature x_ptr=*fp32,n=i32 --constexpr BLOCK=256
+    hybrid build mykern.py:k --signature x_ptr=*fp32,n=i32 --constexpr 'L=gl.BlockedLayout([1],[32],[4],[0])'
 
-Values the command line cannot spell (layouts) come from the module's ``constexprs(target)``.
-``hybrid report`` prints per-region figures; ``hybrid profile`` times each region on a GPU
-(``hybrid.profile``); ``hybrid port start`` begins porting one function (``hybrid.port``);
-``hybrid keygen KEY`` makes a key pair for ``hybrid build --sign KEY``.
+Without --target/--targets every target is built. Types and values not given come from the
+module: SIGNATURE (a dict), constexprs(target) or constexprs(target, kernel), options(target).
+'hybrid report' prints per-region figures; 'hybrid profile' times each region on a GPU;
+'hybrid port start' begins porting one function; 'hybrid keygen KEY' makes a key pair for
+'hybrid build --sign KEY'.
 
-A mistake in the command or its inputs is one line, ``hybrid: error: ...``, exit status 2, and
-is found before any build starts; ``--debug`` shows the traceback instead.
+A mistake in the command or its inputs is one line, 'hybrid: error: ...', exit status 2, and
+is found before any build starts; --debug shows the traceback instead.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import hybrid
+from interop import constexpr_text
 from interop.targets import TARGETS
 from interop.triton.frontend import CompilationError
 from scheduler import Cache, build, plan
@@ -36,22 +38,14 @@ from . import report, report_html
 
 
 def assignments(items: list[str], parse_value) -> dict:
-    """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}``."""
+    """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}`` (commas inside brackets do not split)."""
     out = {}
-    for item in (part for arg in items for part in arg.split(",") if part):
+    for item in (part for arg in items for part in constexpr_text.split_assignments(arg)):
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {item!r}")
         out[name.strip()] = parse_value(value.strip())
     return out
-
-
-def json_or_text(value: str):
-    """``64`` -> 64, ``true`` -> True, ``0.5`` -> 0.5; anything else stays a string."""
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 class UserError(Exception):
@@ -93,16 +87,19 @@ def parser() -> argparse.ArgumentParser:
                                        "~/.cache/triton-hybrid)")
     b.add_argument("--sign", metavar="KEY", help="sign each bundle with this ed25519 private key (hybrid keygen)")
     b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
-    r = commands.add_parser("report", help="per-region static report of mixed kernels (table + JSON)",
+    r = commands.add_parser("report", help="per-region static report of mixed kernels (table; JSON, HTML on request)",
                             description="Per region: ttgir ops and machine instructions (attributed by source "
                                         "line), shared memory, boundaries; per kernel: registers, spills, shared "
                                         "memory. Example: hybrid report examples/softmax.py:softmax_kernel --target sm90a")
     _job_arguments(r)
-    r.add_argument("--json", default="build/report.json", help="where to write the data (default: build/report.json)")
+    r.add_argument("--json", metavar="FILE", help="also write the data as JSON to FILE")
     r.add_argument("--timing", action="store_true", help="also print where each compile's time went, per stage")
     r.add_argument("--wide", action="store_true", help="every boundary on its own line (wider than 100 columns)")
-    r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with bar charts: each "
-                                                  "region's share of instructions and shared memory, per target")
+    r.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page: the source coloured by "
+                                                  "region with instructions per line, bar charts per target, each "
+                                                  "boundary's layouts drawn before and after, and what it costs")
+    r.add_argument("--baseline", metavar="KERNEL", help="the all-Triton version of the kernel, in the same module: "
+                                                        "built alike and shown beside it (table and HTML)")
     pr = commands.add_parser("profile", help="per-region cycles of the mixed kernels a script launches (GPU)",
                              description="Runs a script under Proton's intra-kernel instrumentation with a scope per "
                                          "region, then prints each region's cycles per warp (median, p90), calls and "
@@ -140,38 +137,16 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     """What names a job: kernels, targets, signature, constexprs, options."""
     p.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
                    help="path/to/module.py:kernel or package.module:kernel")
-    p.add_argument("--target", action="append", default=[], help=f"one of {', '.join(TARGETS)} (repeatable)")
-    p.add_argument("--targets", help="'all' or a comma-separated list")
+    p.add_argument("--target", action="append", default=[],
+                   help=f"one of {', '.join(TARGETS)} (repeatable; default: all of them)")
+    p.add_argument("--targets", help="'all' (the default) or a comma-separated list")
     p.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
                    help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
-                   help="compile-time values, JSON or text (over the module's constexprs(target))")
+                   help="compile-time values over the module's constexprs(target): numbers, text, lists, "
+                        "Gluon dtypes and layouts as in a kernel, e.g. 'L=gl.BlockedLayout([1],[32],[4],[0])'")
     p.add_argument("--num-warps", type=int)
     p.add_argument("--num-stages", type=int)
-
-
-def report_table(rep: dict, wide: bool = False) -> Table:
-    """One row per region and bucket; a region's boundaries summed up (count, conversions, bytes
-    through shared memory), or with ``wide`` one line each."""
-    totals = rep["totals"]
-    config = f" ({rep['config']})" if "config" in rep else ""
-    table = report.narrow_table(f"{rep['kernel']} on {rep['target']}{config}: {totals['instructions']} instructions, "
-                                f"{totals['registers']} registers, {totals['spills']} spilled, "
-                                f"{totals['shared_bytes']} B shared", None if wide else report.COLUMNS)
-    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B"):
-        table.add_column(column, overflow="fold", justify="left" if column in ("region", "language") else "right")
-    for column in ("boundaries",) if wide else ("bnd", "cvt", "bnd B"):
-        table.add_column(column, overflow="fold", justify="left" if wide else "right")
-    for row in rep["rows"]:
-        share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
-        boundaries = row.get("boundaries", [])
-        if wide:
-            crossing = ["\n".join(report.boundary_line(b) for b in boundaries)]
-        else:
-            crossing = [str(v) for v in report.boundary_totals(boundaries).values()] if "language" in row else []
-        table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
-                      str(row.get("shared_bytes", "")), *crossing)
-    return table
 
 
 def results_table(results: list) -> Table:
@@ -234,8 +209,8 @@ def _run(args) -> int:
     if args.command == "profile":
         return _profile(args, Console(width=140))
     try:
-        jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
-                    assignments(args.constexpr, json_or_text),
+        jobs = plan(args.kernels, args.targets or args.target or "all", assignments(args.signature, str),
+                    assignments(args.constexpr, constexpr_text.job_value),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
     except (ValueError, argparse.ArgumentTypeError) as exc:
         raise UserError(str(exc)) from None
@@ -361,14 +336,19 @@ def _report(jobs: list, args, out: Console) -> int:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
+        if args.baseline:
+            rep["baseline"] = _baseline(spec, args.baseline, job.target)
+            out.print(f"{rep['baseline']['kernel']} (all Triton) on {job.target}: " + ", ".join(
+                f"{v} {k.replace('_bytes', ' B')}" for k, v in rep["baseline"]["totals"].items()
+                if k in ("instructions", "registers", "spills", "shared_bytes")), highlight=False)
         if spec.config is not None:
             rep["config"] = spec.config_json["key"]
-        out.print(report_table(rep, args.wide))
+        out.print(report.region_table(rep, args.wide))
         if args.timing:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()
         reports.append(rep)
-    outputs = {args.json: json.dumps(reports, indent=1)}
+    outputs = {args.json: json.dumps(reports, indent=1)} if args.json else {}
     if args.html:
         outputs[args.html] = report_html.page(reports)
     for path, text in outputs.items():
@@ -376,6 +356,18 @@ def _report(jobs: list, args, out: Console) -> int:
         Path(path).write_text(text)
         out.print(f"wrote {escape(path)}", highlight=False, soft_wrap=True)
     return 0
+
+
+def _baseline(spec, name: str, target: str) -> dict:
+    """The report of ``name`` (a kernel in the module of ``spec``'s kernel), built with the same
+    arguments it has and the same options."""
+    kernel = spec.fn.fn.__globals__.get(name)
+    if not hasattr(kernel, "arg_names"):
+        raise ValueError(f"--baseline {name}: no JIT kernel of that name beside {spec.fn.__name__}")
+    fb = hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
+                        {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
+                        **spec.options)
+    return {"kernel": name, "totals": fb.report()["totals"]}
 
 
 def _profile(args, out: Console) -> int:

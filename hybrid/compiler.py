@@ -57,9 +57,10 @@ class FusedBinary:
         """Kernel entry points in the binary's assembly (a fused kernel has exactly one)."""
         return self.assembly.count(".entry ") if "ptx" in self.asm else self.assembly.count(".amdhsa_kernel ")
 
-    def report(self) -> dict:
+    def report(self):
         """Per-region static costs: ttgir ops and machine instructions attributed by source line,
-        shared memory, boundaries; kernel registers, spills, shared memory (``hybrid.attribution``)."""
+        shared memory, boundaries; kernel registers, spills, shared memory (``hybrid.attribution``).
+        A dict (JSON-able) that prints as a table: ``print(fb.report())``."""
         from .attribution import report
         return report(self)
 

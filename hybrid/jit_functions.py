@@ -7,7 +7,7 @@ from triton.runtime import JITFunction, KernelInterface
 
 from interop import setting
 from interop.source import HybridGluonSource, HybridTritonSource
-from interop.triton.frontend import GluonJITFunction
+from interop.triton.frontend import GluonJITFunction, backends
 
 
 class _Interpretable:
@@ -21,10 +21,39 @@ class _Interpretable:
         if not interpret.enabled():
             self.device_caches = self._caches_by_settings.setdefault(setting.current().key,
                                                                      defaultdict(self.create_binder))
-            return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+            try:
+                return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+            except RuntimeError as exc:
+                if gpu_driver_active():
+                    raise
+                raise NoGPUError(self.__name__) from None   # upstream's "0 active drivers" adds nothing
         if not warmup:
             interpret.launch(self, grid, *args, **kwargs)
         return None
+
+
+class NoGPUError(RuntimeError):
+    """``kernel[grid](...)`` with no GPU here: says how to run the kernel in the interpreter.
+
+    Launches never fall back to the interpreter on their own: a CPU run is slower by orders of
+    magnitude and checks rather than times, so the author asks for it."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+        super().__init__(
+            f"{kernel}[grid](...): no GPU here (Triton found no active GPU driver), so the kernel cannot launch.\n"
+            f"  Run it on the CPU in hybrid's interpreter instead (README: 'Run on the CPU: the interpreter'):\n"
+            f"      with hybrid.interpreting():      # or HYBRID_INTERPRET=1 in the environment\n"
+            f"          {kernel}[grid](...)\n"
+            f"  or build it without a GPU: hybrid.compile({kernel}, signature, constexprs, target='sm90a').")
+
+    def __reduce__(self):
+        return type(self), (self.kernel,)
+
+
+def gpu_driver_active() -> bool:
+    """Whether a Triton backend has a GPU driver here (upstream's launch needs exactly one)."""
+    return any(backend.driver.is_active() for backend in backends.values())
 
 
 class HybridGluonJITFunction(_Interpretable, GluonJITFunction):

@@ -1,6 +1,7 @@
 """Per-region report of built mixed kernels, as a ``rich`` table (data: ``FusedBinary.summary``)."""
 from __future__ import annotations
 
+import io
 import re
 
 from rich import box
@@ -52,10 +53,58 @@ def narrow_table(title: str, caption: str | None = None) -> Table:
     return Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
 
 
+def region_table(rep: dict, wide: bool = False) -> Table:
+    """One row per region and bucket; a region's boundaries summed up (count, conversions, bytes
+    through shared memory), or with ``wide`` one line each."""
+    totals = rep["totals"]
+    config = f" ({rep['config']})" if "config" in rep else ""
+    table = narrow_table(f"{rep['kernel']} on {rep['target']}{config}: {totals['instructions']} instructions, "
+                                f"{totals['registers']} registers, {totals['spills']} spilled, "
+                                f"{totals['shared_bytes']} B shared", None if wide else COLUMNS)
+    for column in ("region", "language", "ttgir ops", "instructions", "share", "own shared B"):
+        table.add_column(column, overflow="fold", justify="left" if column in ("region", "language") else "right")
+    for column in ("boundaries",) if wide else ("bnd", "cvt", "bnd B"):
+        table.add_column(column, overflow="fold", justify="left" if wide else "right")
+    for row in rep["rows"]:
+        share = f"{100 * row['instructions'] / totals['instructions']:.0f}%" if totals["instructions"] else "-"
+        boundaries = row.get("boundaries", [])
+        if wide:
+            crossing = ["\n".join(boundary_line(b) for b in boundaries)]
+        else:
+            crossing = [str(v) for v in boundary_totals(boundaries).values()] if "language" in row else []
+        table.add_row(row["bucket"], row.get("language", ""), str(row["ttgir_ops"]), str(row["instructions"]), share,
+                      str(row.get("shared_bytes", "")), *crossing)
+    return table
+
+
+class Report(dict):
+    """``FusedBinary.report()``: the per-region data (a JSON-able dict, as before) that prints as
+    its table (``print(fb.report())``, or ``rich``'s console)."""
+
+    def __str__(self) -> str:
+        out = Console(width=WIDTH, record=True, file=io.StringIO())
+        out.print(region_table(self))
+        return "\n".join(line.rstrip() for line in out.export_text().strip("\n").splitlines())
+
+    def __rich__(self) -> Table:
+        return region_table(self)
+
+
 def table(summaries: list[dict], title: str = "triton-hybrid: fused kernels", wide: bool = False) -> Table:
     """One row per kernel and target; boundaries summed up (count, conversions, bytes), or with
     ``wide`` one line each (``boundary_line``)."""
     return _wide_table(summaries, title) if wide else _compact_table(summaries, title)
+
+
+#: The regions cell of a kernel that calls no other language on a target (its code for that
+#: target takes a one-language path, e.g. mma_handoff keeps tl.dot in Triton on sm80 and AMD).
+NO_REGIONS = "none (one language here)"
+
+
+def kernel_cell(summary: dict) -> str:
+    """``module:kernel`` where the summary names its module (several modules define a
+    ``matmul_kernel``), else the kernel's name."""
+    return f"{summary['module']}:{summary['kernel']}" if summary.get("module") else summary["kernel"]
 
 
 def _compact_table(summaries: list[dict], title: str) -> Table:
@@ -67,11 +116,11 @@ def _compact_table(summaries: list[dict], title: str) -> Table:
         out.add_column(column, justify="right")
     for s in summaries:
         if "error" in s:
-            out.add_row(s["kernel"], s["target"], f"[red]FAILED: {escape(s['error'])}[/red]")
+            out.add_row(kernel_cell(s), s["target"], f"[red]FAILED: {escape(s['error'])}[/red]")
             continue
         totals = boundary_totals(s["boundaries"])
-        regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']})" for r in s["regions"])
-        out.add_row(s["kernel"], s["target"], regions, *map(str, totals.values()), str(s["shared_bytes"]),
+        regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']})" for r in s["regions"]) or NO_REGIONS
+        out.add_row(kernel_cell(s), s["target"], regions, *map(str, totals.values()), str(s["shared_bytes"]),
                     str(s["binary_bytes"]))
     return out
 
@@ -83,11 +132,11 @@ def _wide_table(summaries: list[dict], title: str) -> Table:
         out.add_column(column, overflow="fold")
     for s in summaries:
         if "error" in s:
-            out.add_row(s["kernel"], s["target"], "", f"[red]FAILED: {escape(s['error'])}[/red]", "", "", "")
+            out.add_row(kernel_cell(s), s["target"], "", f"[red]FAILED: {escape(s['error'])}[/red]", "", "", "")
             continue
         regions = "\n".join(f"r{r['index']} {r['function']} ({r['language']}) @{r['call_site'].rsplit('/', 1)[-1]}"
-                            for r in s["regions"])
-        out.add_row(s["kernel"], s["target"], regions, "\n".join(boundary_line(b) for b in s["boundaries"]),
+                            for r in s["regions"]) or NO_REGIONS
+        out.add_row(kernel_cell(s), s["target"], regions, "\n".join(boundary_line(b) for b in s["boundaries"]),
                     str(s["kernel_entries"]), str(s["shared_bytes"]), str(s["binary_bytes"]))
     return out
 

@@ -32,7 +32,10 @@ class Boundary:
     to_layout: str
     conversions: int     # ttg.convert_layout ops this boundary costs in the stitched module
     reason: str          # why: "layouts agree", "converted", "folded into ...", ...
-    handoff: str = "registers"   # or "shared": the value crosses in a shared buffer
+    # how the value crosses: "convert" (as a value; Triton's conversion, if any, moves it, which
+    # ``movement`` describes: registers, shuffles, or through shared scratch) or "shared" (the
+    # call site stores it once into a shared buffer the other side reads)
+    handoff: str = "convert"
     movement: str = "none"       # what its conversions move: none, registers, shuffles (in warps), shared
     shared_bytes: int = 0        # bytes through shared memory: a handoff's buffer, conversion scratch
     barriers: int = 0            # barriers its conversions need (a shared-memory round trip)
@@ -64,7 +67,7 @@ class PlannedBoundary:
     from_layout: str
     to_layout: str
     agree: bool                  # the host's type is the one the region wants
-    handoff: str = "registers"   # "shared": the call site stores it into a buffer (@hybrid.takes, hybrid.stage)
+    handoff: str = "convert"     # "shared": the call site stores it into a buffer (@hybrid.takes, hybrid.stage)
     shared_bytes: int = 0        # that buffer's bytes
     fences: int = 0              # async-proxy fences the call site added after it
     reason: str | None = None    # why, where the call site already decided it

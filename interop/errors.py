@@ -36,8 +36,20 @@ class RegionError(CompilationError):
 
 
 def describe(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text if text else type(exc).__name__
+    """``exc``'s message, with the reason it was raised for: Triton's ``CompilationError`` for a
+    failing builtin quotes the user's line but keeps the reason (``invalid axis 2``) only in its
+    cause chain, under frames of Triton's own library code that the message leaves out."""
+    text = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, CompilationError) or exc.error_message:
+        return text
+    cause = exc
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    if isinstance(cause, CompilationError):
+        reason = (cause.error_message or "").strip()
+    else:
+        reason = f"{type(cause).__name__}: {str(cause).strip()}".rstrip(": ")
+    return f"{text}\n{reason}" if reason and cause is not exc else text
 
 
 @contextlib.contextmanager

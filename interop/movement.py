@@ -61,7 +61,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
     src_layout, dst_layout = linear(builder, source_layout, shape), linear(builder, result_layout, shape)
     if _bases(src_layout) == _bases(dst_layout):
         return Movement("none", 0, 0)
-    kind = _kind(_holders(src_layout, shape), _holders(dst_layout, shape))
+    kind = _kind(holders(src_layout, shape), holders(dst_layout, shape))
     if kind == "registers":
         return Movement(kind, 0, 0)
     if kind == "shuffles":
@@ -87,7 +87,7 @@ def _bases(layout: DistributedLinearLayout) -> tuple:
     return tuple(tuple(map(tuple, b)) for b in (layout.reg_bases, layout.lane_bases, layout.warp_bases))
 
 
-def _holders(layout: DistributedLinearLayout, shape: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def holders(layout: DistributedLinearLayout, shape: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (element, warp, lane) a layout places: the element's row-major index and the warp and
     lane holding it, one entry per register of every thread (several per element where it broadcasts)."""
     rank = len(shape)

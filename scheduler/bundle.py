@@ -61,12 +61,19 @@ def manifest(results: list) -> dict:
             slot["configs"][_config_key(r)] = entry
         else:
             targets[r["target"]] = entry
-    data = {"format": FORMAT, "kernel": first["kernel"], "source": first["ref"],
+    data = {"format": FORMAT, "kernel": first["kernel"], "source": source_name(first["ref"]),
             "params": [{"name": n, "type": t} for n, t in first["signature"].items()],
             "triton_version": first["triton_version"], "targets": targets}
     if configs:
         data["configs"] = [{"key": c["key"], "values": c["values"]} for _, c in sorted(configs.items())]
     return data
+
+
+def source_name(ref: str) -> str:
+    """The kernel's source as a bundle names it: a file by its name alone (a bundle travels; the
+    build machine's folders mean nothing where it is loaded), a package module as given."""
+    module, _, name = ref.rpartition(":")
+    return f"{Path(module).name}:{name}" if module.endswith(".py") else ref
 
 
 def file_name(record: dict) -> str:

@@ -2,8 +2,9 @@
 
 Jobs hold only names and JSON values, so any executor can ship them to another process or
 machine; the worker imports the kernel itself. A kernel's module may provide defaults that the
-command line cannot spell: ``SIGNATURE`` (a dict), ``constexprs(target)`` (for example
-target-specific layouts), ``options(target)`` (``num_warps``, ``num_stages``) and ``DIVISIBLE``
+command line cannot spell: ``SIGNATURE`` (a dict), ``constexprs(target)`` or
+``constexprs(target, kernel)`` (for example target-specific layouts; each kernel gets only the
+values of its own arguments), ``options(target)`` (``num_warps``, ``num_stages``) and ``DIVISIBLE``
 (integer arguments a launch specializes as multiples of 16); values given in the job override
 them, and options named nowhere take the backend's own defaults for the target, as a JIT launch's
 do (``hybrid.compile``). A kernel with autotune configs (the module's ``CONFIGS``, or those of
@@ -15,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from triton.runtime import Autotuner, Config
 
+from interop import constexpr_text
 from interop.cache_entries import sha256_json
 from interop.targets import TARGETS
 
@@ -44,7 +47,7 @@ class Job:
 
     @property
     def label(self) -> str:
-        return f"{self.kernel} [{self.target}" + ("" if self.config is None else f", config {self.config}") + "]"
+        return f"{display_ref(self.kernel)} [{self.target}" + ("" if self.config is None else f", config {self.config}") + "]"
 
 
 @dataclass
@@ -173,18 +176,81 @@ def resolve(job: Job) -> Spec:
     config = _config(job, kernel_configs(module, kernel, job.target))
     fn = kernel.fn if isinstance(kernel, Autotuner) else kernel   # the @hybrid.jit kernel the autotuner launches
     if fn is None or not hasattr(fn, "arg_names"):
-        raise LookupError(f"{job.kernel}: no JIT kernel named '{name}' in {module.__name__}")
+        found = ", ".join(jit_kernels(module)) or "none"
+        raise LookupError(f"{display_ref(job.kernel)}: no JIT kernel named '{name}' in {display_module(module)} "
+                          f"(its JIT functions: {found})")
     tuned = {} if config is None else config.all_kwargs()   # constexprs and launch options, as a launch gets them
-    defaults = getattr(module, "constexprs", None)
-    constexprs = {**(defaults(job.target) if callable(defaults) else {}),
-                  **{k: v for k, v in tuned.items() if k in fn.arg_names}, **job.constexprs}
+    unknown = [k for k in job.constexprs if k not in fn.arg_names]
+    if unknown:
+        raise ValueError(f"{display_ref(job.kernel)}: constexpr(s) {', '.join(unknown)} given, but the kernel has no "
+                         f"such argument (its arguments: {', '.join(fn.arg_names)})")
+    constexprs = {**module_constexprs(module, name, job.target, fn.arg_names),
+                  **{k: v for k, v in tuned.items() if k in fn.arg_names},
+                  **{k: constexpr_text.value(v) for k, v in job.constexprs.items()}}
     given = {**getattr(module, "SIGNATURE", {}), **job.signature}
     signature = {a: given[a] for a in fn.arg_names if a in given and a not in constexprs}
+    _check_complete(job, fn, signature, constexprs)
     module_options = getattr(module, "options", None)
     divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
     options = {**(module_options(job.target) if callable(module_options) else {}), **divisible,
                **{k: v for k, v in tuned.items() if k not in fn.arg_names}, **job.options}
     return Spec(job, fn, signature, constexprs, options, config)
+
+
+def module_constexprs(module, kernel: str, target: str, arg_names) -> dict:
+    """The module's ``constexprs(target)``, or ``constexprs(target, kernel)`` where it has a
+    parameter named ``kernel`` (the kernel's name: values per kernel), keeping
+    only the kernel's own arguments: a module's kernels may take different constexprs."""
+    defaults = getattr(module, "constexprs", None)
+    if not callable(defaults):
+        return {}
+    try:   # a parameter named ``kernel`` (others, with defaults, are the module's own business)
+        per_kernel = "kernel" in inspect.signature(defaults).parameters
+    except (TypeError, ValueError):
+        per_kernel = False
+    values = defaults(target, kernel=kernel) if per_kernel else defaults(target)
+    return {k: v for k, v in (values or {}).items() if k in arg_names}
+
+
+def _check_complete(job: Job, fn, signature: dict, constexprs: dict) -> None:
+    """Every argument has a type or a value, or the message says where each comes from."""
+    constexpr_args = {fn.arg_names[i] for i in getattr(fn, "constexprs", ())}
+    missing = [a for a in fn.arg_names if a not in signature and a not in constexprs]
+    if not missing:
+        return
+    types = [a for a in missing if a not in constexpr_args]
+    values = [a for a in missing if a in constexpr_args]
+    parts = []
+    if types:
+        parts.append(f"no type for {', '.join(types)}: pass --signature {','.join(f'{a}=TYPE' for a in types)} "
+                     f"(TYPE like *fp32 or i32) or define SIGNATURE = {{'{types[0]}': ..., ...}} in the module")
+    if values:
+        parts.append(f"no value for constexpr {', '.join(values)}: pass --constexpr {values[0]}=VALUE or define "
+                     f"constexprs(target) in the module")
+    raise ValueError(f"{display_ref(job.kernel)}: " + "; ".join(parts))
+
+
+def jit_kernels(module) -> list[str]:
+    """Names of the module's own JIT functions and autotuned kernels (for a message)."""
+    return sorted(n for n, v in vars(module).items()
+                  if not n.startswith("_") and (hasattr(v, "arg_names") or isinstance(v, Autotuner)))
+
+
+def display_ref(ref: str) -> str:
+    """``ref`` as the user wrote it: a file path relative to the working directory where it can be."""
+    module, _, name = ref.rpartition(":")
+    return f"{display_path(module)}:{name}" if module.endswith(".py") else ref
+
+
+def display_path(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def display_module(module) -> str:
+    return display_path(module.__file__) if getattr(module, "__file__", None) else module.__name__
 
 
 def _config(job: Job, configs: list):

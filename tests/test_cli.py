@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hybrid import cli
+from interop import constexpr_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +23,9 @@ def test_argument_parsing(capsys):
                                     "--signature", "y=*fp16", "--constexpr", "BM=64,FLAG=true", "--constexpr", "MODE=fast"])
     assert args.targets == "all" and args.kernels == ["m.py:k"]
     assert cli.assignments(args.signature, str) == {"x": "*fp32", "n": "i32", "y": "*fp16"}
-    assert cli.assignments(args.constexpr, cli.json_or_text) == {"BM": 64, "FLAG": True, "MODE": "fast"}
+    assert cli.assignments(args.constexpr, constexpr_text.job_value) == {"BM": 64, "FLAG": True, "MODE": "fast"}
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["build", "examples/softmax.py:softmax_kernel"])   # no target given
+        cli.main(["build", "examples/softmax.py:softmax_kernel", "--targets", "sm81"])
     assert exit_info.value.code == 2 and "expected 'all' or some of sm80" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["build", "examples/softmax.py:softmax_kernel", "--target", "sm80", "--constexpr", "BM"])
@@ -44,6 +45,7 @@ def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
         f"{ROOT / 'tests' / 'editable_kernels.py'}:" in failed[0], table
     manifest = json.loads((tmp_path / "dist" / "k_scale" / "manifest.json").read_text())
     assert set(manifest["targets"]) == {"sm80", "gfx942"}
+    assert manifest["source"] == "editable_kernels.py:k_scale"   # no build machine's folders in a bundle
     assert all(t["constexprs"]["BLOCK"] == 512 for t in manifest["targets"].values())
     assert not (tmp_path / "dist" / "k_bad").exists()
 

@@ -127,7 +127,7 @@ def test_boundary_records_are_complete(built):
     assert set(inbound.to_json()) == {"region", "function", "direction", "index", "value", "shape", "dtype",
                                       "from_layout", "to_layout", "conversions", "reason", "handoff", "movement",
                                       "shared_bytes", "barriers", "fences", "shuffles", "cost"}
-    assert inbound.fences == outbound.fences == 0 and outbound.handoff == inbound.handoff == "registers"
+    assert inbound.fences == outbound.fences == 0 and outbound.handoff == inbound.handoff == "convert"
     # the region reduces the tile in the host's layout and returns its slice: nothing to convert
     assert (inbound.reason, inbound.conversions, inbound.cost) == ("layouts agree", 0, 0)
     assert outbound.to_layout.startswith("#ttg.slice<{dim = 1, parent = #ttg.blocked<{sizePerThread = [1, 4]")

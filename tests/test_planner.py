@@ -55,7 +55,7 @@ def test_a_value_two_consumers_need_in_shared_memory_is_written_once(build):
     assert auto.metadata["shared"] >= out.shared_bytes
     assert auto.assembly.count("bar.sync") < convert.assembly.count("bar.sync")
     (kept, ) = [b for b in convert.boundaries if b.direction == "out"]
-    assert kept.handoff == "registers" and kept.conversions == 2 and kept.barriers > 2
+    assert kept.handoff == "convert" and kept.conversions == 2 and kept.barriers > 2
     assert tagged(convert.asm["ttgir"], "ttg.local_alloc", "0:out:0") == 0
 
 
@@ -64,7 +64,7 @@ def test_forcing_shared_hands_off_every_conversion_that_moves_data(build):
     assert [b.movement for b in convert.boundaries] == ["shared", "shared"]   # the tile goes to columns and back
     for kept, handed in zip(convert.boundaries, shared.boundaries):
         assert (kept.direction, kept.index, kept.handoff, handed.handoff) == (handed.direction, handed.index,
-                                                                              "registers", "shared")
+                                                                              "convert", "shared")
         assert handed.shared_bytes == 64 * 64 * 4 and handed.barriers == 1 and handed.conversions == 0
     assert "ttg.convert_layout" not in shared.asm["ttgir"]
 

@@ -29,7 +29,10 @@ def test_regions_and_host_add_up_to_the_kernel(example, target):
     host = next(r for r in rows if r["bucket"] == "host")
     assert region["instructions"] > 0 and region["ttgir_ops"] > 0      # the region's code is found in the binary
     assert host["instructions"] > 0
-    assert set(rep) == {"schema", "kernel", "target", "rows", "totals"} and rep["schema"] == 1
+    assert set(rep) == {"schema", "kernel", "target", "rows", "totals", "lines"} and rep["schema"] == 1
+    for bucket in (region["bucket"], "host"):   # per source line, the same instructions again
+        assert sum(line["instructions"] for line in rep["lines"] if line["owner"] == bucket) == \
+            next(r for r in rows if r["bucket"] == bucket)["instructions"]
     assert all(REGION_KEYS <= set(r) for r in rows if r["bucket"].startswith("r"))
     assert all(ROW_KEYS <= set(r) for r in rows) and set(totals) == TOTAL_KEYS
 
@@ -117,9 +120,8 @@ def test_demo_table_wide_has_every_boundary(summaries):
 
 def test_report_table_summarizes_boundaries_unless_wide():
     from hybrid import report
-    from hybrid.cli import report_table
     rep = softmax_gluon_stats.build("sm90a").report()
-    compact, wide = render(report_table(rep), report.WIDTH), render(report_table(rep, wide=True), 1000)
+    compact, wide = render(report.region_table(rep), report.WIDTH), render(report.region_table(rep, wide=True), 1000)
     region = next(r for r in rep["rows"] if r["bucket"].startswith("r0 "))
     assert max(len(line) for line in compact.splitlines()) <= 100 and "=>" not in compact
     row = next(line for line in compact.splitlines() if line.strip().startswith(region["bucket"]))

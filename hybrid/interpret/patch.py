@@ -138,7 +138,10 @@ def rewritten(fn: JITFunction):
     ``tma_load = tma.async_load``; patching the ``tma`` module would not reach the alias)."""
     if fn.fn not in _rewritten:
         function = upstream.FunctionRewriter(fn.fn).rewrite_ast()
-        scope = {name: _global(value) for name, value in function.__globals__.items()}
+        # ``__builtins__`` stays: in a script run as ``__main__`` it is the builtins module, which
+        # Python indexes for ``float``, ``range``... (elsewhere a dict).
+        scope = {name: value if name == "__builtins__" else _global(value)
+                 for name, value in function.__globals__.items()}
         _rewritten[fn.fn] = types.FunctionType(function.__code__, scope, function.__name__, function.__defaults__,
                                                function.__closure__)
     return _rewritten[fn.fn]
