@@ -182,9 +182,10 @@ def test_module_constexprs_per_kernel(user_dir):
 def test_a_kernel_name_typo_names_the_file_and_its_kernels(user_dir):
     (user_dir / "mykern.py").write_text(USER_FILE + SIGNATURE_AND_CONSTEXPRS)
     proc = hybrid_cli("build", "mykern.py:g_kernl", "--target", "sm80", "-o", "dist", "--no-cache", cwd=user_dir)
-    failed = next(line for line in proc.stdout.splitlines() if line.startswith("FAILED"))
-    assert "no JIT kernel named 'g_kernl' in mykern.py" in failed and "g_kernel, g_other" in failed, failed
-    assert "_hybrid_kernels_" not in proc.stdout
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    error, = proc.stderr.splitlines()   # checked before any build: one line
+    assert error.startswith("hybrid: error: ") and "no JIT kernel named 'g_kernl' in mykern.py" in error, error
+    assert "g_kernel, g_other" in error and "_hybrid_kernels_" not in error
     proc = hybrid_cli("build", "mykern.py:g_kernel", "--target", "sm80", "--constexpr", "BLCK=64", cwd=user_dir)
     assert "constexpr(s) BLCK given, but the kernel has no such argument" in proc.stdout + proc.stderr
 
