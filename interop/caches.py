@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import hashlib
 import os
 from pathlib import Path
 from typing import Callable, Iterator
+
+#: Part of every cache key: a change to how regions are lowered or stitched invalidates what was
+#: built with the old code (this package's own source, hashed).
+STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.rglob("*.py"))))\
+    .hexdigest()[:16]
 
 _clearers: list[Callable[[], None]] = []
 _root: contextvars.ContextVar[Path | None] = contextvars.ContextVar("hybrid_cache_root", default=None)

@@ -4,7 +4,7 @@ A region's lowering depends on: the function's source and, transitively, the JIT
 calls (upstream's ``JITFunction.cache_key``, which covers their first lines too) and its file
 (locations name it); the call's argument types, every constexpr value and, for each tensor, the
 host's full type string (layout included); the scalar arguments' specialization; the backend
-options; the target; the Triton release; and this project's own code (``source.STITCH_VERSION``).
+options; the target; the Triton release; and this project's own code (``caches.STITCH_VERSION``).
 The key is a sha256 over all of them. MLIR operations belong to one context, so an entry holds
 the lowered module as text and is parsed back into the compile's own context through Triton's
 bindings; it also holds the region's module after Triton's ``ttir`` stage (a Gluon host's
@@ -53,13 +53,12 @@ def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: li
         hints: list[str] = ()) -> str:
     """The key of ``fn``'s lowering for this call (``host_types``: the printed IR type of each
     tensor argument as the host holds it; ``hints``: their axis hints)."""
-    from .source import STITCH_VERSION  # (source imports the region lowering, which imports this module)
     parts = {"fn": fn.cache_key, "file": inspect.getsourcefile(fn.fn), "args": [_describe(a) for a in args],
              "types": [_describe(t) for t in arg_types], "host": host_types, "hints": list(hints),
              "scalars": scalar_attrs,
              "options": sorted((k, repr(v)) for k, v in options.__dict__.items()),
              "target": [target.backend, str(target.arch), target.warp_size], "triton": compat.TRITON_VERSION,
-             "stitch": STITCH_VERSION}
+             "stitch": caches.STITCH_VERSION}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from pathlib import Path
 
-from . import arch, diagnostics, interception, records, setting, stages_hook, timing
+from . import arch, caches, diagnostics, interception, records, setting, stages_hook, timing
 from .compile_context import CompileContext
 from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
 from .gluon_regions import finish_triton_host
@@ -22,11 +21,6 @@ from .triton.bindings import ir
 from .triton.frontend import ASTSource, CompilationError, GluonASTSource
 from .triton_regions import finish_gluon_host
 from .validate import check_constexpr_layouts
-
-#: Part of every cache key: a change to how regions are lowered or stitched invalidates binaries.
-STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.rglob("*.py"))))\
-    .hexdigest()[:16]
-
 
 class _Settled:
     """A mixed kernel's source carries its build settings (``setting``): given, or for a JIT
@@ -37,7 +31,7 @@ class _Settled:
         self.settings = settings or setting.current()
 
     def hash(self) -> str:
-        return hashlib.sha256(f"{super().hash()}-{type(self).__name__}{STITCH_VERSION}-{self.settings.key}"
+        return hashlib.sha256(f"{super().hash()}-{type(self).__name__}{caches.STITCH_VERSION}-{self.settings.key}"
                               .encode()).hexdigest()   # hex: Triton's dump and override folders decode it
 
 

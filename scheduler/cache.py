@@ -3,7 +3,7 @@
 The key is a sha256 over a canonical JSON of everything that changes the binary: the kernel's
 source and, transitively, every JIT function it calls (upstream's ``JITFunction.cache_key``), the
 files they live in (line info embeds their paths), the specialization, options, target, the
-Triton version and toolchain, and ``interop.source.STITCH_VERSION``. An entry is one JSON file
+Triton version and toolchain, and ``interop.caches.STITCH_VERSION``. An entry is one JSON file
 in the format both caches share (``interop.cache_entries``: its own checksum, written atomically,
 read bounded); a damaged one is removed and rebuilt. Entries live in ``jobs/`` under the caches'
 root, next to the region cache's ``regions/``.
@@ -20,8 +20,7 @@ from pathlib import Path
 
 from interop import cache_entries
 from interop.cache_entries import CorruptEntry, sha256_json
-from interop.caches import default_root
-from interop.source import STITCH_VERSION
+from interop.caches import STITCH_VERSION, default_root
 from interop.triton import compat
 
 from .planning import Spec

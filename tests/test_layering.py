@@ -114,6 +114,57 @@ def test_packages_import_one_way():
     assert not upward, "imports against the layering interop <- scheduler <- hybrid:\n" + "\n".join(upward)
 
 
+def module_imports(trees: dict) -> dict[str, set[str]]:
+    """Per project module (dotted), the project modules it imports anywhere, lazily too:
+    ``from . import a`` and ``from .a import x`` both import ``a``."""
+    modules = {path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): path for path in trees}
+    graph = {}
+    for module, path in modules.items():
+        package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+        graph[module] = set()
+        for node in ast.walk(trees[path]):
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + [node.module or ""]) \
+                    .strip(".") if node.level else node.module or ""
+                graph[module] |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+            elif isinstance(node, ast.Import):
+                graph[module] |= {a.name for a in node.names}
+        graph[module] = {m for m in graph[module] if m in modules and m != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each a path that comes back to where it started."""
+    found, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            found.append(path[path.index(module):] + [module])
+            return
+        if module in done:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return found
+
+
+def test_the_compiler_core_has_no_import_circle():
+    """A circle (source -> compile_context -> triton_regions -> lowering_cache -> source, through a
+    lazy import) makes the order modules load in matter; none is left."""
+    graph = module_imports({p: t for p, t in _project().items() if p.startswith("interop/")})
+    assert "interop.lowering_cache" in graph["interop.triton_regions"]
+    assert not cycles(graph), "\n".join(" -> ".join(c) for c in cycles(graph))
+
+
+def test_the_circle_check_finds_lazy_imports():
+    trees = {"interop/a.py": ast.parse("from . import b"), "interop/b.py": ast.parse("def f():\n    from .a import x")}
+    assert cycles(module_imports(trees)) == [["interop.a", "interop.b", "interop.a"]]
+
+
 @pytest.mark.parametrize("code, expected", [
     ("from triton._C.libtriton import ir", "from triton._C.libtriton import ir"),
     ("import triton.compiler.code_generator", "import triton.compiler.code_generator"),
