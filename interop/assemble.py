@@ -22,7 +22,7 @@ def assemble(cc, module) -> None:
     try:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
-        folded = stitch.fold_boundary_conversions(module, cc.context)
+        folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
         stitch.check_no_markers(module)
     except (stitch.StitchError, RuntimeError) as exc:
         names = ", ".join(r.function for r in cc.regions) or "?"
@@ -42,6 +42,15 @@ def assemble(cc, module) -> None:
         stitch.verify(module, "placing the Proton scopes")
 
 
+_NARROWED = "; moved past the cast that narrows it"
+
+
+def _into_triton_code(cc) -> set[str]:
+    """The boundaries whose conversion feeds Triton code (a Triton region's inputs, a Gluon
+    region's results), whose layouts Triton chose and may change; Gluon code keeps its author's."""
+    return {p.tag for p in cc.planned if (cc.regions[p.region].language == "triton") == (p.direction == "in")}
+
+
 def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
     """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
     load folded into it, the conversions left and what they move, and why."""
@@ -49,12 +58,13 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
     choice = choices.get(boundary_tag)
+    narrowed = folded.moved.get(boundary_tag) == "narrowed"
     if choice is not None and choice.way == "handoff":
         owner = choice.tags[0] == boundary_tag
         fields.update(handoff="shared", movement="shared", shared_bytes=choice.shared_bytes if owner else 0,
                       barriers=int(owner), cost=choice.cost if owner else 0)
         reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
-        return Boundary(**fields, conversions=len(remaining), reason=reason)
+        return Boundary(**fields, conversions=len(remaining), reason=reason + _NARROWED * narrowed)
     if planned.reason is not None:
         reason = planned.reason
     elif boundary_tag in folded.loaded and not remaining:
@@ -62,6 +72,9 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         fields["handoff"] = "shared"
     elif boundary_tag in folded.constants and not remaining:
         reason = "a splat constant, made in the layout wanted (no conversion)"
+    elif folded.moved.get(boundary_tag) == "merged" and not remaining:
+        reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
+                  "all-Triton kernel has it")
     elif planned.agree:
         reason = "layouts agree"
     elif not remaining:
@@ -78,5 +91,5 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         fields["barriers"] = sum(m.barriers for m in moves)
         fields["shuffles"] = sum(m.shuffles for m in moves)
         fields["cost"] = choice.cost if choice is not None and choice.tags[0] == boundary_tag else 0
-        reason += f" ({fields['movement']})" if choice is None else f": {choice.reason}"
+        reason += (f" ({fields['movement']})" if choice is None else f": {choice.reason}") + _NARROWED * narrowed
     return Boundary(**fields, conversions=len(remaining), reason=reason)

@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from . import diagnostics, opaque
+from . import diagnostics, opaque, sinking
 from .boundary import TAG, tag
 from .triton.bindings import gluon_ir, ir, passes
 
@@ -163,12 +163,14 @@ class Folded:
     """The boundaries whose conversion ``fold_boundary_conversions`` replaced, by tag."""
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
     constants: frozenset[str]   # by the splat constant made in the wanted layout
+    moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``)
 
 
-def fold_boundary_conversions(module, context) -> Folded:
+def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
     """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
-    a boundary's conversion of a splat constant to the constant in its layout, and one of a
-    shared-memory load to a load in its layout.
+    a boundary's conversion of a splat constant to the constant in its layout, one of a
+    shared-memory load to a load in its layout, and (for the tags in ``movable``: conversions
+    into Triton code) one followed by casts moved past them (``sinking``).
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
     author wrote between their own values stay as written. The folded conversion keeps the
@@ -209,11 +211,12 @@ def fold_boundary_conversions(module, context) -> Folded:
 
     canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
     constants = _fold_constant_conversions(module, builder)
+    moved = sinking.sink_past_casts(module, builder, set(movable) - constants)
     loaded = _fold_into_shared_loads(module, builder)
-    if loaded or constants:
+    if loaded or constants or moved:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
-    return Folded(frozenset(loaded), frozenset(constants))
+    return Folded(frozenset(loaded), frozenset(constants), moved)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.

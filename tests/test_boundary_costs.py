@@ -5,6 +5,7 @@ the constants are made in the loop's layouts (no conversion, no shared memory), 
 pipeline (``axis_hints``). Each test pins the conversions and shared memory of its row.
 """
 import math
+import re
 import struct
 import sys
 from pathlib import Path
@@ -89,3 +90,55 @@ def test_printed_splat_literals_read_back_exactly(element, literal, value):
 def test_a_hex_literal_keeps_every_bit():
     bits = 0x3DCCCCCD   # 0.1f, not exact in decimal
     assert stitch._scalar("f32", hex(bits)) == struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90a"])
+def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target):
+    """bench/parity.py's matmul_activation, Triton host: the Gluon leaky_relu returns the MMA
+    tile; the host casts it to fp16 and stores. The boundary's conversion is moved past the cast
+    into the host's own conversion for the store: one fp16 conversion, the all-Triton kernel's."""
+    import parity_ports
+
+    port = next(p for p in parity_ports.PORTS if p.name == "matmul_activation" and p.direction == "triton->gluon")
+    builds = port.builds(target)
+    fb, pure = builds["hybrid"], builds["triton"]
+    result, = [b for b in fb.boundaries if b.direction == "out"]
+    assert result.conversions == 0 and "moved past the casts" in result.reason, result
+    assert re.search(r"arith\.truncf %\S+ : tensor<\d+x\d+xf32, #mma> to tensor<\d+x\d+xf16, #mma>", fb.asm["ttgir"])
+    assert fb.asm["ttgir"].count("ttg.convert_layout") == pure.asm["ttgir"].count("ttg.convert_layout")
+    assert instructions(fb.asm) == instructions(pure.asm)
+    assert fb.metadata.shared == pure.metadata.shared
+
+
+@gluon.jit
+def rows_in(x, L: gl.constexpr):
+    return gl.convert_layout(x * 2.0, L)
+
+
+@hybrid.jit
+@triton.jit
+def narrowing_host(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    rows = tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    x = tl.load(x_ptr + rows[:, None] * BN + cols[None, :])
+    y = rows_in(x, L).to(tl.float16)
+    tl.store(y_ptr + rows, tl.sum(y, axis=1))
+
+
+@pytest.mark.parametrize("boundaries", ["convert", "auto"])
+def test_a_boundary_that_stays_moves_past_the_cast_that_narrows_it(boundaries):
+    """The Gluon function returns its author's layout; the host casts to fp16 and reduces: the
+    boundary still moves the tile (a conversion, or the planner's shared-memory handoff), but as
+    2-byte elements instead of 4-byte ones."""
+    layout = gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
+    fb = hybrid.compile(narrowing_host, {"x_ptr": "*fp32", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64, "L": layout},
+                        "sm90a", num_warps=4, boundaries=boundaries)
+    result, = [b for b in fb.boundaries if b.direction == "out"]
+    assert "narrows" in result.reason, result
+    ttgir = fb.asm["ttgir"]
+    assert re.search(r"arith\.truncf %\S+ : tensor<64x64xf32, #blocked\d*> to tensor<64x64xf16", ttgir)
+    if result.handoff == "shared":
+        assert result.shared_bytes == 64 * 64 * 2 and "memdesc<64x64xf16" in ttgir
+    else:
+        moved = re.findall(r'ttg\.convert_layout %\S+ \{hybrid\.boundary = "0:out:0"\} : tensor<64x64x(\w+),', ttgir)
+        assert result.conversions == 1 and moved == ["f16"], moved

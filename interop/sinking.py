@@ -1,0 +1,77 @@
+"""Boundary conversions moved past the casts that follow them on Triton's side of a boundary.
+
+A Gluon region's result enters the Triton host in the layout its author's code produced, and
+the host's Triton code had already been laid out (by Triton's passes, before the region was
+built) around a result of unknown layout: an epilogue such as ``acc.to(tl.float16)`` then a store
+converts twice, the boundary's conversion on fp32 and the host's own (to the store's layout) on
+fp16, where the all-Triton kernel converts once, after the cast. Triton's code has no author's
+layouts to keep, so the boundary's conversion is moved down a chain of single-use casts: into
+the host's own conversion where the chain ends in one (one conversion where there were two, the
+all-Triton kernel's), or after a narrowing cast (fewer bytes to move). The same holds for a Triton
+region's inputs in a Gluon host. Conversions into Gluon code are never moved: its layouts are the
+author's.
+"""
+from __future__ import annotations
+
+import re
+
+from triton.experimental.gluon import language as gl
+
+from .boundary import TAG
+
+#: The casts a conversion moves past, and how the builder makes each in another layout.
+_CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
+_NARROWING = {"arith.truncf"}
+#: Float element types by their MLIR names.
+_FLOATS = {"f64": gl.float64, "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
+           "f8E5M2": gl.float8e5}
+
+
+def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
+    """Move each boundary conversion tagged one of ``tags`` past the casts that use it (see the
+    module's docstring). Returns, per tag moved, ``"merged"`` (it became the host's own
+    conversion) or ``"narrowed"`` (it now converts after a narrowing cast)."""
+    users: dict[int, list] = {}
+    conversions: list = []
+
+    def visit(op):
+        for i in range(op.get_num_operands()):
+            users.setdefault(op.get_operand(i).id(), []).append(op)
+        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags:
+            conversions.append(op)
+
+    module.walk(visit)
+    moved: dict[str, str] = {}
+    for conversion in conversions:
+        chain, value = [], conversion.get_result(0)
+        while len(users.get(value.id(), [])) == 1 and users[value.id()][0].get_name() in _CASTS:
+            chain.append(users[value.id()][0])
+            value = chain[-1].get_result(0)
+        following = users.get(value.id(), [])
+        own = following[0] if len(following) == 1 and following[0].get_name() == "ttg.convert_layout" \
+            and not following[0].get_str_attr(TAG) else None
+        if not chain or (own is None and not any(op.get_name() in _NARROWING for op in chain)):
+            continue
+        source = conversion.get_operand(0)
+        layout = builder.get_gluon_layout_from_tensor(source)
+        builder.set_insertion_point_after(own or chain[-1])
+        current = source
+        for op in chain:
+            result = op.get_result(0)
+            current = getattr(builder, _CASTS[op.get_name()])(current, _in_layout(result, layout, builder))
+            current.set_loc(result.get_loc())
+        replaced = own.get_result(0) if own is not None else value
+        converted = builder.create_convert_layout(replaced.get_type(), current)
+        converted.set_loc(replaced.get_loc())
+        boundary_tag = conversion.get_str_attr(TAG)
+        if own is None:   # still the boundary's conversion, on fewer bytes
+            converted.set_attr(TAG, builder.get_string_attr(boundary_tag))
+        replaced.replace_all_uses_with(converted)
+        moved[boundary_tag] = "narrowed" if own is None else "merged"
+    return moved
+
+
+def _in_layout(value, layout, builder):
+    """The type of ``value`` (a tensor) in ``layout``."""
+    shape, element = re.match(r"tensor<((?:\d+x)+)(\w+),", str(value.get_type())).groups()
+    return gl.distributed_type(_FLOATS[element], [int(d) for d in shape.rstrip("x").split("x")], layout).to_ir(builder)
