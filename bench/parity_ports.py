@@ -103,6 +103,18 @@ def matmul_act_gluon_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.const
 
 
 @hybrid.jit
+@gluon.jit
+def matmul_act_gluon_host_mma_store(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr):
+    """The Gluon host storing the tile in the layout the Triton region returns it in, as the
+    all-Triton kernel does on AMD (where it stores straight from the MFMA layout)."""
+    acc = leaky_relu(mainloop(a_ptr, b_ptr, K, BM, BN, BK))
+    L: gl.constexpr = acc.type.layout
+    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    gl.store(c_ptr + rm[:, None] * K + rn[None, :], acc.to(gl.float16))
+
+
+@hybrid.jit
 @triton.jit
 def matmul_act_triton_host(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     acc = leaky_relu_gluon(mainloop(a_ptr, b_ptr, K, BM, BN, BK))
@@ -201,6 +213,9 @@ def _matmul_act(target: str, host: str) -> dict:
     if host == "gluon":
         fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS)}, target,
                             num_warps=NUM_WARPS, divisible=("K", ))
+    elif host == "gluon, MMA-layout store":
+        fb = hybrid.compile(matmul_act_gluon_host_mma_store, sig, tiles, target, num_warps=NUM_WARPS,
+                            divisible=("K", ))
     else:
         fb = hybrid.compile(matmul_act_triton_host, sig, tiles, target, num_warps=NUM_WARPS, divisible=("K", ))
     return {"hybrid": fb, **pure}
@@ -230,6 +245,7 @@ PORTS = (
     Port("vector_add", "triton->gluon", lambda t: _vector_add(t, "triton")),
     Port("matmul_activation", "gluon->triton", lambda t: _matmul_act(t, "gluon")),
     Port("matmul_activation", "triton->gluon", lambda t: _matmul_act(t, "triton")),
+    Port("matmul_activation_mma_store", "gluon->triton", lambda t: _matmul_act(t, "gluon, MMA-layout store")),
     Port("layernorm", "gluon->triton", _layernorm),
     Port("attention_inner_loop", "gluon->triton", _attention),
 )
