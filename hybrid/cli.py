@@ -21,6 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import hybrid
+from interop import request
+from interop.errors import RequestError
 from interop.targets import TARGETS
 from scheduler import Cache, build, plan
 from scheduler.bundle import write_bundles
@@ -154,6 +156,16 @@ def results_table(results: list) -> Table:
     return table
 
 
+def check_jobs(jobs) -> None:
+    """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.request``)
+    before anything builds: targets, options, constexpr values (a usage error, not a failed build)."""
+    for job in jobs:
+        target = request.check_target(job.target)
+        request.check_options(job.options, target)
+        for name, value in job.constexprs.items():
+            request.check_constexpr_value(name, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     cli = parser()
     args = cli.parse_args(argv)
@@ -169,10 +181,16 @@ def main(argv: list[str] | None = None) -> int:
         jobs = plan(args.kernels, args.targets or args.target, assignments(args.signature, str),
                     assignments(args.constexpr, json_or_text),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
+        check_jobs(jobs)
     except (ValueError, argparse.ArgumentTypeError) as exc:
         cli.error(str(exc))
     if args.command == "report":
-        return _report(jobs, args, report.console(args.wide))
+        try:
+            return _report(jobs, args, report.console(args.wide))
+        except RequestError as exc:   # a module's own signature or constexprs(target), checked at compile
+            Console(width=report.WIDTH, stderr=True).print(f"[red]FAILED[/red] {escape(str(exc))}", highlight=False,
+                                                           soft_wrap=True)
+            return 1
     out = Console(width=report.WIDTH)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:

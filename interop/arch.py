@@ -57,6 +57,7 @@ class Feature:
     where: tuple[Archs, ...]
     builtins: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()   # element types by their signature names ("fp8e4nv")
 
     def available(self, target) -> bool:
         return any(target in archs for archs in self.where)
@@ -107,7 +108,21 @@ FEATURES: tuple[Feature, ...] = (
             ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),
     Feature("an NVIDIA op", (NVIDIA, ), ("nvidia.", ), ("ttng.", )),
     Feature("an AMD op", (CDNA3_UP, ), ("amd.", ), ("amdgpu.", "amdg.")),
+    # Element types: the fp8 formats each backend converts and multiplies (Triton's own
+    # ``supported_fp8_dtypes`` per target, which tests/test_request_validation.py compares with
+    # these rows); fp8e5 (OCP e5m2) and the wider types are on every target.
+    Feature("fp8 e4m3 (fp8e4nv, OCP e4m3fn)", (SM90_UP, CDNA3_UP), dtypes=("fp8e4nv", )),
+    Feature("fp8 e4m3 with exponent bias 15 (fp8e4b15)", (NVIDIA, ), dtypes=("fp8e4b15", )),
+    Feature("AMD's fp8 FNUZ formats (fp8e4b8, fp8e5b16)", (CDNA3_UP, ), dtypes=("fp8e4b8", "fp8e5b16")),
 )
+
+#: threads per warp on each backend, and threads one CTA may have
+WARP_SIZE = {"cuda": 32, "hip": 64}
+MAX_THREADS_PER_CTA = 1024
+
+
+def max_warps(target) -> int:
+    return MAX_THREADS_PER_CTA // target.warp_size
 
 
 def builtin_name(fn) -> str | None:
@@ -133,6 +148,31 @@ def feature_of_builtin(fn) -> Feature | None:
 @functools.lru_cache(maxsize=None)
 def feature_of_op(op_name: str) -> Feature | None:
     return next((f for f in FEATURES if any(op_name.startswith(prefix) for prefix in f.ops)), None)
+
+
+@functools.lru_cache(maxsize=None)
+def feature_of_dtype(name: str) -> Feature | None:
+    """The row for an element type (a signature name such as ``fp8e4nv``), or None: every target has it."""
+    return next((f for f in FEATURES if name in f.dtypes), None)
+
+
+#: Triton's fp8 element types, by their signature names
+FP8_TYPES = ("fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp8e4b15")
+
+
+def supported_fp8_dtypes(target) -> tuple[str, ...]:
+    """The fp8 types ``target`` has, as Triton's backend options name them (``supported_fp8_dtypes``)."""
+    return tuple(sorted(n for n in FP8_TYPES if feature_of_dtype(n) is None or feature_of_dtype(n).available(target)))
+
+
+def check_dtype(name: str, target, site) -> None:
+    """Raise a ``TargetError`` where ``target`` lacks the element type ``name``; ``site`` says
+    where it is used (a string, or a callable computed only for an error)."""
+    feature = feature_of_dtype(name)
+    if feature is not None and not feature.available(target):
+        where = site() if callable(site) else site
+        raise TargetError(f"{where}: {name} is {feature.what}, which {target_label(target)} does not have "
+                          f"(it needs {feature.needs})", "use a type the target has: fp16, bf16 or fp8e5 (e5m2)")
 
 
 def target_label(target) -> str:

@@ -96,3 +96,13 @@ def raised_within(exc: BaseException, kind: type) -> BaseException | None:
 
 class SharedMemoryError(ValueError):
     """A kernel needs more shared memory than its target has; says what each region allocates."""
+
+
+class RequestError(ValueError):
+    """A compile or launch request that cannot be built as given: a signature, constexpr, option or
+    target. Names the argument, the value and what is allowed (``interop.request``)."""
+
+
+class RequestTypeError(RequestError, TypeError):
+    """A request argument of the wrong kind: a signature that is not a dict, a function that is
+    not a JIT kernel, a number given as a string."""

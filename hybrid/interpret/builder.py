@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 from triton.experimental.gluon import language as gl
 
+from interop import arch
 from interop.triton import interpreter as upstream
 from interop.triton.bindings import ir
 from interop.triton.interpreter import TensorHandle
@@ -44,6 +45,9 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         super().__init__()
         self.target = target
         opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
+        # the fp8 types the target has (interop.arch): Triton's own check refuses the others, as it
+        # does in the compiler from the backend's options
+        opts["supported_fp8_dtypes"] = arch.supported_fp8_dtypes(target)
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
 
