@@ -175,3 +175,12 @@ def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.
     blackwell.tcgen05_commit(bar)
     mbarrier.wait(bar, phase=0)
     _store_rows(c_ptr, acc.load(acc.get_reg_layout() if REG is None else REG), M, N, L)
+
+
+@gluon.jit
+def slice_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
+    """A shared buffer used through ``smem.slice`` views (upper half written, read back doubled)."""
+    offs = gl.arange(0, BLOCK, layout=L)
+    smem = gl.allocate_shared_memory(gl.float32, [2 * BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    smem.slice(BLOCK, BLOCK).store(gl.load(x_ptr + offs))
+    gl.store(y_ptr + offs, smem.slice(BLOCK, BLOCK).load(L) * 2)

@@ -19,7 +19,7 @@ from interop.triton import interpreter as upstream
 from interop.triton.bindings import ir
 from interop.triton.interpreter import TensorHandle
 
-from . import barriers, layouts, libdevice, memory
+from . import barriers, layouts, libdevice, memory, numerics
 from . import program as prog
 from . import tma
 from .errors import UnsupportedOpError
@@ -54,7 +54,72 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     def create_extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
         return libdevice.compute(self, symbol, args)
 
+    # -- bf16 and fp8: computed in fp32 and rounded to nearest even, as the GPU (numerics.py) ---
+    def binary_op(self, lhs, rhs, op):
+        dtype = lhs.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().binary_op(lhs, rhs, op)
+        out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
+        return TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
+
+    def unary_op(self, arg, op):
+        dtype = arg.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().unary_op(arg, op)
+        return TensorHandle(numerics.encode(op(numerics.decode(arg.data, dtype)), dtype), dtype)
+
+    def ternary_op(self, lhs, rhs, other, op):
+        dtype = other.dtype.scalar
+        if op is np.where or not numerics.stored_as_bits(dtype):   # a select moves bits as they are
+            return super().ternary_op(lhs, rhs, other, op)
+        out = op(*(numerics.decode(h.data, h.dtype.scalar) for h in (lhs, rhs, other)))
+        return TensorHandle(numerics.encode(out, dtype), dtype)
+
+    def create_fma(self, x, y, z):
+        dtype = z.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().create_fma(x, y, z)
+        x, y, z = (numerics.decode(h.data, dtype).astype(np.float64) for h in (x, y, z))
+        return TensorHandle(numerics.encode(x * y + z, dtype), dtype)   # exact in fp64, rounded once
+
+    def cast_impl(self, src, dst_type):
+        source, dest = src.dtype.scalar, dst_type.scalar
+        if not (numerics.stored_as_bits(source) or numerics.stored_as_bits(dest)):
+            return super().cast_impl(src, dst_type)
+        values = numerics.decode(src.data, source) if numerics.stored_as_bits(source) else src.data
+        if numerics.stored_as_bits(dest):
+            return TensorHandle(numerics.encode(values, dest), dest)
+        return TensorHandle(values.astype(upstream.np_dtype(dest)), dest)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        if rounding_mode == ir.ROUNDING_MODE.RTZ:   # toward zero: upstream's truncation is that rounding
+            return super().create_fp_to_fp(src, dst_type, rounding_mode)
+        return self.cast_impl(src, dst_type)
+
     # -- types: Python objects, checked against the target as they are made --------------------
+    def _fp8_type(self, dtype):
+        """An fp8 type the target has; another fails as ``tl.dtype.to_ir`` fails it in the compiler
+        (upstream's interpreter skips that check)."""
+        if dtype.name not in self.options.supported_fp8_dtypes:
+            raise ValueError(f"type {dtype} not supported in this architecture. "
+                             f"The supported fp8 dtypes are {self.options.supported_fp8_dtypes}")
+        return dtype
+
+    def get_fp8e4nv_ty(self):
+        return self._fp8_type(gl.float8e4nv)
+
+    def get_fp8e4b8_ty(self):
+        return self._fp8_type(gl.float8e4b8)
+
+    def get_fp8e4b15_ty(self):
+        return self._fp8_type(gl.float8e4b15)
+
+    def get_fp8e5_ty(self):
+        return self._fp8_type(gl.float8e5)
+
+    def get_fp8e5b16_ty(self):
+        return self._fp8_type(gl.float8e5b16)
+
     def get_distributed_ty(self, element_ty, shape, layout):
         layouts.check(layout, self.target.warp_size, prog.current_frame().num_warps)
         return gl.distributed_type(element_ty, list(shape), layout)

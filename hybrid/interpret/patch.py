@@ -27,7 +27,7 @@ from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
 
-from . import boundary, libdevice
+from . import boundary, libdevice, numerics
 from . import program as prog
 from . import warp_specialize
 from .errors import UnsupportedOpError, user_site
@@ -61,6 +61,12 @@ def language_of(fn: JITFunction) -> str:
 
 def _is_builtin(member) -> bool:
     return tl.core.is_builtin(member)
+
+
+def _is_value_method(member) -> bool:
+    """A method of a Triton or Gluon value that takes ``_semantic`` without being marked a builtin
+    (Gluon's ``shared_memory_descriptor.slice`` in 3.9): the code generator passes it the semantic."""
+    return inspect.isfunction(member) and "_semantic" in inspect.signature(member).parameters
 
 
 def semantic_for(language: str, num_warps: int, builder):
@@ -170,8 +176,18 @@ def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs
     return warp_specialize.run(run_partition, list(functions_and_args), list(worker_num_warps))
 
 
+class _ReduceOps(upstream.ReduceOps):
+    """Upstream's reductions, with ``tl.sum`` of bf16/fp8 adding values step by step (each add
+    rounded, as the compiled combine is) where upstream's fast path sums their raw bits."""
+
+    def sum(self, input):
+        if not numerics.stored_as_bits(input.dtype.scalar):
+            return super().sum(input)
+        return self.generic_reduce((input, ))[0]
+
+
 def _reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-    results = upstream.ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
+    results = _ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
     return _with_layouts(input, results, None if keep_dims else axis)
 
 
@@ -246,7 +262,7 @@ def _prepend_to_tuple(self, other):
 
 def _patch_members(owner, scope, seen: set) -> None:
     for name, member in list(vars(owner).items()):
-        if _is_builtin(member):
+        if _is_builtin(member) or (inspect.isclass(owner) and _is_value_method(member)):
             scope.set_attr(owner, name, _dynamic(member))
         elif inspect.isclass(member) and member.__module__.startswith("triton.") and member not in seen:
             seen.add(member)

@@ -1,0 +1,35 @@
+"""Where the interpreter and the compiler used to part: each case here both build and compute,
+or both refuse with the same error."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hybrid  # noqa: E402
+from hybrid import interpret  # noqa: E402
+from interop.errors import LayoutError  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from tests import interp_kernels as k  # noqa: E402
+
+L = gl.BlockedLayout([1], [32], [4], [0])
+
+
+def test_shared_memory_slice_runs_in_the_interpreter_and_compiles():
+    x, y = torch.randn(128), torch.zeros(128)
+    interpret.launch(k.slice_kernel, (1, ), x, y, BLOCK=128, L=L, target="sm90a")
+    assert torch.equal(y, 2 * x)
+    fb = hybrid.compile(hybrid.jit(k.slice_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 128, "L": L},
+                        target="sm90a")
+    assert fb.kernel_entries == 1
+
+
+@pytest.mark.parametrize("layout", [gl.BlockedLayout([3], [32], [4], [0]), gl.BlockedLayout([1], [32], [3], [0])])
+def test_a_layout_that_is_not_a_power_of_two_is_refused_by_both(layout):
+    with pytest.raises(LayoutError) as interpreted:
+        interpret.launch(k.memcpy_kernel, (1, ), torch.zeros(128), torch.zeros(128), 128, BLOCK=128, L=layout,
+                         target="sm90a")
+    with pytest.raises(LayoutError) as compiled:
+        hybrid.compile(hybrid.jit(k.memcpy_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                       {"BLOCK": 128, "L": layout}, target="sm90a", num_warps=4)
+    for error in (interpreted.value, compiled.value):
+        assert "not a power of two" in str(error) and "3" in str(error)
