@@ -35,6 +35,17 @@ class RegionError(CompilationError):
         return type(self), (self.function, self.call_site, self.reason, self.hint)
 
 
+def nested_region(function: str, call_site: str, enclosing: str) -> RegionError:
+    """A Gluon function called from a Triton region's body (Gluon -> Triton -> Gluon): the
+    compiler and the interpreter refuse it with this one error. ``enclosing`` names the Triton
+    region and its call site."""
+    return RegionError(function, call_site,
+                       f"a Gluon function called inside the Triton region {enclosing}: regions do not nest "
+                       "(Gluon -> Triton -> Gluon)",
+                       f"call '{function}' from the Gluon code around that Triton region, or port the Triton "
+                       "region to Gluon")
+
+
 def describe(exc: Exception) -> str:
     text = str(exc).strip()
     return text if text else type(exc).__name__

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from . import (arch, arguments, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle, timing,
-               validate)
+from . import (arch, arguments, instrument, interception, locations, lowering_cache, movement, opaque, stitch, swizzle,
+               timing, validate)
 from .assemble import assemble
 from .boundary import layout_of, tag
 from .errors import RegionError, as_region_error
@@ -68,7 +68,8 @@ class TritonRegions:
         dry = compat.in_loop_carry_discovery(gen) or probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
-            with as_region_error(name, call_site, _HINT):
+            with as_region_error(name, call_site, _HINT), interception.inside_triton_region(f"'{name}' called at "
+                                                                                          f"{call_site}"):
                 lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs)
             if dry:
                 self._spare[specialization] = lowered

@@ -33,3 +33,17 @@ def test_a_layout_that_is_not_a_power_of_two_is_refused_by_both(layout):
                        {"BLOCK": 128, "L": layout}, target="sm90a", num_warps=4)
     for error in (interpreted.value, compiled.value):
         assert "not a power of two" in str(error) and "3" in str(error)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_triton_region_on_a_one_element_tile_compiles(target):
+    """Triton's canonicalizer makes an elementwise op on a 1-element tile scalar; the region's
+    input then takes the host tile's one element (it aborted in LLVM's cast<RankedTensorType>)."""
+    from tests.kernels import k_agree, k_void_region
+    layout = gl.BlockedLayout([1], [64 if target == "gfx942" else 32], [4], [0])
+    for kernel in (k_agree, k_void_region):
+        fb = hybrid.compile(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 1, "L1": layout}, target=target)
+        assert fb.kernel_entries == 1 and len(fb.regions) == 1
+    x, y = torch.randn(1), torch.zeros(1)
+    interpret.launch(k_agree, (1, ), x, y, BLOCK=1, L1=layout, target=target)
+    assert torch.equal(y, 2 * x)

@@ -22,7 +22,7 @@ from triton.runtime import JITFunction
 
 import hybrid
 from interop import arch
-from interop.errors import RegionError, TargetError
+from interop.errors import RegionError, TargetError, nested_region
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
@@ -112,6 +112,13 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     language = caller.language if library else language_of(fn)
     num_warps = num_warps or caller.num_warps
     crossing = language != caller.language
+    region = caller.region
+    if crossing and language == "triton":
+        region = f"'{fn.__name__}' called at {user_site().split(' in ')[0]}"
+    elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
+        raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
+    elif crossing:
+        region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:
         origin = f"the {caller.language} caller gave '{fn.__name__}'"
@@ -119,7 +126,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         kwargs = {k: boundary.into(language, v, origin) for k, v in kwargs.items()}
     semantic = caller.semantic if language == caller.language and num_warps == caller.num_warps else \
         semantic_for(language, num_warps, caller.semantic.builder)
-    with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition)):
+    with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition, region)):
         if crossing and language == "gluon":
             args, kwargs = boundary.declared(fn, args, kwargs, semantic)
         try:
