@@ -28,7 +28,7 @@ $(BIN)/.ready: pyproject.toml
 define triton_env
 $(1)/bin/.ready: pyproject.toml
 	$$(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi rich numpy pytest pytest-xdist
+	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi rich numpy pytest pytest-xdist hypothesis
 	touch $$@
 endef
 $(eval $(call triton_env,$(VENV36),3.6.0))

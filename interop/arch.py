@@ -58,6 +58,7 @@ class Feature:
     builtins: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()   # element types by their signature names ("fp8e4nv")
+    on_types: tuple[str, ...] = ()   # for ``ops``: only where the op's result type names one ("f8E")
 
     def available(self, target) -> bool:
         return any(target in archs for archs in self.where)
@@ -68,6 +69,10 @@ class Feature:
             return "none of the targets triton-hybrid builds for"
         return " or ".join(archs.label for archs in self.where)
 
+
+#: float arithmetic ops (arith dialect, and math's fma) by name
+FP8_ARITHMETIC = tuple(f"arith.{op}" for op in ("addf", "subf", "mulf", "divf", "remf", "negf", "maximumf", "minimumf",
+                                                "maxnumf", "minnumf")) + ("math.fma", )
 
 #: First match wins: specific rows (mbarrier arrivals of cp.async, AMD buffer copies) before the
 #: general ones, catch-alls at the end. A name is a prefix.
@@ -108,6 +113,10 @@ FEATURES: tuple[Feature, ...] = (
             ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),
     Feature("an NVIDIA op", (NVIDIA, ), ("nvidia.", ), ("ttng.", )),
     Feature("an AMD op", (CDNA3_UP, ), ("amd.", ), ("amdgpu.", "amdg.")),
+    # Arithmetic on fp8 values (fp8 op fp8 -> fp8, a reduction's adds): no backend lowers it
+    # (``PassManager::run failed``); Triton computes fp8 with a wider operand in the wider type.
+    Feature("arithmetic on fp8 values (convert them to fp16/bf16/fp32 first)", (), ops=FP8_ARITHMETIC,
+            on_types=("f8E", )),
     # Element types: the fp8 formats each backend converts and multiplies (Triton's own
     # ``supported_fp8_dtypes`` per target, which tests/test_request_validation.py compares with
     # these rows); fp8e5 (OCP e5m2) and the wider types are on every target.
@@ -210,6 +219,9 @@ def misplaced_ops(module, target) -> list[Misplaced]:
 
     def visit(op):
         feature = feature_of_op(op.get_name())
+        if feature is not None and feature.on_types and op.get_num_results() and \
+                not any(t in str(op.get_result(0).get_type()) for t in feature.on_types):
+            return
         if feature is not None and not feature.available(target) and feature not in found:
             found[feature] = op.get_name()
 

@@ -68,10 +68,7 @@ class HybridGluonSource(_Settled, GluonASTSource):
             finish_gluon_host(cc, module)
         finally:
             cc.close()
-        misplaced = arch.misplaced_ops(module, target)
-        if misplaced:
-            raise TargetError(f"the Gluon kernel '{self.fn.__name__}': {arch.describe_misplaced(misplaced, target)}",
-                              ARCH_HINT)
+        _check_ops(module, target, f"the Gluon kernel '{self.fn.__name__}'")
         stages_hook.hand_over_ttir(options, cc.triton_ttir())
         return _recorded(module, cc, context)
 
@@ -86,6 +83,7 @@ class HybridTritonSource(_Settled, ASTSource):
         try:
             with interception.generating(cc), timing.stage("host code generation"):
                 module = super().make_ir(target, options, codegen_fns, module_map, context)
+            _check_ops(module, target, f"the Triton kernel '{self.fn.__name__}'")
             stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, cc, context))
         except BaseException:
             cc.close()
@@ -102,6 +100,14 @@ def _finish_triton_host(cc: CompileContext, context, module):
         return _recorded(module, cc, context)
     finally:
         cc.close()
+
+
+def _check_ops(module, target, kernel: str) -> None:
+    """Every op of ``module`` is one ``target`` has (``interop.arch``): a ``TargetError`` names
+    the first of each missing feature and its line, before the backend fails on it."""
+    misplaced = arch.misplaced_ops(module, target)
+    if misplaced:
+        raise TargetError(f"{kernel}: {arch.describe_misplaced(misplaced, target)}", ARCH_HINT)
 
 
 def _new_compile(source, target, options, context) -> CompileContext:

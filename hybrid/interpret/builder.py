@@ -22,7 +22,7 @@ from interop.triton.interpreter import TensorHandle
 from . import barriers, layouts, libdevice, memory, numerics
 from . import program as prog
 from . import tma
-from .errors import UnsupportedOpError
+from .errors import UnsupportedOpError, user_site
 
 
 def _scalar(handle) -> int | float | bool:
@@ -37,6 +37,12 @@ def as_float32(data: np.ndarray, dtype) -> np.ndarray:
     if dtype in (gl.bfloat16, ) or dtype.primitive_bitwidth == 8 and dtype.is_floating():
         return upstream.convert_float(data, dtype, gl.float32, None).view(np.float32)
     return data.astype(np.float32)
+
+
+#: the arith op each numpy function of the builder's float arithmetic stands for
+FP8_OPS = {np.add: "arith.addf", np.subtract: "arith.subf", np.multiply: "arith.mulf", np.divide: "arith.divf",
+           np.fmod: "arith.remf", np.negative: "arith.negf", np.maximum: "arith.maximumf", np.minimum: "arith.minimumf",
+           np.fmax: "arith.maxnumf", np.fmin: "arith.minnumf", "fma": "math.fma"}
 
 
 class HybridInterpreterBuilder(upstream.InterpreterBuilder):
@@ -55,10 +61,19 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         return libdevice.compute(self, symbol, args)
 
     # -- bf16 and fp8: computed in fp32 and rounded to nearest even, as the GPU (numerics.py) ---
+    def _check_fp8_arithmetic(self, dtype, op) -> None:
+        """fp8 op fp8 is an op no target lowers (``interop.arch``): refused as the compiler refuses it."""
+        name = FP8_OPS.get(op)
+        if name and dtype.is_floating() and dtype.primitive_bitwidth == 8:
+            feature = arch.feature_of_op(name)
+            if feature is not None and not feature.available(self.target):
+                raise arch.missing_op_error(name, feature, self.target, user_site())
+
     def binary_op(self, lhs, rhs, op):
         dtype = lhs.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().binary_op(lhs, rhs, op)
+        self._check_fp8_arithmetic(dtype, op)
         out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
         return TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
 
@@ -66,12 +81,14 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         dtype = arg.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().unary_op(arg, op)
+        self._check_fp8_arithmetic(dtype, op)
         return TensorHandle(numerics.encode(op(numerics.decode(arg.data, dtype)), dtype), dtype)
 
     def ternary_op(self, lhs, rhs, other, op):
         dtype = other.dtype.scalar
         if op is np.where or not numerics.stored_as_bits(dtype):   # a select moves bits as they are
             return super().ternary_op(lhs, rhs, other, op)
+        self._check_fp8_arithmetic(dtype, np.maximum)   # a clamp
         out = op(*(numerics.decode(h.data, h.dtype.scalar) for h in (lhs, rhs, other)))
         return TensorHandle(numerics.encode(out, dtype), dtype)
 
@@ -79,6 +96,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         dtype = z.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().create_fma(x, y, z)
+        self._check_fp8_arithmetic(dtype, "fma")
         x, y, z = (numerics.decode(h.data, dtype).astype(np.float64) for h in (x, y, z))
         return TensorHandle(numerics.encode(x * y + z, dtype), dtype)   # exact in fp64, rounded once
 

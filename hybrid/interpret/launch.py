@@ -18,6 +18,7 @@ import triton.language as tl
 from interop import request
 from interop.errors import LayoutError, RegionError, TargetError
 from interop.targets import current_gpu_target, name_of
+from interop.validate import check_constexpr_layouts
 from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
 
@@ -78,7 +79,7 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     num_warps = options.get("num_warps") or DEFAULT_NUM_WARPS
     builder = HybridInterpreterBuilder(target, num_warps, options.get("num_ctas") or 1)
     constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
-    _check_arguments(kernel, inspect.getcallargs(kernel.fn, *args, **kwargs), constexprs, target)
+    _check_arguments(kernel, inspect.getcallargs(kernel.fn, *args, **kwargs), constexprs, target, num_warps)
     executor = upstream.GridExecutor(kernel.fn, kernel.arg_names, grid)
     args_hst, kwargs_hst = upstream.host_arguments(executor, args, kwargs)
     language = patch.language_of(kernel)
@@ -99,9 +100,12 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
 
 
-def _check_arguments(kernel, call_args: dict, constexprs: set, target) -> None:
-    """The launch's share of the request checks (``interop.request``): constexpr values, and
-    element types of tensor arguments the target lacks (fp8e4nv on sm80)."""
+def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps: int) -> None:
+    """The launch's share of the request checks (``interop.request``): constexpr layouts and
+    values, and element types of tensor arguments the target lacks (fp8e4nv on sm80)."""
+    check_constexpr_layouts(kernel, {(i, ): call_args[name] for i, name in enumerate(kernel.arg_names)
+                                     if name in constexprs}, target.warp_size,
+                            num_warps, f"{target.backend}:{target.arch}")   # as the compiler checks them
     for name, value in call_args.items():
         if name in constexprs:
             request.check_constexpr_value(name, value)

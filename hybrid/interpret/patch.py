@@ -132,7 +132,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         try:
             result = rewritten(fn)(*args, **kwargs)
         except TargetError as missing:   # in a Gluon region of Triton code: named as the compiler names it
-            if not crossing:
+            if not crossing or language != "gluon":
                 raise
             raise RegionError(fn.__name__, user_site().split(" in ")[0], missing.reason, missing.hint) from None
         if crossing:
