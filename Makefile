@@ -16,7 +16,7 @@ CORE_TESTS := tests/test_core.py tests/test_triton_host.py tests/test_movement.p
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean
+.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean fuzz
 
 $(BIN)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,12 @@ test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -n 2 $(CORE_TESTS)
+
+# How many fresh cases `make fuzz` draws (about 10 min on one core with Triton's cache cold).
+FUZZ_EXAMPLES ?= 2500
+
+fuzz: $(BIN)/.ready   ## differential fuzz: compiler vs interpreter on generated boundaries; figures -> bench/fuzz.json
+	HYBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HYBRID_FUZZ_REPORT=bench/fuzz.json $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py

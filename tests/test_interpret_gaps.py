@@ -47,3 +47,14 @@ def test_a_triton_region_on_a_one_element_tile_compiles(target):
     x, y = torch.randn(1), torch.zeros(1)
     interpret.launch(k_agree, (1, ), x, y, BLOCK=1, L1=layout, target=target)
     assert torch.equal(y, 2 * x)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_amd_buffer_load_and_store_run_and_compile(target):
+    layout = gl.BlockedLayout([1], [64], [4], [0])
+    x, y = torch.randn(300), torch.full((300, ), float("nan"))
+    interpret.launch(k.buffer_copy_kernel, (2, ), x, y, 300, BLOCK=256, L=layout, target=target)
+    assert torch.equal(y, 3 * x)
+    fb = hybrid.compile(hybrid.jit(k.buffer_copy_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                        {"BLOCK": 256, "L": layout}, target=target)
+    assert fb.kernel_entries == 1 and "buffer_load" in fb.assembly and "buffer_store" in fb.assembly

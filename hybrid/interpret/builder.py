@@ -252,6 +252,22 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     def create_fence_async_shared(self, cluster=False):
         pass   # copies complete at once: nothing to order
 
+    # -- AMD buffer ops: a scalar base pointer and element offsets, as tl.load/tl.store's pointers --
+    def _buffer_pointers(self, ptr, offsets):
+        base = TensorHandle(np.full(offsets.data.shape, _scalar(ptr), dtype=np.uint64), ptr.dtype.scalar)
+        return self.create_addptr(base, offsets)
+
+    def _buffer_mask(self, mask, offsets):
+        return mask if isinstance(mask, TensorHandle) else TensorHandle(np.ones(offsets.data.shape, dtype=bool),
+                                                                        gl.int1)
+
+    def create_buffer_load(self, ty, ptr, offsets, mask, other, cache, *rest):
+        return self.create_masked_load(self._buffer_pointers(ptr, offsets), self._buffer_mask(mask, offsets),
+                                       other if isinstance(other, TensorHandle) else None, cache, False)
+
+    def create_buffer_store(self, value, ptr, offsets, mask, cache, *rest):
+        self.create_masked_store(self._buffer_pointers(ptr, offsets), value, self._buffer_mask(mask, offsets), cache)
+
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
         if not _pred(pred):
