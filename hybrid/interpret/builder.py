@@ -92,6 +92,9 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         out = op(*(numerics.decode(h.data, h.dtype.scalar) for h in (lhs, rhs, other)))
         return TensorHandle(numerics.encode(out, dtype), dtype)
 
+    def get_bf16(self, value):   # a Python float as a bf16 constant, rounded to nearest even
+        return self.cast_impl(self.get_fp32(value), gl.bfloat16)
+
     def create_fma(self, x, y, z):
         dtype = z.dtype.scalar
         if not numerics.stored_as_bits(dtype):
@@ -257,16 +260,18 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         base = TensorHandle(np.full(offsets.data.shape, _scalar(ptr), dtype=np.uint64), ptr.dtype.scalar)
         return self.create_addptr(base, offsets)
 
-    def _buffer_mask(self, mask, offsets):
-        return mask if isinstance(mask, TensorHandle) else TensorHandle(np.ones(offsets.data.shape, dtype=bool),
-                                                                        gl.int1)
+    def _buffer_mask(self, mask, offsets) -> np.ndarray:
+        return mask.data if isinstance(mask, TensorHandle) else np.ones(offsets.data.shape, dtype=bool)
 
     def create_buffer_load(self, ty, ptr, offsets, mask, other, cache, *rest):
-        return self.create_masked_load(self._buffer_pointers(ptr, offsets), self._buffer_mask(mask, offsets),
-                                       other if isinstance(other, TensorHandle) else None, cache, False)
+        np_dtype = upstream.np_dtype(ptr.get_element_ty())
+        other = other.data if isinstance(other, TensorHandle) else np.zeros(offsets.data.shape, dtype=np_dtype)
+        data = upstream.load(self._buffer_pointers(ptr, offsets).data, self._buffer_mask(mask, offsets), other,
+                             np_dtype)
+        return TensorHandle(data, ptr.get_element_ty())
 
     def create_buffer_store(self, value, ptr, offsets, mask, cache, *rest):
-        self.create_masked_store(self._buffer_pointers(ptr, offsets), value, self._buffer_mask(mask, offsets), cache)
+        upstream.store(self._buffer_pointers(ptr, offsets).data, value.data, self._buffer_mask(mask, offsets))
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
