@@ -19,25 +19,13 @@ import hybrid
 
 @triton.jit
 def t_op(v, s, OP: tl.constexpr):
-    if OP == "affine":
-        r = v * 2 + 1
-    elif OP == "scale":
-        r = v * s
-    else:
-        r = tl.sum(v, axis=0)
-    return r
+    return tl.sum(v, axis=0) if OP == "sum" else (v * 2 + 1 if OP == "affine" else v * s)
 
 
 @gluon.jit
 def g_op(v, s, OP: gl.constexpr, L: gl.constexpr):
     v = gl.convert_layout(v, L)
-    if OP == "affine":
-        r = v * 2 + 1
-    elif OP == "scale":
-        r = v * s
-    else:
-        r = gl.sum(v, axis=0)
-    return r
+    return gl.sum(v, axis=0) if OP == "sum" else (v * 2 + 1 if OP == "affine" else v * s)
 
 
 @triton.jit
@@ -47,9 +35,17 @@ def t_nested(v, s, OP: tl.constexpr, L: tl.constexpr):
 
 @hybrid.jit
 @gluon.jit
-def gluon_host(x_ptr, y_ptr, s, BLOCK: gl.constexpr, DT: gl.constexpr, OP: gl.constexpr, L: gl.constexpr):
+def gluon_kernel(x_ptr, y_ptr, s, BLOCK: gl.constexpr, DT: gl.constexpr, OP: gl.constexpr, L: gl.constexpr,
+                 CALLS: gl.constexpr):
+    """A Gluon kernel calling a Triton region, a Gluon helper, or a Triton region that calls Gluon."""
     offs = gl.arange(0, BLOCK, layout=L)
-    r = t_op(gl.load(x_ptr + offs).to(DT), s, OP)
+    v = gl.load(x_ptr + offs).to(DT)
+    if CALLS == "triton":
+        r = t_op(v, s, OP)
+    elif CALLS == "gluon":
+        r = g_op(v, s, OP, L)
+    else:
+        r = t_nested(v, s, OP, L)
     if OP == "sum":
         gl.store(y_ptr, r.to(gl.float32))
     else:
@@ -58,47 +54,24 @@ def gluon_host(x_ptr, y_ptr, s, BLOCK: gl.constexpr, DT: gl.constexpr, OP: gl.co
 
 @hybrid.jit
 @triton.jit
-def triton_host(x_ptr, y_ptr, s, BLOCK: tl.constexpr, DT: tl.constexpr, OP: tl.constexpr, L: tl.constexpr):
+def triton_kernel(x_ptr, y_ptr, s, BLOCK: tl.constexpr, DT: tl.constexpr, OP: tl.constexpr, L: tl.constexpr,
+                  CALLS: tl.constexpr):
+    """A Triton kernel calling a Gluon region or a Triton helper."""
     offs = tl.arange(0, BLOCK)
-    r = g_op(tl.load(x_ptr + offs).to(DT), s, OP, L)
+    v = tl.load(x_ptr + offs).to(DT)
+    if CALLS == "gluon":
+        r = g_op(v, s, OP, L)
+    else:
+        r = t_op(v, s, OP)
     if OP == "sum":
         tl.store(y_ptr, r.to(tl.float32))
     else:
         tl.store(y_ptr + offs, r.to(tl.float32))
 
 
-@hybrid.jit
-@gluon.jit
-def gluon_plain(x_ptr, y_ptr, s, BLOCK: gl.constexpr, DT: gl.constexpr, OP: gl.constexpr, L: gl.constexpr):
-    offs = gl.arange(0, BLOCK, layout=L)
-    r = g_op(gl.load(x_ptr + offs).to(DT), s, OP, L)
-    if OP == "sum":
-        gl.store(y_ptr, r.to(gl.float32))
-    else:
-        gl.store(y_ptr + offs, r.to(gl.float32))
-
-
-@hybrid.jit
-@triton.jit
-def triton_plain(x_ptr, y_ptr, s, BLOCK: tl.constexpr, DT: tl.constexpr, OP: tl.constexpr, L: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    r = t_op(tl.load(x_ptr + offs).to(DT), s, OP)
-    if OP == "sum":
-        tl.store(y_ptr, r.to(tl.float32))
-    else:
-        tl.store(y_ptr + offs, r.to(tl.float32))
-
-
-@hybrid.jit
-@gluon.jit
-def nested(x_ptr, y_ptr, s, BLOCK: gl.constexpr, DT: gl.constexpr, OP: gl.constexpr, L: gl.constexpr):
-    offs = gl.arange(0, BLOCK, layout=L)
-    r = t_nested(gl.load(x_ptr + offs).to(DT), s, OP, L)
-    gl.store(y_ptr + offs, gl.convert_layout(r, L).to(gl.float32))
-
-
-KERNELS = {"gluon_host": gluon_host, "triton_host": triton_host, "gluon": gluon_plain, "triton": triton_plain,
-           "nested": nested}
+#: region kind -> the kernel and what it calls
+KERNELS = {"gluon_host": (gluon_kernel, "triton"), "triton_host": (triton_kernel, "gluon"),
+           "gluon": (gluon_kernel, "gluon"), "triton": (triton_kernel, "triton"), "nested": (gluon_kernel, "nested")}
 DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8e4nv", "fp8e5": "float8e5"}
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn",
                 "fp8e5": "float8_e5m2"}
@@ -162,8 +135,9 @@ def run_case(case: dict) -> dict:
     """``case`` compiled for its target and interpreted; the interpreter's distance from torch."""
     import torch
     from hybrid import interpret
-    kernel, layout = KERNELS[case["kind"]], _layout(case)
-    constexprs = {"BLOCK": case["block"], "DT": getattr(tl, DTYPES[case["dtype"]]), "OP": case["op"], "L": layout}
+    (kernel, calls), layout = KERNELS[case["kind"]], _layout(case)
+    constexprs = {"BLOCK": case["block"], "DT": getattr(tl, DTYPES[case["dtype"]]), "OP": case["op"], "L": layout,
+                  "CALLS": calls}
     signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "s": "fp32"}
     compiled = _outcome(lambda: hybrid.compile(kernel, signature, constexprs, target=case["target"],
                                                num_warps=case["num_warps"]).kernel_entries)

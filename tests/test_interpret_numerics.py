@@ -103,3 +103,17 @@ def test_fp8e4nv_refused_on_sm80_by_the_interpreter_as_by_the_compiler():
     phrase = "type fp8e4nv not supported in this architecture"
     assert phrase in str(interpreted.value) and phrase in str(compiled.value)
     _run("cast", _inputs(), torch.float8_e4m3fn, target="sm90a")   # and accepted where the compiler has it
+
+
+@pytest.mark.parametrize("kernel, launch, signature", [
+    (unary, dict(OP="add1", DT=tl.float32, BLOCK=N), {"x": "*fp8e4nv", "y": "*fp8e4nv", "n": "i32"}),
+    (row_sum, dict(BLOCK=1), {"x": "*fp8e4nv", "y": "*fp8e4nv"}),   # no two elements meet, the add is still there
+])
+def test_arithmetic_on_fp8_values_is_refused_by_both(kernel, launch, signature):
+    from interop.errors import TargetError
+    x = _inputs().to(torch.float8_e4m3fn)
+    args = (x, torch.zeros_like(x), N) if kernel is unary else (x, torch.zeros_like(x))
+    with pytest.raises(TargetError, match="arithmetic on fp8 values"):
+        interpret.launch(kernel, (1, ), *args, **launch, target="sm90a")
+    with pytest.raises(TargetError, match="arithmetic on fp8 values"):
+        hybrid.compile(kernel, signature, {k: v for k, v in launch.items()}, target="sm90a")

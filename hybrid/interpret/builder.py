@@ -61,7 +61,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         return libdevice.compute(self, symbol, args)
 
     # -- bf16 and fp8: computed in fp32 and rounded to nearest even, as the GPU (numerics.py) ---
-    def _check_fp8_arithmetic(self, dtype, op) -> None:
+    def check_fp8_arithmetic(self, dtype, op) -> None:
         """fp8 op fp8 is an op no target lowers (``interop.arch``): refused as the compiler refuses it."""
         name = FP8_OPS.get(op)
         if name and dtype.is_floating() and dtype.primitive_bitwidth == 8:
@@ -73,7 +73,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         dtype = lhs.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().binary_op(lhs, rhs, op)
-        self._check_fp8_arithmetic(dtype, op)
+        self.check_fp8_arithmetic(dtype, op)
         out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
         return TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
 
@@ -81,14 +81,14 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         dtype = arg.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().unary_op(arg, op)
-        self._check_fp8_arithmetic(dtype, op)
+        self.check_fp8_arithmetic(dtype, op)
         return TensorHandle(numerics.encode(op(numerics.decode(arg.data, dtype)), dtype), dtype)
 
     def ternary_op(self, lhs, rhs, other, op):
         dtype = other.dtype.scalar
         if op is np.where or not numerics.stored_as_bits(dtype):   # a select moves bits as they are
             return super().ternary_op(lhs, rhs, other, op)
-        self._check_fp8_arithmetic(dtype, np.maximum)   # a clamp
+        self.check_fp8_arithmetic(dtype, np.maximum)   # a clamp
         out = op(*(numerics.decode(h.data, h.dtype.scalar) for h in (lhs, rhs, other)))
         return TensorHandle(numerics.encode(out, dtype), dtype)
 
@@ -99,7 +99,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         dtype = z.dtype.scalar
         if not numerics.stored_as_bits(dtype):
             return super().create_fma(x, y, z)
-        self._check_fp8_arithmetic(dtype, "fma")
+        self.check_fp8_arithmetic(dtype, "fma")
         x, y, z = (numerics.decode(h.data, dtype).astype(np.float64) for h in (x, y, z))
         return TensorHandle(numerics.encode(x * y + z, dtype), dtype)   # exact in fp64, rounded once
 
