@@ -52,8 +52,8 @@ test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -n 2 $(CORE_TESTS)
 
-# How many fresh cases `make fuzz` draws (about 10 min on one core with Triton's cache cold).
-FUZZ_EXAMPLES ?= 2500
+# How many fresh cases `make fuzz` draws (about 10 min on one core once Triton's cache holds the common builds).
+FUZZ_EXAMPLES ?= 8000
 
 fuzz: $(BIN)/.ready   ## differential fuzz: compiler vs interpreter on generated boundaries; figures -> bench/fuzz.json
 	HYBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HYBRID_FUZZ_REPORT=bench/fuzz.json $(BIN)/python -m pytest -q tests/test_fuzz.py
