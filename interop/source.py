@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import arch, diagnostics, interception, records, setting, stages_hook, timing
 from .compile_context import CompileContext
-from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
+from .errors import ARCH_HINT, LayoutError, NoResultError, TargetError, raised_within
 from .gluon_regions import finish_triton_host
 from .setting import BuildSettings
 from .triton.bindings import ir
@@ -52,9 +52,12 @@ class HybridGluonSource(_Settled, GluonASTSource):
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
             except CompilationError as exc:   # an op the target lacks, however deep the call: its own error
                 missing = raised_within(exc, TargetError)
-                if missing is None:
-                    raise
-                raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
+                unused = raised_within(exc, NoResultError)   # as a builtin's argument, wrapped by the generator
+                if missing is not None:
+                    raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
+                if unused is not None and unused is not exc:
+                    raise NoResultError(unused.function, unused.call_site, unused.reason, unused.hint) from None
+                raise
             except RuntimeError as exc:
                 if "error encountered during parsing" not in str(exc) or cc.host_module is None:
                     raise

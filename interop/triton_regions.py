@@ -18,7 +18,7 @@ from . import (arch, arguments, instrument, interception, locations, lowering_ca
                timing, validate)
 from .assemble import assemble
 from .boundary import layout_of, tag
-from .errors import RegionError, as_region_error
+from .errors import NoResult, RegionError, as_region_error
 from .lower_triton import LoweredRegion, lower_triton_function
 from .region import CallSite, Region
 from .triton import compat
@@ -78,7 +78,7 @@ class TritonRegions:
         else:
             results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
-            return None
+            return NoResult(name, str(call_site))
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
         return next(_cg.unflatten_ir_values(results, [host_type]))
 

@@ -58,3 +58,16 @@ def test_amd_buffer_load_and_store_run_and_compile(target):
     fb = hybrid.compile(hybrid.jit(k.buffer_copy_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
                         {"BLOCK": 256, "L": layout}, target=target)
     assert fb.kernel_entries == 1 and "buffer_load" in fb.assembly and "buffer_store" in fb.assembly
+
+
+@pytest.mark.parametrize("name", ["void_region_assigned", "void_region_passed"])
+def test_the_result_of_a_void_triton_region_used_as_a_value_is_one_region_error(name):
+    from interop.errors import RegionError
+    from tests import bad_kernels
+    kernel = getattr(bad_kernels, name)
+    with pytest.raises(RegionError) as compiled:
+        hybrid.compile(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 128, "L1": L}, target="sm90a")
+    with pytest.raises(RegionError) as interpreted:
+        interpret.launch(kernel, (1, ), torch.randn(128), torch.zeros(128), BLOCK=128, L1=L, target="sm90a")
+    assert str(compiled.value) == str(interpreted.value)
+    assert "region 't_store_block' called at" in str(compiled.value) and "returns nothing" in str(compiled.value)

@@ -23,7 +23,7 @@ from triton.runtime import JITFunction
 
 import hybrid
 from interop import arch
-from interop.errors import RegionError, TargetError, nested_region
+from interop.errors import NoResult, RegionError, TargetError, nested_region
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
@@ -136,6 +136,8 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
             if not crossing or language != "gluon":
                 raise
             raise RegionError(fn.__name__, user_site().split(" in ")[0], missing.reason, missing.hint) from None
+        if crossing and result is None and language == "triton":   # a Triton region that returns nothing
+            return NoResult(fn.__name__, region.split(" called at ")[1])
         if crossing:
             kept = None if getattr(semantic, "anchored", True) else given
             result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic,
