@@ -106,7 +106,7 @@ def test_fp8e4nv_refused_on_sm80_by_the_interpreter_as_by_the_compiler():
 
 
 @pytest.mark.parametrize("kernel, launch, signature", [
-    (unary, dict(OP="add1", DT=tl.float32, BLOCK=N), {"x": "*fp8e4nv", "y": "*fp8e4nv", "n": "i32"}),
+    (unary, dict(OP="square", DT=tl.float32, BLOCK=N), {"x": "*fp8e4nv", "y": "*fp8e4nv", "n": "i32"}),
     (row_sum, dict(BLOCK=1), {"x": "*fp8e4nv", "y": "*fp8e4nv"}),   # no two elements meet, the add is still there
 ])
 def test_arithmetic_on_fp8_values_is_refused_by_both(kernel, launch, signature):
