@@ -16,7 +16,7 @@ CORE_TESTS := tests/test_core.py tests/test_triton_host.py tests/test_movement.p
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean chromium
+.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean chromium fuzz
 
 $(BIN)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ $(BIN)/.ready: pyproject.toml
 define triton_env
 $(1)/bin/.ready: pyproject.toml
 	$$(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi cryptography rich numpy pytest pytest-xdist
+	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi cryptography rich numpy pytest pytest-xdist hypothesis
 	touch $$@
 endef
 $(eval $(call triton_env,$(VENV36),3.6.0))
@@ -58,6 +58,12 @@ test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
+
+# How many fresh cases `make fuzz` draws (about 10 min on one core once Triton's cache holds the common builds).
+FUZZ_EXAMPLES ?= 8000
+
+fuzz: $(BIN)/.ready   ## differential fuzz: compiler vs interpreter on generated boundaries; figures -> bench/fuzz.json
+	HYBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HYBRID_FUZZ_REPORT=bench/fuzz.json $(BIN)/python -m pytest -q tests/test_fuzz.py
 
 bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import hybrid
-from interop import constexpr_text
+from interop import constexpr_text, request
 from interop.targets import TARGETS
 from interop.triton.frontend import CompilationError
 from scheduler import Cache, build, plan
@@ -168,6 +168,16 @@ def results_table(results: list) -> Table:
     return table
 
 
+def check_jobs(jobs) -> None:
+    """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.request``)
+    before anything builds: targets, options, constexpr values (a usage error, not a failed build)."""
+    for job in jobs:
+        target = request.check_target(job.target)
+        request.check_options(job.options, target)
+        for name, value in job.constexprs.items():
+            request.check_constexpr_value(name, value)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``hybrid`` command. A user error is one line on stderr and exit status 2 (``SystemExit``);
     with ``--debug`` (anywhere before a ``--``) its traceback instead."""
@@ -212,6 +222,7 @@ def _run(args) -> int:
         jobs = plan(args.kernels, args.targets or args.target or "all", assignments(args.signature, str),
                     assignments(args.constexpr, constexpr_text.job_value),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
+        check_jobs(jobs)
     except (ValueError, argparse.ArgumentTypeError) as exc:
         raise UserError(str(exc)) from None
     if args.command == "report":

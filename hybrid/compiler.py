@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import triton
 from triton.backends.compiler import GPUTarget
 
-from interop import arch, instrument, records, setting, stages_hook, targets, timing
+from interop import arch, instrument, records, request, setting, stages_hook, targets, timing
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.region import Region
@@ -95,9 +95,9 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     or the default (``"auto"``, not instrumented, ``"total"``); one given wins over any block.
     """
     constexprs = dict(constexprs or {})
+    gpu_target = request.check_request(kernel, signature, constexprs, target, options)
     settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
-    gpu_target = targets.resolve(target)
     profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
     with timing.recording() as timed, profiled:
         compiled = triton.compile(source, target=gpu_target, options=options)
@@ -167,9 +167,9 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     instrumentation mode, with regions in pipelined loops timed per ``loops``
     (``interop.instrument``). Settings not given are the enclosing blocks', as in ``compile``."""
     constexprs = dict(constexprs or {})
+    gpu_target = request.check_request(kernel, signature, constexprs, target, options)
     settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
-    gpu_target = targets.resolve(target)
     backend = make_backend(gpu_target)
     options = backend.parse_options(options)
     context = ir.context()

@@ -57,6 +57,8 @@ class Feature:
     where: tuple[Archs, ...]
     builtins: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()   # element types by their signature names ("fp8e4nv")
+    on_types: tuple[str, ...] = ()   # for ``ops``: only where the op's result type names one ("f8E")
 
     def available(self, target) -> bool:
         return any(target in archs for archs in self.where)
@@ -67,6 +69,10 @@ class Feature:
             return "none of the targets triton-hybrid builds for"
         return " or ".join(archs.label for archs in self.where)
 
+
+#: float arithmetic ops (arith dialect, and math's fma) by name
+FP8_ARITHMETIC = tuple(f"arith.{op}" for op in ("addf", "subf", "mulf", "divf", "remf", "negf", "maximumf", "minimumf",
+                                                "maxnumf", "minnumf")) + ("math.fma", )
 
 #: First match wins: specific rows (mbarrier arrivals of cp.async, AMD buffer copies) before the
 #: general ones, catch-alls at the end. A name is a prefix.
@@ -107,7 +113,25 @@ FEATURES: tuple[Feature, ...] = (
             ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),
     Feature("an NVIDIA op", (NVIDIA, ), ("nvidia.", ), ("ttng.", )),
     Feature("an AMD op", (CDNA3_UP, ), ("amd.", ), ("amdgpu.", "amdg.")),
+    # Arithmetic on fp8 values (fp8 op fp8 -> fp8, a reduction's adds): no backend lowers it
+    # (``PassManager::run failed``); Triton computes fp8 with a wider operand in the wider type.
+    Feature("arithmetic on fp8 values (convert them to fp16/bf16/fp32 first)", (), ops=FP8_ARITHMETIC,
+            on_types=("f8E", )),
+    # Element types: the fp8 formats each backend converts and multiplies (Triton's own
+    # ``supported_fp8_dtypes`` per target, which tests/test_request_validation.py compares with
+    # these rows); fp8e5 (OCP e5m2) and the wider types are on every target.
+    Feature("fp8 e4m3 (fp8e4nv, OCP e4m3fn)", (SM90_UP, CDNA3_UP), dtypes=("fp8e4nv", )),
+    Feature("fp8 e4m3 with exponent bias 15 (fp8e4b15)", (NVIDIA, ), dtypes=("fp8e4b15", )),
+    Feature("AMD's fp8 FNUZ formats (fp8e4b8, fp8e5b16)", (CDNA3_UP, ), dtypes=("fp8e4b8", "fp8e5b16")),
 )
+
+#: threads per warp on each backend, and threads one CTA may have
+WARP_SIZE = {"cuda": 32, "hip": 64}
+MAX_THREADS_PER_CTA = 1024
+
+
+def max_warps(target) -> int:
+    return MAX_THREADS_PER_CTA // target.warp_size
 
 
 def builtin_name(fn) -> str | None:
@@ -133,6 +157,31 @@ def feature_of_builtin(fn) -> Feature | None:
 @functools.lru_cache(maxsize=None)
 def feature_of_op(op_name: str) -> Feature | None:
     return next((f for f in FEATURES if any(op_name.startswith(prefix) for prefix in f.ops)), None)
+
+
+@functools.lru_cache(maxsize=None)
+def feature_of_dtype(name: str) -> Feature | None:
+    """The row for an element type (a signature name such as ``fp8e4nv``), or None: every target has it."""
+    return next((f for f in FEATURES if name in f.dtypes), None)
+
+
+#: Triton's fp8 element types, by their signature names
+FP8_TYPES = ("fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp8e4b15")
+
+
+def supported_fp8_dtypes(target) -> tuple[str, ...]:
+    """The fp8 types ``target`` has, as Triton's backend options name them (``supported_fp8_dtypes``)."""
+    return tuple(sorted(n for n in FP8_TYPES if feature_of_dtype(n) is None or feature_of_dtype(n).available(target)))
+
+
+def check_dtype(name: str, target, site) -> None:
+    """Raise a ``TargetError`` where ``target`` lacks the element type ``name``; ``site`` says
+    where it is used (a string, or a callable computed only for an error)."""
+    feature = feature_of_dtype(name)
+    if feature is not None and not feature.available(target):
+        where = site() if callable(site) else site
+        raise TargetError(f"{where}: {name} is {feature.what}, which {target_label(target)} does not have "
+                          f"(it needs {feature.needs})", "use a type the target has: fp16, bf16 or fp8e5 (e5m2)")
 
 
 def target_label(target) -> str:
@@ -170,6 +219,9 @@ def misplaced_ops(module, target) -> list[Misplaced]:
 
     def visit(op):
         feature = feature_of_op(op.get_name())
+        if feature is not None and feature.on_types and op.get_num_results() and \
+                not any(t in str(op.get_result(0).get_type()) for t in feature.on_types):
+            return
         if feature is not None and not feature.available(target) and feature not in found:
             found[feature] = op.get_name()
 

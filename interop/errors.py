@@ -5,6 +5,7 @@ import contextlib
 from typing import Iterator
 
 from .triton.frontend import CompilationError
+from .triton.language import core as tl
 
 
 class RegionError(CompilationError):
@@ -33,6 +34,46 @@ class RegionError(CompilationError):
 
     def __reduce__(self):
         return type(self), (self.function, self.call_site, self.reason, self.hint)
+
+
+def nested_region(function: str, call_site: str, enclosing: str) -> RegionError:
+    """A Gluon function called from a Triton region's body (Gluon -> Triton -> Gluon): the
+    compiler and the interpreter refuse it with this one error. ``enclosing`` names the Triton
+    region and its call site."""
+    return RegionError(function, call_site,
+                       f"a Gluon function called inside the Triton region {enclosing}: regions do not nest "
+                       "(Gluon -> Triton -> Gluon)",
+                       f"call '{function}' from the Gluon code around that Triton region, or port the Triton "
+                       "region to Gluon")
+
+
+class NoResultError(RegionError):
+    """The result of a Triton region that returns nothing, used as a value."""
+
+
+class NoResult(tl.constexpr):
+    """What a call of a Triton region that returns nothing gives the code around it. Using it as
+    a value (assigning it, storing it, passing it on) reads its ``value``, which raises the
+    ``RegionError`` naming the region and its call site, where upstream says "cannot convert
+    None" or "'NoneType' object has no attribute 'type'" at some later line."""
+
+    def __init__(self, function: str, call_site: str):   # no constexpr.__init__: it would read the value
+        self.function, self.call_site = function, call_site
+
+    def _error(self) -> NoResultError:
+        return NoResultError(self.function, self.call_site, "the Triton region returns nothing, but its result is "
+                           "used as a value", "call it as a statement, or return the value from the Triton function")
+
+    @property
+    def value(self):
+        raise self._error()
+
+    @property
+    def type(self):
+        raise self._error()
+
+    def __repr__(self) -> str:
+        return f"NoResult({self.function!r}, {self.call_site!r})"
 
 
 def describe(exc: Exception) -> str:
@@ -108,3 +149,13 @@ def raised_within(exc: BaseException, kind: type) -> BaseException | None:
 
 class SharedMemoryError(ValueError):
     """A kernel needs more shared memory than its target has; says what each region allocates."""
+
+
+class RequestError(ValueError):
+    """A compile or launch request that cannot be built as given: a signature, constexpr, option or
+    target. Names the argument, the value and what is allowed (``interop.request``)."""
+
+
+class RequestTypeError(RequestError, TypeError):
+    """A request argument of the wrong kind: a signature that is not a dict, a function that is
+    not a JIT kernel, a number given as a string."""

@@ -85,6 +85,9 @@ class GluonRegions:
             missing = raised_within(exc, TargetError)
             if missing is not None:
                 raise RegionError(name, str(call_site), missing.reason, missing.hint) from exc
+            inner = raised_within(exc, RegionError)
+            if inner is not None:   # a region inside this one (nested regions): its own error names it
+                raise RegionError(inner.function, inner.call_site, inner.reason, inner.hint) from None
             raise RegionError(name, str(call_site), describe(exc), _HINT) from exc
         errors = diagnostics.verify(probe_module)
         if errors:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterator
 
+from triton.runtime import JITFunction
+
 from . import arch, guarded_builder
+from .errors import nested_region
 from .triton import compat
 
 
@@ -27,6 +31,7 @@ class Interception:
     loop's dry visit)."""
     compile: object
     probing: bool = False
+    within: str | None = None   # the Triton region whose body is generated ("'t_scale' called at file:line")
 
 
 _current: contextvars.ContextVar[Interception | None] = contextvars.ContextVar("hybrid_interception", default=None)
@@ -40,6 +45,19 @@ def generating(compile_context, probing: bool = False) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+@contextlib.contextmanager
+def inside_triton_region(description: str) -> Iterator[None]:
+    """Code generators created in this block generate the body of the Triton region
+    ``description``: a Gluon call there would nest regions, which stitching cannot do."""
+    current = _current.get()
+    token = _current.set(dataclasses.replace(current, within=description)) if current is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _current.reset(token)
 
 
 def compile_of(generator):
@@ -85,6 +103,9 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
         if self.interception is not None:
             arch.check_builtin(fn, self.interception.compile.target,
                                lambda: f"{self.file_name}:{self.begin_line + node.lineno} in {self.jit_fn.__name__}")
+            within = self.interception.within
+            if within and not self.is_gluon and isinstance(fn, JITFunction) and fn.is_gluon():
+                raise nested_region(fn.__name__, f"{self.file_name}:{self.begin_line + node.lineno}", within)
         return super().call_Function(node, fn, args, kws)
 
     def call_JitFunction(self, fn, args, kwargs, caller_context=None):

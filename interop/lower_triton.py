@@ -193,6 +193,8 @@ def take_host_layouts(context, module, leaves: list, host_types: list, scalar_at
     argument's layout forward, or keeps it where an anchor in the region wants another layout.
     A root's arguments keep their axis attributes; those of a called function are overwritten
     with what the call site's (opaque) values tell Triton's call-graph analysis.
+    A producer of a 1-element tile that Triton's canonicalizer made scalar (an elementwise op on
+    a splat becomes a splat of the scalar op) takes the argument's one element (``tt.unsplat``).
     """
     builder = gluon_ir.GluonOpBuilder(context)
     region, stub = module.get_function(REGION_FUNCTION), module.get_function(STUB_KERNEL)
@@ -207,7 +209,10 @@ def take_host_layouts(context, module, leaves: list, host_types: list, scalar_at
         for producer in producers:
             result = producer.get_result(0)
             value = arguments_of[k]
-            if str(result.get_type()) != str(value.get_type()):
+            if not str(result.get_type()).startswith("tensor<"):
+                builder.set_insertion_point_after(producer)
+                value = builder.create_unsplat(value)
+            elif str(result.get_type()) != str(value.get_type()):
                 builder.set_insertion_point_after(producer)
                 value = builder.create_convert_layout(result.get_type(), value)
             result.replace_all_uses_with(value)

@@ -14,7 +14,7 @@ import hashlib
 
 from . import arch, caches, diagnostics, interception, records, setting, stages_hook, timing
 from .compile_context import CompileContext
-from .errors import ARCH_HINT, LayoutError, TargetError, raised_within
+from .errors import ARCH_HINT, LayoutError, NoResultError, TargetError, raised_within
 from .gluon_regions import finish_triton_host
 from .setting import BuildSettings
 from .triton.bindings import ir
@@ -46,9 +46,12 @@ class HybridGluonSource(_Settled, GluonASTSource):
                     module = super().make_ir(target, options, codegen_fns, module_map, context)
             except CompilationError as exc:   # an op the target lacks, however deep the call: its own error
                 missing = raised_within(exc, TargetError)
-                if missing is None:
-                    raise
-                raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
+                unused = raised_within(exc, NoResultError)   # as a builtin's argument, wrapped by the generator
+                if missing is not None:
+                    raise TargetError(missing.reason, missing.hint) from None   # a new one: no cycle in the chain
+                if unused is not None and unused is not exc:
+                    raise NoResultError(unused.function, unused.call_site, unused.reason, unused.hint) from None
+                raise
             except RuntimeError as exc:
                 if "error encountered during parsing" not in str(exc) or cc.host_module is None:
                     raise
@@ -62,10 +65,7 @@ class HybridGluonSource(_Settled, GluonASTSource):
             finish_gluon_host(cc, module)
         finally:
             cc.close()
-        misplaced = arch.misplaced_ops(module, target)
-        if misplaced:
-            raise TargetError(f"the Gluon kernel '{self.fn.__name__}': {arch.describe_misplaced(misplaced, target)}",
-                              ARCH_HINT)
+        _check_ops(module, target, f"the Gluon kernel '{self.fn.__name__}'")
         stages_hook.hand_over_ttir(options, cc.triton_ttir())
         return _recorded(module, cc, context)
 
@@ -80,6 +80,7 @@ class HybridTritonSource(_Settled, ASTSource):
         try:
             with interception.generating(cc), timing.stage("host code generation"):
                 module = super().make_ir(target, options, codegen_fns, module_map, context)
+            _check_ops(module, target, f"the Triton kernel '{self.fn.__name__}'")
             stages_hook.hand_over(module, self.hash(), options, functools.partial(_finish_triton_host, cc, context))
         except BaseException:
             cc.close()
@@ -96,6 +97,14 @@ def _finish_triton_host(cc: CompileContext, context, module):
         return _recorded(module, cc, context)
     finally:
         cc.close()
+
+
+def _check_ops(module, target, kernel: str) -> None:
+    """Every op of ``module`` is one ``target`` has (``interop.arch``): a ``TargetError`` names
+    the first of each missing feature and its line, before the backend fails on it."""
+    misplaced = arch.misplaced_ops(module, target)
+    if misplaced:
+        raise TargetError(f"{kernel}: {arch.describe_misplaced(misplaced, target)}", ARCH_HINT)
 
 
 def _new_compile(source, target, options, context) -> CompileContext:

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from . import (arch, arguments, axis_hints, instrument, locations, lowering_cache, movement, opaque, stitch, swizzle,
-               timing, validate)
+from . import (arch, arguments, axis_hints, instrument, interception, locations, lowering_cache, movement, opaque,
+               stitch, swizzle, timing, validate)
 from .assemble import assemble
 from .boundary import layout_of, tag
-from .errors import RegionError, as_region_error
+from .errors import NoResult, RegionError, as_region_error
 from .lower_triton import LoweredRegion, lower_triton_function
 from .region import CallSite, Region
 from .triton import compat
@@ -71,7 +71,8 @@ class TritonRegions:
         dry = compat.in_loop_carry_discovery(gen) or probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
-            with as_region_error(name, call_site, _HINT):
+            with as_region_error(name, call_site, _HINT), interception.inside_triton_region(f"'{name}' called at "
+                                                                                          f"{call_site}"):
                 lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs, hints)
             if dry:
                 self._spare[specialization] = lowered
@@ -80,7 +81,7 @@ class TritonRegions:
         else:
             results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
-            return None
+            return NoResult(name, str(call_site))
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
         return next(_cg.unflatten_ir_values(results, [host_type]))
 

@@ -39,6 +39,12 @@ def layout_problem(layout, warp_size: int, num_warps: int, target: str) -> str |
         return layout_problem(layout.parent, warp_size, num_warps, target)
     if not isinstance(layout, gl.BlockedLayout):
         return None
+    for field in ("size_per_thread", "threads_per_warp", "warps_per_cta"):
+        odd = [int(n) for n in getattr(layout, field) if int(n) < 1 or int(n) & (int(n) - 1)]
+        if odd:
+            return (f"layout's {field} {[int(n) for n in getattr(layout, field)]} has {odd[0]}, which is not a power "
+                    f"of two; Triton's layouts tile tensors by powers of two.\n  hint: use a power of two "
+                    f"(and a mask for a size that is not one).")
     threads = [int(t) for t in layout.threads_per_warp]
     if math.prod(threads) != warp_size:
         return (f"layout has {math.prod(threads)} threads per warp ({threads}) but {target} runs "

@@ -10,7 +10,7 @@ from triton.experimental.gluon.language.nvidia import hopper
 
 import hybrid
 from tests import triton_hosts
-from tests.kernels import t_load_tile, vec_1d
+from tests.kernels import t_load_tile, t_store_block, vec_1d
 
 
 @triton.jit
@@ -210,3 +210,20 @@ def main(case: str, target: str) -> None:
 
 if __name__ == "__main__":
     main(*sys.argv[1:])
+
+
+@hybrid.jit
+@gluon.jit
+def void_region_assigned(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """The result of a Triton region that returns nothing, assigned and stored."""
+    x = gl.load(x_ptr + gl.arange(0, BLOCK, layout=L1))
+    r = t_store_block(y_ptr, x, BLOCK)
+    gl.store(y_ptr + gl.arange(0, BLOCK, layout=L1), r)
+
+
+@hybrid.jit
+@gluon.jit
+def void_region_passed(x_ptr, y_ptr, BLOCK: gl.constexpr, L1: gl.constexpr):
+    """The result of a Triton region that returns nothing, passed to a builtin."""
+    x = gl.load(x_ptr + gl.arange(0, BLOCK, layout=L1))
+    gl.store(y_ptr + gl.arange(0, BLOCK, layout=L1), gl.convert_layout(t_store_block(y_ptr, x, BLOCK), L1))

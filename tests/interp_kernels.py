@@ -2,6 +2,7 @@
 layouts, cp.async, TMA with mbarriers, wgmma, tcgen05, warp specialization, persistence."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.amd import cdna3
 from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
@@ -175,3 +176,20 @@ def tcgen05_kernel(a_ptr, b_ptr, c_ptr, M: gl.constexpr, N: gl.constexpr, K: gl.
     blackwell.tcgen05_commit(bar)
     mbarrier.wait(bar, phase=0)
     _store_rows(c_ptr, acc.load(acc.get_reg_layout() if REG is None else REG), M, N, L)
+
+
+@gluon.jit
+def slice_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
+    """A shared buffer used through ``smem.slice`` views (upper half written, read back doubled)."""
+    offs = gl.arange(0, BLOCK, layout=L)
+    smem = gl.allocate_shared_memory(gl.float32, [2 * BLOCK], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    smem.slice(BLOCK, BLOCK).store(gl.load(x_ptr + offs))
+    gl.store(y_ptr + offs, smem.slice(BLOCK, BLOCK).load(L) * 2)
+
+
+@gluon.jit
+def buffer_copy_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
+    """AMD buffer ops: a scalar base and element offsets, masked at the tail (y = 3 * x)."""
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
+    x = cdna3.buffer_load(x_ptr, offs, mask=offs < n, other=0.0)
+    cdna3.buffer_store(x * 3, y_ptr, offs, mask=offs < n)

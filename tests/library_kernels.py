@@ -41,7 +41,7 @@ def rms_norm_kernel(y_ptr, x_ptr, w_ptr, stride, n_cols, eps, offset, BLOCK: tl.
 
 @triton.jit
 def gelu_tanh(a):
-    """Liger's GEGLU activation: ``libdevice.tanh``, which the interpreter does not compute."""
+    """Liger's GEGLU activation: ``libdevice.tanh`` (``__nv_tanhf``, ``__ocml_tanh_f32``)."""
     inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
     return 0.5 * a * (1 + libdevice.tanh(inner))
 
@@ -53,6 +53,15 @@ def geglu_kernel(a_ptr, b_ptr, c_ptr, n_cols, BLOCK: tl.constexpr):
     a = tl.load(a_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0)
     tl.store(c_ptr + cols, gelu_tanh(a) * b, mask=mask)
+
+
+@triton.jit
+def pow_kernel(a_ptr, b_ptr, c_ptr, n, BLOCK: tl.constexpr):
+    """``libdevice.pow``: two arguments, no numpy rule in the interpreter."""
+    cols = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n
+    a = tl.load(a_ptr + cols, mask=mask, other=1.0)
+    tl.store(c_ptr + cols, libdevice.pow(a, tl.load(b_ptr + cols, mask=mask, other=1.0)), mask=mask)
 
 
 @triton.jit

@@ -108,7 +108,8 @@ def test_compiler_and_interpreter_agree(name, target, compiled):
 
 def _readme_row(feature) -> str:
     names = ", ".join(f"`{name.removeprefix('_core.')}{'*' if name.endswith(('.', '_')) else ''}`"
-                      for name in feature.builtins) or "(ttg ops only)"
+                      for name in feature.builtins) or ", ".join(f"type `{d}`" for d in feature.dtypes) \
+        or "(ttg ops only)"
     marks = " | ".join("yes" if feature.available(t) else "-" for t in TARGETS.values())
     return f"| {feature.what} | {names} | {marks} |"
 

@@ -281,17 +281,18 @@ def test_every_config_of_a_correct_kernel_runs_from_the_same_inputs(monkeypatch)
     assert torch.equal(y, torch.arange(96, dtype=torch.float32) + 1)
 
 
-def test_an_amd_buffer_load_is_named_as_unsupported_with_the_builtin_and_line():
+def test_an_amd_buffer_atomic_is_named_as_unsupported_with_the_builtin_and_line():
     """Never a silent result: the builder step and the Gluon builtin the kernel called, at its line."""
     from triton.experimental import gluon
 
     @gluon.jit
-    def buffer_copy(x_ptr, y_ptr, L: gl.constexpr):
+    def buffer_add(x_ptr, y_ptr, L: gl.constexpr):
         offs = gl.arange(0, 128, layout=L)
-        cdna3.buffer_store(cdna3.buffer_load(x_ptr, offs), y_ptr, offs)
+        cdna3.buffer_atomic_add(y_ptr, offs, cdna3.buffer_load(x_ptr, offs))
 
     x = torch.randn(128)
-    with pytest.raises(interpret.UnsupportedOpError, match=r"cannot run buffer_load in amd\.cdna3\.buffer_load "
-                                                           r"\(at .*test_interpret.py:\d+ in buffer_copy\)"):
-        interpret.launch(buffer_copy, (1, ), x, torch.zeros_like(x), L=_blocked_1d(warp_size=64, vec=1),
+    with pytest.raises(interpret.UnsupportedOpError, match=r"cannot run buffer_atomic_rmw in "
+                                                           r"amd\.cdna3\.buffer_atomic_add "
+                                                           r"\(at .*test_interpret.py:\d+ in buffer_add\)"):
+        interpret.launch(buffer_add, (1, ), x, torch.zeros_like(x), L=_blocked_1d(warp_size=64, vec=1),
                          target="gfx942")

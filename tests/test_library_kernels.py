@@ -74,14 +74,23 @@ def test_libdevice_rsqrt_and_float_arguments_match_torch(target):
     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("target, symbol", [("sm90a", "__nv_tanhf"), ("gfx942", "__ocml_tanh_f32")])
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_libdevice_tanh_matches_torch(target):
+    """Liger's GEGLU: ``__nv_tanhf`` / ``__ocml_tanh_f32`` computed by numpy (libdevice's own
+    tanh is within 2 ulps, so the comparison allows a few)."""
+    a, b, c = torch.randn(100), torch.randn(100), torch.full((100, ), float("nan"))
+    interpret.launch(lib.geglu_kernel, (2, ), a, b, c, 100, BLOCK=64, target=target)
+    torch.testing.assert_close(c, torch.nn.functional.gelu(a, approximate="tanh") * b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target, symbol", [("sm90a", "__nv_powf"), ("gfx942", "__ocml_pow_f32")])
 def test_libdevice_without_numpy_raises_at_the_call(target, symbol):
-    a, b, c = torch.randn(100), torch.randn(100), torch.empty(100)
+    a, b, c = torch.rand(100), torch.randn(100), torch.empty(100)
     with pytest.raises(interpret.UnsupportedOpError) as info:
-        interpret.launch(lib.geglu_kernel, (2, ), a, b, c, 100, BLOCK=64, target=target)
+        interpret.launch(lib.pow_kernel, (2, ), a, b, c, 100, BLOCK=64, target=target)
     message = str(info.value)
-    assert f"cannot run libdevice.tanh ({symbol})" in message and line_of(lib.gelu_tanh, "libdevice.tanh(inner)") in message
-    assert "rsqrt" in message     # what it does compute
+    assert f"cannot run libdevice.pow ({symbol})" in message and line_of(lib.pow_kernel, "libdevice.pow(a") in message
+    assert "rsqrt" in message and "tanh" in message     # what it does compute
 
 
 def test_a_gluon_port_as_the_combine_function_of_a_triton_scan(ports_path):

@@ -14,14 +14,15 @@ from types import SimpleNamespace
 import numpy as np
 from triton.experimental.gluon import language as gl
 
+from interop import arch
 from interop.triton import interpreter as upstream
 from interop.triton.bindings import ir
 from interop.triton.interpreter import TensorHandle
 
-from . import barriers, layouts, libdevice, memory
+from . import barriers, layouts, libdevice, memory, numerics
 from . import program as prog
 from . import tma
-from .errors import UnsupportedOpError
+from .errors import UnsupportedOpError, user_site
 
 
 def _scalar(handle) -> int | float | bool:
@@ -38,19 +39,108 @@ def as_float32(data: np.ndarray, dtype) -> np.ndarray:
     return data.astype(np.float32)
 
 
+#: the arith op each numpy function of the builder's float arithmetic stands for
+FP8_OPS = {np.add: "arith.addf", np.subtract: "arith.subf", np.multiply: "arith.mulf", np.divide: "arith.divf",
+           np.fmod: "arith.remf", np.negative: "arith.negf", np.maximum: "arith.maximumf", np.minimum: "arith.minimumf",
+           np.fmax: "arith.maxnumf", np.fmin: "arith.minnumf", "fma": "math.fma"}
+
+
 class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     def __init__(self, target, num_warps: int, num_ctas: int = 1):
         super().__init__()
         self.target = target
         opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
+        # the fp8 types the target has (interop.arch): Triton's own check refuses the others, as it
+        # does in the compiler from the backend's options
+        opts["supported_fp8_dtypes"] = arch.supported_fp8_dtypes(target)
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
 
     def create_extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
         return libdevice.compute(self, symbol, args)
 
+    # -- bf16 and fp8: computed in fp32 and rounded to nearest even, as the GPU (numerics.py) ---
+    def check_fp8_arithmetic(self, dtype, op) -> None:
+        """fp8 op fp8 is an op no target lowers (``interop.arch``): refused as the compiler refuses it."""
+        name = FP8_OPS.get(op)
+        if name and dtype.is_floating() and dtype.primitive_bitwidth == 8:
+            feature = arch.feature_of_op(name)
+            if feature is not None and not feature.available(self.target):
+                raise arch.missing_op_error(name, feature, self.target, user_site())
+
+    def binary_op(self, lhs, rhs, op):
+        dtype = lhs.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().binary_op(lhs, rhs, op)
+        self.check_fp8_arithmetic(dtype, op)
+        out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
+        return TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
+
+    def unary_op(self, arg, op):
+        dtype = arg.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().unary_op(arg, op)
+        self.check_fp8_arithmetic(dtype, op)
+        return TensorHandle(numerics.encode(op(numerics.decode(arg.data, dtype)), dtype), dtype)
+
+    def ternary_op(self, lhs, rhs, other, op):
+        dtype = other.dtype.scalar
+        if op is np.where or not numerics.stored_as_bits(dtype):   # a select moves bits as they are
+            return super().ternary_op(lhs, rhs, other, op)
+        self.check_fp8_arithmetic(dtype, np.maximum)   # a clamp
+        out = op(*(numerics.decode(h.data, h.dtype.scalar) for h in (lhs, rhs, other)))
+        return TensorHandle(numerics.encode(out, dtype), dtype)
+
+    def get_bf16(self, value):   # a Python float as a bf16 constant, rounded to nearest even
+        return self.cast_impl(self.get_fp32(value), gl.bfloat16)
+
+    def create_fma(self, x, y, z):
+        dtype = z.dtype.scalar
+        if not numerics.stored_as_bits(dtype):
+            return super().create_fma(x, y, z)
+        self.check_fp8_arithmetic(dtype, "fma")
+        x, y, z = (numerics.decode(h.data, dtype).astype(np.float64) for h in (x, y, z))
+        return TensorHandle(numerics.encode(x * y + z, dtype), dtype)   # exact in fp64, rounded once
+
+    def cast_impl(self, src, dst_type):
+        source, dest = src.dtype.scalar, dst_type.scalar
+        if not (numerics.stored_as_bits(source) or numerics.stored_as_bits(dest)):
+            return super().cast_impl(src, dst_type)
+        values = numerics.decode(src.data, source) if numerics.stored_as_bits(source) else src.data
+        if numerics.stored_as_bits(dest):
+            return TensorHandle(numerics.encode(values, dest), dest)
+        return TensorHandle(values.astype(upstream.np_dtype(dest)), dest)
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        if rounding_mode == ir.ROUNDING_MODE.RTZ:   # toward zero: upstream's truncation is that rounding
+            return super().create_fp_to_fp(src, dst_type, rounding_mode)
+        return self.cast_impl(src, dst_type)
+
     # -- types: Python objects, checked against the target as they are made --------------------
+    def _fp8_type(self, dtype):
+        """An fp8 type the target has; another fails as ``tl.dtype.to_ir`` fails it in the compiler
+        (upstream's interpreter skips that check)."""
+        if dtype.name not in self.options.supported_fp8_dtypes:
+            raise ValueError(f"type {dtype} not supported in this architecture. "
+                             f"The supported fp8 dtypes are {self.options.supported_fp8_dtypes}")
+        return dtype
+
+    def get_fp8e4nv_ty(self):
+        return self._fp8_type(gl.float8e4nv)
+
+    def get_fp8e4b8_ty(self):
+        return self._fp8_type(gl.float8e4b8)
+
+    def get_fp8e4b15_ty(self):
+        return self._fp8_type(gl.float8e4b15)
+
+    def get_fp8e5_ty(self):
+        return self._fp8_type(gl.float8e5)
+
+    def get_fp8e5b16_ty(self):
+        return self._fp8_type(gl.float8e5b16)
+
     def get_distributed_ty(self, element_ty, shape, layout):
         layouts.check(layout, self.target.warp_size, prog.current_frame().num_warps)
         return gl.distributed_type(element_ty, list(shape), layout)
@@ -164,6 +254,24 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     def create_fence_async_shared(self, cluster=False):
         pass   # copies complete at once: nothing to order
+
+    # -- AMD buffer ops: a scalar base pointer and element offsets, as tl.load/tl.store's pointers --
+    def _buffer_pointers(self, ptr, offsets):
+        base = TensorHandle(np.full(offsets.data.shape, _scalar(ptr), dtype=np.uint64), ptr.dtype.scalar)
+        return self.create_addptr(base, offsets)
+
+    def _buffer_mask(self, mask, offsets) -> np.ndarray:
+        return mask.data if isinstance(mask, TensorHandle) else np.ones(offsets.data.shape, dtype=bool)
+
+    def create_buffer_load(self, ty, ptr, offsets, mask, other, cache, *rest):
+        np_dtype = upstream.np_dtype(ptr.get_element_ty())
+        other = other.data if isinstance(other, TensorHandle) else np.zeros(offsets.data.shape, dtype=np_dtype)
+        data = upstream.load(self._buffer_pointers(ptr, offsets).data, self._buffer_mask(mask, offsets), other,
+                             np_dtype)
+        return TensorHandle(data, ptr.get_element_ty())
+
+    def create_buffer_store(self, value, ptr, offsets, mask, cache, *rest):
+        upstream.store(self._buffer_pointers(ptr, offsets).data, value.data, self._buffer_mask(mask, offsets))
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):

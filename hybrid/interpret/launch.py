@@ -15,8 +15,11 @@ from typing import Iterator
 import numpy as np
 import triton.language as tl
 
+from interop import request
 from interop.errors import LayoutError, RegionError, TargetError
-from interop.targets import current_gpu_target, name_of, resolve
+from interop.targets import current_gpu_target, name_of
+from interop.validate import check_constexpr_layouts
+from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
 
 from . import autotune, patch
@@ -27,9 +30,11 @@ from .errors import INTERNAL_PATHS, InterpretError
 from .program import Frame, Program
 
 _switch: contextvars.ContextVar = contextvars.ContextVar("hybrid_interpret", default=None)
-#: launch options of ``kernel[grid](...)`` that are not kernel arguments
+#: launch options of ``kernel[grid](...)`` that may also be kernel parameters of the same name
 LAUNCH_OPTIONS = ("num_warps", "num_ctas", "num_stages", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
-            "launch_pdl", "debug", "sanitize_overflow")
+                  "launch_pdl", "debug", "sanitize_overflow")
+#: warps per program when the launch names none, as Triton's JIT defaults
+DEFAULT_NUM_WARPS = 4
 
 
 def enabled() -> bool:
@@ -63,16 +68,20 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)."""
     if autotune.is_wrapped(kernel):
         return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
-    target = resolve(target or default_target())
+    target = request.check_target(default_target() if target is None else target)
     # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
-    # ``num_stages``) is both that parameter's argument and the launch option.
-    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
+    # ``num_stages``) is both that parameter's argument and the launch option; any other keyword
+    # must be an option of the target's backend (checked as hybrid.compile checks its options).
+    options = request.check_options({k: v for k, v in kwargs.items()
+                                     if k not in kernel.arg_names or k in LAUNCH_OPTIONS},
+                                    target)
     kwargs = {k: v for k, v in kwargs.items() if k in kernel.arg_names}
-    num_warps = int(options.get("num_warps") or 4)
-    builder = HybridInterpreterBuilder(target, num_warps, int(options.get("num_ctas") or 1))
+    num_warps = options.get("num_warps") or DEFAULT_NUM_WARPS
+    builder = HybridInterpreterBuilder(target, num_warps, options.get("num_ctas") or 1)
+    constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
+    _check_arguments(kernel, inspect.getcallargs(kernel.fn, *args, **kwargs), constexprs, target, num_warps)
     executor = upstream.GridExecutor(kernel.fn, kernel.arg_names, grid)
     args_hst, kwargs_hst = upstream.host_arguments(executor, args, kwargs)
-    constexprs = {kernel.arg_names[i] for i in kernel.constexprs}
     language = patch.language_of(kernel)
     with patch.patched():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
@@ -89,6 +98,19 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
                     with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
+
+
+def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps: int) -> None:
+    """The launch's share of the request checks (``interop.request``): constexpr layouts and
+    values, and element types of tensor arguments the target lacks (fp8e4nv on sm80)."""
+    check_constexpr_layouts(kernel, {(i, ): call_args[name] for i, name in enumerate(kernel.arg_names)
+                                     if name in constexprs}, target.warp_size,
+                            num_warps, f"{target.backend}:{target.arch}")   # as the compiler checks them
+    for name, value in call_args.items():
+        if name in constexprs:
+            request.check_constexpr_value(name, value)
+        elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+            request.check_dtypes({name: mangle_type(value)}, target)
 
 
 def _device_value(value):

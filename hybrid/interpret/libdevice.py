@@ -16,6 +16,7 @@ import importlib
 import threading
 from types import ModuleType
 
+import numpy as np
 import triton.language as tl
 from triton.language.extra import libdevice as libdevice_stubs
 
@@ -31,6 +32,11 @@ BACKENDS = {"cuda": "triton.language.extra.cuda.libdevice", "hip": "triton.langu
 #: interpreter builder computes with numpy (``create_<name>``)
 MODELED = frozenset(name for name in dir(tl.math) if not name.startswith("_") and hasattr(libdevice_stubs, name)
                     and callable(getattr(upstream.InterpreterBuilder, f"create_{name}", None)))
+
+#: one-argument libdevice functions with no ``tl.math`` namesake that numpy computes (to within
+#: libdevice's own ulps: ``__nv_tanhf`` and ``__ocml_tanh_f32`` are not correctly rounded either)
+NUMPY = {"tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "tan": np.tan, "atan": np.arctan, "asin": np.arcsin,
+         "acos": np.arccos, "log1p": np.log1p, "expm1": np.expm1, "cbrt": np.cbrt}
 
 _running = threading.local()   # the libdevice function whose extern call is being built, per thread
 
@@ -85,8 +91,10 @@ def stand_in(fn):
 def compute(builder, symbol: str, args: list):
     """The extern call ``symbol`` of the libdevice function being run, by the builder's numpy."""
     name = getattr(_running, "name", None)
+    if name in NUMPY and len(args) == 1:
+        return builder.unary_op(args[0], NUMPY[name])
     if name not in MODELED:
         raise UnsupportedOpError(f"libdevice.{name or symbol} ({symbol})",
                                  f"the interpreter computes only the libdevice functions Triton's interpreter has "
-                                 f"numpy for ({', '.join(sorted(MODELED))}); or write it with tl.math / tl.* functions")
+                                 f"numpy for ({', '.join(sorted(MODELED | set(NUMPY)))}); or write it with tl.math / tl.* functions")
     return getattr(builder, f"create_{name}")(*args)

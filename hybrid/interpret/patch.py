@@ -16,18 +16,19 @@ import pkgutil
 import types
 from typing import Iterator
 
+import numpy as np
 import triton.experimental.gluon.language as gl
 import triton.language as tl
 from triton.runtime import JITFunction
 
 import hybrid
 from interop import arch
-from interop.errors import RegionError, TargetError
+from interop.errors import NoResult, RegionError, TargetError, nested_region
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
 
-from . import boundary, libdevice
+from . import boundary, libdevice, numerics
 from . import program as prog
 from . import warp_specialize
 from .errors import UnsupportedOpError, user_site
@@ -61,6 +62,12 @@ def language_of(fn: JITFunction) -> str:
 
 def _is_builtin(member) -> bool:
     return tl.core.is_builtin(member)
+
+
+def _is_value_method(member) -> bool:
+    """A method of a Triton or Gluon value that takes ``_semantic`` without being marked a builtin
+    (Gluon's ``shared_memory_descriptor.slice`` in 3.9): the code generator passes it the semantic."""
+    return inspect.isfunction(member) and "_semantic" in inspect.signature(member).parameters
 
 
 def semantic_for(language: str, num_warps: int, builder):
@@ -106,6 +113,13 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     language = caller.language if library else language_of(fn)
     num_warps = num_warps or caller.num_warps
     crossing = language != caller.language
+    region = caller.region
+    if crossing and language == "triton":
+        region = f"'{fn.__name__}' called at {user_site().split(' in ')[0]}"
+    elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
+        raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
+    elif crossing:
+        region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:
         origin = f"the {caller.language} caller gave '{fn.__name__}'"
@@ -113,15 +127,17 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         kwargs = {k: boundary.into(language, v, origin) for k, v in kwargs.items()}
     semantic = caller.semantic if language == caller.language and num_warps == caller.num_warps else \
         semantic_for(language, num_warps, caller.semantic.builder)
-    with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition)):
+    with prog.frame(Frame(language, semantic, num_warps, partition or caller.partition, region)):
         if crossing and language == "gluon":
             args, kwargs = boundary.declared(fn, args, kwargs, semantic)
         try:
             result = rewritten(fn)(*args, **kwargs)
         except TargetError as missing:   # in a Gluon region of Triton code: named as the compiler names it
-            if not crossing:
+            if not crossing or language != "gluon":
                 raise
             raise RegionError(fn.__name__, user_site().split(" in ")[0], missing.reason, missing.hint) from None
+        if crossing and result is None and language == "triton":   # a Triton region that returns nothing
+            return NoResult(fn.__name__, region.split(" called at ")[1])
         if crossing:
             kept = None if getattr(semantic, "anchored", True) else given
             result = boundary.into(caller.language, result, f"{language} region '{fn.__name__}' returned", semantic,
@@ -173,8 +189,20 @@ def _warp_specialize(self, functions_and_args, worker_num_warps, worker_num_regs
     return warp_specialize.run(run_partition, list(functions_and_args), list(worker_num_warps))
 
 
+class _ReduceOps(upstream.ReduceOps):
+    """Upstream's reductions, with ``tl.sum`` of bf16/fp8 adding values step by step (each add
+    rounded, as the compiled combine is) where upstream's fast path sums their raw bits."""
+
+    def sum(self, input):
+        if not numerics.stored_as_bits(input.dtype.scalar):
+            return super().sum(input)
+        # the compiled reduction has its add even where no two elements meet (a 1-element tile)
+        prog.current_frame().semantic.builder.check_fp8_arithmetic(input.dtype.scalar, np.add)
+        return self.generic_reduce((input, ))[0]
+
+
 def _reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-    results = upstream.ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
+    results = _ReduceOps(axis, _combining(combine_fn), keep_dims).apply(input)
     return _with_layouts(input, results, None if keep_dims else axis)
 
 
@@ -249,7 +277,7 @@ def _prepend_to_tuple(self, other):
 
 def _patch_members(owner, scope, seen: set) -> None:
     for name, member in list(vars(owner).items()):
-        if _is_builtin(member):
+        if _is_builtin(member) or (inspect.isclass(owner) and _is_value_method(member)):
             scope.set_attr(owner, name, _dynamic(member))
         elif inspect.isclass(member) and member.__module__.startswith("triton.") and member not in seen:
             seen.add(member)

@@ -19,6 +19,7 @@ class Frame:
     semantic: object       # the TritonSemantic / GluonSemantic the builtins of this function use
     num_warps: int
     partition: str         # "default partition (fn)", "worker partition <i> (fn)": for deadlock reports
+    region: str | None = None   # the Triton region this code runs in ("'t_scale' called at file:line"), if any
 
 
 @dataclass

@@ -1,0 +1,73 @@
+"""Where the interpreter and the compiler used to part: each case here both build and compute,
+or both refuse with the same error."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import hybrid  # noqa: E402
+from hybrid import interpret  # noqa: E402
+from interop.errors import LayoutError  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from tests import interp_kernels as k  # noqa: E402
+
+L = gl.BlockedLayout([1], [32], [4], [0])
+
+
+def test_shared_memory_slice_runs_in_the_interpreter_and_compiles():
+    x, y = torch.randn(128), torch.zeros(128)
+    interpret.launch(k.slice_kernel, (1, ), x, y, BLOCK=128, L=L, target="sm90a")
+    assert torch.equal(y, 2 * x)
+    fb = hybrid.compile(hybrid.jit(k.slice_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 128, "L": L},
+                        target="sm90a")
+    assert fb.kernel_entries == 1
+
+
+@pytest.mark.parametrize("layout", [gl.BlockedLayout([3], [32], [4], [0]), gl.BlockedLayout([1], [32], [3], [0])])
+def test_a_layout_that_is_not_a_power_of_two_is_refused_by_both(layout):
+    with pytest.raises(LayoutError) as interpreted:
+        interpret.launch(k.memcpy_kernel, (1, ), torch.zeros(128), torch.zeros(128), 128, BLOCK=128, L=layout,
+                         target="sm90a")
+    with pytest.raises(LayoutError) as compiled:
+        hybrid.compile(hybrid.jit(k.memcpy_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                       {"BLOCK": 128, "L": layout}, target="sm90a", num_warps=4)
+    for error in (interpreted.value, compiled.value):
+        assert "not a power of two" in str(error) and "3" in str(error)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_triton_region_on_a_one_element_tile_compiles(target):
+    """Triton's canonicalizer makes an elementwise op on a 1-element tile scalar; the region's
+    input then takes the host tile's one element (it aborted in LLVM's cast<RankedTensorType>)."""
+    from tests.kernels import k_agree, k_void_region
+    layout = gl.BlockedLayout([1], [64 if target == "gfx942" else 32], [4], [0])
+    for kernel in (k_agree, k_void_region):
+        fb = hybrid.compile(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 1, "L1": layout}, target=target)
+        assert fb.kernel_entries == 1 and len(fb.regions) == 1
+    x, y = torch.randn(1), torch.zeros(1)
+    interpret.launch(k_agree, (1, ), x, y, BLOCK=1, L1=layout, target=target)
+    assert torch.equal(y, 2 * x)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_amd_buffer_load_and_store_run_and_compile(target):
+    layout = gl.BlockedLayout([1], [64], [4], [0])
+    x, y = torch.randn(300), torch.full((300, ), float("nan"))
+    interpret.launch(k.buffer_copy_kernel, (2, ), x, y, 300, BLOCK=256, L=layout, target=target)
+    assert torch.equal(y, 3 * x)
+    fb = hybrid.compile(hybrid.jit(k.buffer_copy_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                        {"BLOCK": 256, "L": layout}, target=target)
+    assert fb.kernel_entries == 1 and "buffer_load" in fb.assembly and "buffer_store" in fb.assembly
+
+
+@pytest.mark.parametrize("name", ["void_region_assigned", "void_region_passed"])
+def test_the_result_of_a_void_triton_region_used_as_a_value_is_one_region_error(name):
+    from interop.errors import RegionError
+    from tests import bad_kernels
+    kernel = getattr(bad_kernels, name)
+    with pytest.raises(RegionError) as compiled:
+        hybrid.compile(kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"BLOCK": 128, "L1": L}, target="sm90a")
+    with pytest.raises(RegionError) as interpreted:
+        interpret.launch(kernel, (1, ), torch.randn(128), torch.zeros(128), BLOCK=128, L1=L, target="sm90a")
+    assert str(compiled.value) == str(interpreted.value)
+    assert "region 't_store_block' called at" in str(compiled.value) and "returns nothing" in str(compiled.value)
