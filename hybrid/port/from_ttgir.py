@@ -1,0 +1,123 @@
+"""A port at machine-code parity: the Gluon that Triton's compiler produced for one call site.
+
+A Gluon kernel calling a ``@triton.jit`` function is built with the function's lowering recorded
+(``interop.triton_regions.recording_lowerings``): the region's TritonGPU IR after Triton's own
+passes, for that call site's argument types, constexprs, ``num_warps``, ``num_stages`` and the
+host's layouts. ``gluon_emit`` writes that IR back out as a ``@gluon.jit`` function with the
+function's own parameters, so swapping it in for the Triton function gives the kernel the same
+ops, hence the same machine code. The written file is imported and the kernel built with it
+before it is returned, so a port that does not compile is never handed out.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton.runtime import JITFunction
+
+from interop import triton_regions
+from interop.lower_triton import REGION_FUNCTION
+
+from .compare import with_region
+from .errors import PortError, shown, where
+from .gluon_emit import Emitter, Unsupported
+from .ttgir_text import parse
+
+HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
+TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
+staging are Triton's own, so the kernel builds to the same machine code with this port swapped in.
+Tune from here."""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+{imports}
+TARGET = "{target}"
+'''
+
+
+@dataclass(frozen=True)
+class TtgirPort:
+    name: str
+    source: str
+    function: str          # module.name of the Triton function ported
+    target: str
+
+
+def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options):
+    """The recorded lowering of ``kernel``'s first call of ``fn`` (a ``@hybrid.jit`` Gluon kernel)."""
+    import hybrid
+    always = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
+    try:
+        with triton_regions.recording_lowerings() as recorded:
+            hybrid.compile(kernel, signature, constexprs, target, **options)
+    finally:
+        if always is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE")
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = always
+    for called, lowered, text, leaf_names in recorded:
+        if called is fn or getattr(called, "fn", None) is fn.fn:
+            return lowered, text, leaf_names
+    raise PortError(f"{kernel.__name__} does not call {fn.__name__} from Gluon code when built for {target}; "
+                    f"a port from Triton's IR is written for a Gluon kernel's call of a @triton.jit function")
+
+
+def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
+         num_warps: int) -> str:
+    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned."""
+    module = parse(text, REGION_FUNCTION)
+    scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
+    tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
+    if any("[" in n for n in leaf_names):
+        raise PortError(f"{fn.__name__} ({where(fn)}) takes a tuple: a port from Triton's IR takes tensors, "
+                        f"scalars and constexprs")
+    params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
+    emitter = Emitter(module, params)
+    try:
+        emitter.block(module.body, 1)
+    except Unsupported as exc:
+        at = f"{shown(exc.where.file)}:{exc.where.line}" if exc.where else where(fn)
+        raise PortError(f"{fn.__name__} cannot be written as Gluon for {target}: {exc.op.name} at {at}: {exc.why}. "
+                        f"Nothing was written; port this function by hand or with the translator "
+                        f"(hybrid port start)") from exc
+    results = [emitter.outputs[j] for j in sorted(emitter.outputs)]
+    body = emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
+    constexprs = {p.name for p in fn.params if p.is_constexpr}
+    signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
+    parts = [HEADER.format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
+                           kernel=kernel_name, imports="\n".join(sorted(emitter.imports))),
+             "\n".join(emitter.layouts.defs), *emitter.helpers,
+             f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
+    return "\n\n\n".join(part for part in parts if part) + "\n"
+
+
+def load_port(source: str, name: str, path: Path):
+    """Import the port's source as a module (its functions find their source through linecache)."""
+    filename = str(path.resolve())
+    namespace = {"__name__": path.stem, "__file__": filename}
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, *, name: str | None = None,
+         path: Path | None = None, **options) -> TtgirPort:
+    """Port ``fn`` as ``kernel`` (a ``@hybrid.jit`` Gluon kernel) calls it, built for ``target``
+    with ``signature``, ``constexprs`` and backend ``options``; the port is built into the kernel
+    once before it is returned (a failure is a ``PortError``)."""
+    import hybrid
+    name = name or f"{fn.__name__}_gluon_{target}"
+    lowered, text, leaf_names = capture(kernel, fn, signature, constexprs, target, **options)
+    source = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
+                  options.get("num_warps", 4))
+    path = path or Path(f"{name}.py")
+    try:
+        candidate = load_port(source, name, path)
+        hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
+    except Exception as exc:
+        raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
+                        f"build ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); nothing "
+                        f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target)

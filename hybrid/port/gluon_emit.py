@@ -1,0 +1,585 @@
+"""TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
+
+Every layout the IR names becomes a constant at the top of the port (``BLOCKED``, ``MMA``, ...),
+every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
+``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
+source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
+reassigned at the end of the body, and each run of ops is preceded by the Triton source line
+it came from. Building the Gluon source the rules write gives back the very ops they were read
+from, so the port keeps the layouts Triton's passes chose and adds no conversion.
+
+An op with no rule, or an attribute a rule cannot carry over, is an ``Unsupported`` naming the
+op and where it came from: the port is refused rather than written wrong.
+"""
+from __future__ import annotations
+
+import linecache
+import re
+import struct
+from dataclasses import dataclass, field
+
+from .ttgir_text import Block, Module, Op, Where
+
+DTYPES = {"f32": "gl.float32", "f16": "gl.float16", "bf16": "gl.bfloat16", "f64": "gl.float64", "i1": "gl.int1",
+          "i8": "gl.int8", "i16": "gl.int16", "i32": "gl.int32", "i64": "gl.int64", "f8E4M3FN": "gl.float8e4nv",
+          "f8E5M2": "gl.float8e5", "f8E4M3FNUZ": "gl.float8e4b8", "f8E5M2FNUZ": "gl.float8e5b16"}
+BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-", "arith.mulf": "*",
+          "arith.muli": "*", "arith.divf": "/", "arith.divsi": "//", "arith.remsi": "%", "arith.remf": "%",
+          "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>"}
+UNSIGNED_BINARY = {"arith.divui": "//", "arith.remui": "%", "arith.shrui": ">>"}
+PREDICATES = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=", "eq": "==", "ne": "!=",
+              "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
+UNSIGNED_PREDICATES = {"ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+CALLS = {"math.exp": "gl.exp", "math.exp2": "gl.exp2", "math.log": "gl.log", "math.log2": "gl.log2",
+         "math.sqrt": "gl.sqrt", "math.rsqrt": "gl.rsqrt", "math.sin": "gl.sin", "math.cos": "gl.cos",
+         "math.absf": "gl.abs", "math.absi": "gl.abs", "math.floor": "gl.floor", "math.ceil": "gl.ceil",
+         "math.erf": "gl.erf", "math.fma": "gl.fma", "tt.precise_sqrt": "gl.sqrt_rn", "tt.precise_divf": "gl.div_rn",
+         "arith.maxnumf": "gl.maximum", "arith.minnumf": "gl.minimum", "arith.maxsi": "gl.maximum",
+         "arith.minsi": "gl.minimum", "tt.mulhiui": "gl.umulhi"}
+CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi", "arith.extsi", "arith.trunci"}
+AXES = {"x": 0, "y": 1, "z": 2}
+CACHE = {"ca": ".ca", "cg": ".cg", "cv": ".cv", "wb": ".wb", "cs": ".cs", "wt": ".wt"}
+RMW = {"fadd": "gl.atomic_add", "add": "gl.atomic_add", "max": "gl.atomic_max", "min": "gl.atomic_min",
+       "and": "gl.atomic_and", "or": "gl.atomic_or", "xor": "gl.atomic_xor", "exch": "gl.atomic_xchg"}
+#: Ops the port leaves out: they carry nothing the Gluon build does not recreate.
+SKIPPED = {"tt.return", "ttg.local_dealloc"}
+
+
+class Unsupported(Exception):
+    """An op (or attribute) the port cannot write as Gluon."""
+
+    def __init__(self, op: Op, why: str, where: Where | None):
+        self.op, self.why, self.where = op, why, where
+        at = f"{where.file}:{where.line}" if where else "an unknown line"
+        super().__init__(f"{op.name} ({at}): {why}")
+
+
+@dataclass
+class TensorType:
+    shape: list[int]
+    element: str            # "f32", "!tt.ptr<f16>"
+    layout: str | None      # "#blocked" or an inline attribute; None for a scalar
+
+    @staticmethod
+    def parse(text: str) -> "TensorType":
+        text = text.strip()
+        for prefix in ("tensor<", "!ttg.memdesc<"):
+            if text.startswith(prefix) and text.endswith(">"):
+                dims_element, _, rest = text[len(prefix):-1].partition(", ")
+                parts = dims_element.split("x")
+                count = next(i for i, part in enumerate(parts) if not part.isdigit())
+                return TensorType([int(d) for d in parts[:count]], "x".join(parts[count:]), rest.split(", ")[0]
+                                  if prefix != "tensor<" else rest)
+        return TensorType([], text, None)
+
+
+def dtype(element: str) -> str:
+    if element.startswith("!tt.ptr<"):
+        return f"gl.pointer_type({dtype(element[8:-1])})"
+    if element not in DTYPES:
+        raise KeyError(element)
+    return DTYPES[element]
+
+
+def _unsigned(element: str) -> str:
+    return {"i8": "gl.uint8", "i16": "gl.uint16", "i32": "gl.uint32", "i64": "gl.uint64"}[element]
+
+
+def _attrs(text: str) -> dict[str, str]:
+    """``{a = [1, 2], b = #x}`` -> {"a": "[1, 2]", "b": "#x"}: top-level entries of an attribute dict."""
+    inner = text.strip()[1:-1] if text.strip().startswith("{") else text
+    out, depth, start = {}, 0, 0
+    for i, ch in enumerate(inner + ","):
+        if ch in "<{([":
+            depth += 1
+        elif ch in ">})]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            key, _, value = inner[start:i].partition("=")
+            out[key.strip()] = value.strip()
+            start = i + 1
+    return out
+
+
+@dataclass
+class Layouts:
+    """The layouts a port names, each once, in an order where parents come first."""
+    aliases: dict[str, str]
+    names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
+    defs: list[str] = field(default_factory=list)
+
+    def name(self, text: str, shape: list[int] | None = None) -> str:
+        key = text if "linear" not in self.aliases.get(text, text) else f"{text}{shape}"
+        if key in self.names:
+            return self.names[key]
+        body = self.aliases.get(text, text)
+        expr = self._constructor(body, shape)
+        base = text[1:].upper() if text in self.aliases else self._inline_name(body)
+        name, k = base, 1
+        while name in self.names.values():
+            k += 1
+            name = f"{base}_{k}"
+        self.names[key] = name
+        self.defs.append(f"{name}: gl.constexpr = {expr}")
+        return name
+
+    def _inline_name(self, body: str) -> str:
+        kind = re.match(r"#ttg\.(\w+)<", body)
+        attrs = _attrs(body[body.index("<") + 1:-1])
+        if kind and kind.group(1) == "slice":
+            return f"SLICE{attrs['dim']}_{self.name(attrs['parent'])}"
+        if kind and kind.group(1) == "dot_op":
+            return f"DOT{attrs['opIdx']}_{self.name(attrs['parent'])}"
+        return (kind.group(1) if kind else "LAYOUT").upper()
+
+    def _constructor(self, body: str, shape: list[int] | None) -> str:
+        kind = re.match(r"#(\w+)\.(\w+)<", body)
+        if not kind:
+            raise KeyError(body)
+        attrs = _attrs(body[body.index("<") + 1:-1])
+        which = kind.group(2)
+        extra = {k for k in attrs if k.startswith("CTA") or k == "CGALayout"}
+        if extra and any(attrs[k] not in ("[1, 1]", "[1]", "[1, 0]", "[0]", "[0, 1]") for k in extra if "Order" not in k):
+            raise KeyError(body)
+        if which == "blocked":
+            return (f"gl.BlockedLayout(size_per_thread={attrs['sizePerThread']}, threads_per_warp="
+                    f"{attrs['threadsPerWarp']}, warps_per_cta={attrs['warpsPerCTA']}, order={attrs['order']})")
+        if which == "slice":
+            return f"gl.SliceLayout({attrs['dim']}, {self.name(attrs['parent'])})"
+        if which == "nvidia_mma":
+            return (f"gl.NVMMADistributedLayout(version=[{attrs['versionMajor']}, {attrs['versionMinor']}], "
+                    f"warps_per_cta={attrs['warpsPerCTA']}, instr_shape={attrs['instrShape']})")
+        if which == "dot_op":
+            return (f"gl.DotOperandLayout(operand_index={attrs['opIdx']}, parent={self.name(attrs['parent'])}, "
+                    f"k_width={attrs.get('kWidth', '0')})")
+        if which == "amd_mfma":
+            args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
+                    f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
+                    f"warps_per_cta={attrs['warpsPerCTA']}")
+            if "tilesPerWarp" in attrs:
+                args += f", tiles_per_warp={attrs['tilesPerWarp']}"
+            if "elementBitWidth" in attrs:
+                args += f", element_bitwidth={attrs['elementBitWidth']}"
+            return f"gl.amd.AMDMFMALayout({args})"
+        if which == "linear" and shape is not None:
+            return (f"gl.DistributedLinearLayout(reg_bases={attrs.get('register', '[]')}, lane_bases="
+                    f"{attrs.get('lane', '[]')}, warp_bases={attrs.get('warp', '[]')}, block_bases="
+                    f"{attrs.get('block', '[]')}, shape={shape})")
+        if which == "swizzled_shared":
+            return (f"gl.SwizzledSharedLayout(vec={attrs['vec']}, per_phase={attrs['perPhase']}, "
+                    f"max_phase={attrs['maxPhase']}, order={attrs['order']})")
+        if which == "nvmma_shared" and shape is not None:
+            return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
+                    f"{attrs['elementBitWidth']}, rank={len(shape)}, transposed="
+                    f"{'True' if attrs.get('transposed') == 'true' else 'False'})")
+        raise KeyError(body)
+
+
+@dataclass
+class Port:
+    """The emitted pieces of one port: layout constants, helper functions, the function's body."""
+    layouts: list[str]
+    helpers: list[str]
+    body: list[str]
+    imports: set[str]
+
+
+class Emitter:
+    """Writes one function's ops as Gluon statements."""
+
+    def __init__(self, module: Module, params: dict[str, str], layouts: Layouts | None = None):
+        self.module = module
+        self.layouts = layouts or Layouts(module.aliases)
+        self.values: dict[str, str] = dict(params)      # SSA value -> Python expression
+        self.types: dict[str, str] = {}                 # SSA value -> its IR type text
+        self.lines: list[str] = []
+        self.helpers: list[str] = []
+        self.imports: set[str] = set()
+        self.outputs: dict[int, str] = {}               # sink index -> Python expression
+        self._last_line: tuple | None = None
+        self._taken = set(params.values())
+
+    # -- names and types ----------------------------------------------------------------------
+    def value(self, ssa: str) -> str:
+        return self.values[ssa]
+
+    def bind(self, ssa: str, expr: str | None = None, indent: int = 0) -> str:
+        """A Python name for ``ssa`` (assigned ``expr`` when given)."""
+        base = re.sub(r"\W", "_", ssa.lstrip("%").replace("#", "_").replace("-", "m"))
+        base = f"v{base}" if base[0].isdigit() else base
+        name, k = base, 1
+        while name in self._taken:
+            k += 1
+            name = f"{base}_{k}"
+        self._taken.add(name)
+        self.values[ssa] = name
+        if expr is not None:
+            self.lines.append("    " * indent + f"{name} = {expr}")
+        return name
+
+    def layout(self, type_text: str, op: Op) -> str:
+        ty = TensorType.parse(type_text)
+        try:
+            return self.layouts.name(ty.layout, ty.shape)
+        except KeyError:
+            raise Unsupported(op, f"layout {ty.layout} has no Gluon constructor here", self.where(op)) from None
+
+    def dtype(self, element: str, op: Op) -> str:
+        try:
+            return dtype(element)
+        except KeyError:
+            raise Unsupported(op, f"element type {element} has no Gluon dtype here", self.where(op)) from None
+
+    def where(self, op: Op) -> Where | None:
+        return self.module.locations.get(op.loc)
+
+    # -- blocks -------------------------------------------------------------------------------
+    def block(self, block: Block, indent: int) -> None:
+        for op in block.ops:
+            self._source_comment(op, indent)
+            rule = RULES.get(op.name)
+            if op.name in SKIPPED:
+                continue
+            if rule is None:
+                raise Unsupported(op, "no Gluon equivalent is written by the port for this op", self.where(op))
+            expr = rule(self, op, indent)
+            if expr is not None:
+                self.bind(op.results[0], expr, indent)
+
+    def _source_comment(self, op: Op, indent: int) -> None:
+        where = self.where(op)
+        if where is None or (where.file, where.line) == self._last_line:
+            return
+        self._last_line = (where.file, where.line)
+        text = linecache.getline(where.file, where.line).strip()
+        if text:
+            self.lines.append("    " * indent + f"# {text}")
+
+    def result_type(self, op: Op) -> str:
+        types = op.types
+        return types.split("->")[-1].strip() if "->" in types else types.split(",")[-1].strip()
+
+
+# -- rules: each returns the expression of the op's (single) result, or None when it wrote statements itself ---------
+def _binary(e: Emitter, op: Op, indent: int) -> str:
+    a, b = (e.value(v) for v in op.operands[:2])
+    return f"{a} {BINARY[op.name]} {b}"
+
+
+def _unsigned_binary(e: Emitter, op: Op, indent: int) -> str:
+    element = TensorType.parse(op.types).element
+    u, s = _unsigned(element), dtype(element)
+    a, b = (f"{e.value(v)}.to({u}, bitcast=True)" for v in op.operands[:2])
+    return f"({a} {UNSIGNED_BINARY[op.name]} {b}).to({s}, bitcast=True)"
+
+
+def _compare(e: Emitter, op: Op, indent: int) -> str:
+    predicate = op.rest.split(",", 1)[0].strip()
+    a, b = (e.value(v) for v in op.operands[:2])
+    if predicate in PREDICATES:
+        return f"{a} {PREDICATES[predicate]} {b}"
+    if predicate in UNSIGNED_PREDICATES:
+        u = _unsigned(TensorType.parse(op.types).element)
+        return f"{a}.to({u}, bitcast=True) {UNSIGNED_PREDICATES[predicate]} {b}.to({u}, bitcast=True)"
+    raise Unsupported(op, f"comparison predicate {predicate} has no Gluon operator", e.where(op))
+
+
+def _select(e: Emitter, op: Op, indent: int) -> str:
+    c, a, b = (e.value(v) for v in op.operands[:3])
+    return f"gl.where({c}, {a}, {b})"
+
+
+def _call(e: Emitter, op: Op, indent: int) -> str:
+    if op.attr("fastmath") not in (None, "#arith.fastmath<none>"):
+        raise Unsupported(op, f"fastmath flags {op.attr('fastmath')}", e.where(op))
+    return f"{CALLS[op.name]}({', '.join(e.value(v) for v in op.operands)})"
+
+
+def _cast(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split(" to ")[-1]).element
+    source = TensorType.parse(op.types.split(" to ")[0]).element
+    x = e.value(op.operands[0])
+    if op.name in ("arith.uitofp", "arith.extui") and source != "i1":
+        x = f"{x}.to({_unsigned(source)}, bitcast=True)"
+    if op.name == "arith.fptoui":
+        return f"{x}.to({_unsigned(target)}).to({e.dtype(target, op)}, bitcast=True)"
+    return f"{x}.to({e.dtype(target, op)})"
+
+
+def _fp_to_fp(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split("->")[-1]).element
+    rounding = re.search(r"rounding = (\w+)", op.rest)
+    extra = f", fp_downcast_rounding=\"{rounding.group(1)}\"" if rounding else ""
+    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}{extra})"
+
+
+def _bitcast(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split(" to ")[-1].split("->")[-1]).element
+    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}, bitcast=True)"
+
+
+def _negate(e: Emitter, op: Op, indent: int) -> str:
+    return f"-{e.value(op.operands[0])}"
+
+
+def _constant(e: Emitter, op: Op, indent: int) -> str | None:
+    value_text, type_text = op.rest.rsplit(" : ", 1)
+    ty = TensorType.parse(type_text)
+    dense = re.match(r"dense<(.*)>$", value_text.strip())
+    literal = _literal(dense.group(1) if dense else value_text.strip(), ty.element, op, e)
+    if ty.layout is None:
+        e.values[op.results[0]] = literal     # a scalar: written where it is used
+        return None
+    return f"gl.full({ty.shape}, {literal}, {e.dtype(ty.element, op)}, layout={e.layout(type_text, op)})"
+
+
+def _literal(text: str, element: str, op: Op, e: Emitter) -> str:
+    if text in ("true", "false"):
+        return text.capitalize()
+    if text.startswith("0x"):
+        bits = int(text, 16)
+        if element == "f32":
+            value = struct.unpack("<f", struct.pack("<I", bits))[0]
+        elif element == "f16":
+            value = struct.unpack("<e", struct.pack("<H", bits))[0]
+        elif element == "f64":
+            value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        else:
+            raise Unsupported(op, f"constant {text} of {element}", e.where(op))
+        return f'float("{value}")' if value != value or value in (float("inf"), float("-inf")) else repr(value)
+    if element.startswith("i"):
+        return str(int(text))
+    return repr(float(text))
+
+
+def _splat(e: Emitter, op: Op, indent: int) -> str:
+    source, result = (t.strip() for t in op.types.split("->"))
+    ty = TensorType.parse(result)
+    return f"gl.full({ty.shape}, {e.value(op.operands[0])}, {e.dtype(ty.element, op)}, layout={e.layout(result, op)})"
+
+
+def _broadcast(e: Emitter, op: Op, indent: int) -> str:
+    ty = TensorType.parse(op.types.split("->")[-1])
+    return f"{e.value(op.operands[0])}.broadcast_to({ty.shape})"
+
+
+def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
+    return f"gl.expand_dims({e.value(op.operands[0])}, {op.attr('axis').split(':')[0].strip()})"
+
+
+def _make_range(e: Emitter, op: Op, indent: int) -> str:
+    start, end = (op.attr(k).split(":")[0].strip() for k in ("start", "end"))
+    return f"gl.arange({start}, {end}, layout={e.layout(op.types, op)})"
+
+
+def _addptr(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])} + {e.value(op.operands[1])}"
+
+
+def _memory_kwargs(e: Emitter, op: Op) -> str:
+    kwargs = ""
+    cache = re.search(r"cacheModifier = (\w+)", op.rest)
+    if cache and cache.group(1) != "none":
+        kwargs += f", cache_modifier=\"{CACHE[cache.group(1)]}\""
+    evict = re.search(r"evictionPolicy = (\w+)", op.rest)
+    if evict and evict.group(1) != "evict_normal":
+        kwargs += f", eviction_policy=\"{evict.group(1)}\""
+    if "isVolatile = true" in op.rest:
+        kwargs += ", volatile=True"
+    return kwargs
+
+
+def _load(e: Emitter, op: Op, indent: int) -> str:
+    operands = [e.value(v) for v in op.operands]
+    kwargs = (f", mask={operands[1]}" if len(operands) > 1 else "") + \
+             (f", other={operands[2]}" if len(operands) > 2 else "")
+    return f"gl.load({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
+
+
+def _store(e: Emitter, op: Op, indent: int) -> None:
+    operands = [e.value(v) for v in op.operands]
+    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    e.lines.append("    " * indent + f"gl.store({operands[0]}, {operands[1]}{mask}{_memory_kwargs(e, op)})")
+
+
+def _program_id(e: Emitter, op: Op, indent: int) -> str:
+    axis = op.rest.split()[0]
+    return f"gl.{'program_id' if op.name == 'tt.get_program_id' else 'num_programs'}({AXES[axis]})"
+
+
+def _convert_layout(e: Emitter, op: Op, indent: int) -> str:
+    return f"gl.convert_layout({e.value(op.operands[0])}, {e.layout(op.types.split('->')[-1], op)})"
+
+
+def _combine_function(e: Emitter, op: Op, name: str) -> str:
+    """The reduce/scan combine region as a ``@gluon.jit`` function of its own."""
+    inner = Emitter(e.module, {}, e.layouts)
+    params = [inner.bind(arg) for arg, _ in op.regions[0].args]
+    ops = list(op.regions[0].ops)
+    ret = ops.pop()
+    inner.block(Block([], ops), 1)
+    returned = ", ".join(inner.value(v) for v in ret.operands)
+    lines = ["@gluon.jit", f"def {name}({', '.join(params)}):", *inner.lines, f"    return {returned}"]
+    e.helpers.append("\n".join(lines))
+    return name
+
+
+def _reduce(e: Emitter, op: Op, indent: int) -> None:
+    axis = op.attr("axis").split(":")[0].strip()
+    fn = _combine_function(e, op, f"combine_{e.bind(op.results[0] + '_fn')}")
+    inputs = [e.value(v) for v in op.operands]
+    if op.name == "tt.scan":
+        reverse = ", reverse=True" if op.attr("reverse") == "true" else ""
+        call = f"gl.associative_scan({_tuple(inputs)}, {axis}, {fn}{reverse})"
+    else:
+        call = f"gl.reduce({_tuple(inputs)}, {axis}, {fn})"
+    names = [e.bind(r) for r in op.results]
+    e.lines.append("    " * indent + f"{', '.join(names)} = {call}")
+
+
+def _tuple(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _atomic_rmw(e: Emitter, op: Op, indent: int) -> str:
+    kind, sem, scope = (part.strip() for part in op.rest.split(",")[:3])
+    if kind not in RMW:
+        raise Unsupported(op, f"atomic {kind} has no Gluon call here", e.where(op))
+    operands = [e.value(v) for v in op.operands]
+    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    return f"{RMW[kind]}({operands[0]}, {operands[1]}{mask}, sem=\"{sem}\", scope=\"{scope}\")"
+
+
+def _atomic_cas(e: Emitter, op: Op, indent: int) -> str:
+    sem, scope = (part.strip() for part in op.rest.split(",")[:2])
+    p, c, v = (e.value(x) for x in op.operands[:3])
+    return f"gl.atomic_cas({p}, {c}, {v}, sem=\"{sem}\", scope=\"{scope}\")"
+
+
+def _inline_asm(e: Emitter, op: Op, indent: int) -> None:
+    """The region's markers: ``hybrid.enable`` guards the result sinks (``hybrid.out.<j>``)."""
+    marker = re.match(r'"hybrid\.(enable|out\.(\d+))"', op.rest)
+    if marker is None:
+        raise Unsupported(op, "inline assembly is not written by the port", e.where(op))
+    if marker.group(2) is not None:
+        e.outputs[int(marker.group(2))] = e.value(op.operands[0])
+    else:
+        e.values[op.results[0]] = "<enable>"
+
+
+def _for(e: Emitter, op: Op, indent: int) -> None:
+    head = re.match(r"(%[\w$.\-]+) = (%[\w$.\-#]+) to (%[\w$.\-#]+) step (%[\w$.\-#]+)(?: iter_args\((.*?)\) ->)?",
+                    op.rest)
+    iv, lb, ub, step = head.group(1), *(e.value(v) for v in head.group(2, 3, 4))
+    carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", head.group(5) or "")
+    kept = [k for k, (_, init) in enumerate(carried) if e.values.get(init) != "None"]   # async tokens: dropped
+    for k, (arg, init) in enumerate(carried):
+        if k in kept:
+            e.bind(arg, e.value(init), indent)
+        else:
+            e.values[arg] = "None"
+    e.lines.append("    " * indent + f"for {e.bind(iv)} in range({lb}, {ub}, {step}):")
+    ops = list(op.regions[0].ops)
+    yielded = ops.pop()
+    e.block(Block([], ops), indent + 1)
+    targets = [e.values[carried[k][0]] for k in kept]
+    values = [e.value(yielded.operands[k]) for k in kept]
+    if targets:
+        e.lines.append("    " * (indent + 1) + f"{', '.join(targets)} = {', '.join(values)}")
+    elif not ops:
+        e.lines.append("    " * (indent + 1) + "pass")
+    for k, result in enumerate(op.results):
+        e.values[result] = e.values[carried[k][0]]
+
+
+def _if(e: Emitter, op: Op, indent: int) -> None:
+    condition = e.value(op.operands[0])
+    if condition == "<enable>":   # the sinks: the region's results
+        e.block(op.regions[0], indent)
+        return
+    names = [e.bind(r) for r in op.results]
+    for k, region in enumerate(op.regions):
+        e.lines.append("    " * indent + (f"if {condition}:" if k == 0 else "else:"))
+        ops = list(region.ops)
+        yielded = ops.pop() if ops and ops[-1].name == "scf.yield" else None
+        e.block(Block([], ops), indent + 1)
+        if names and yielded is not None:
+            e.lines.append("    " * (indent + 1) + f"{', '.join(names)} = "
+                                                  f"{', '.join(e.value(v) for v in yielded.operands)}")
+        elif not ops:
+            e.lines.append("    " * (indent + 1) + "pass")
+
+
+# -- shared memory, async copies and MMA (the operand staging Triton chose) ------------------------------------------
+def _local_alloc(e: Emitter, op: Op, indent: int) -> str:
+    result = op.types.split("->")[-1].strip()
+    ty = TensorType.parse(result)
+    layout = e.layouts.name(ty.layout, ty.shape) if ty.layout else None
+    if layout is None:
+        raise Unsupported(op, f"shared memory type {result}", e.where(op))
+    value = f", {e.value(op.operands[0])}" if op.operands else ""
+    return f"gl.allocate_shared_memory({e.dtype(ty.element, op)}, {ty.shape}, {layout}{value})"
+
+
+def _memdesc_index(e: Emitter, op: Op, indent: int) -> str:
+    buffer, index = (e.value(v) for v in op.operands[:2])
+    return f"{buffer}.index({index})"
+
+
+def _local_load(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])}.load({e.layout(op.types.split('->')[-1], op)})"
+
+
+def _local_store(e: Emitter, op: Op, indent: int) -> None:
+    value, buffer = (e.value(v) for v in op.operands[:2])
+    e.lines.append("    " * indent + f"{buffer}.store({value})")
+
+
+def _async_copy(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
+    operands = [e.value(v) for v in op.operands]
+    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    e.lines.append("    " * indent + f"async_copy.async_copy_global_to_shared({operands[1]}, {operands[0]}{mask})")
+    e.values[op.results[0]] = "None"
+
+
+def _commit_group(e: Emitter, op: Op, indent: int) -> None:
+    e.lines.append("    " * indent + "async_copy.commit_group()")
+    e.values[op.results[0]] = "None"
+
+
+def _async_wait(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
+    e.lines.append("    " * indent + f"async_copy.wait_group({op.attr('num').split(':')[0].strip()})")
+    e.values[op.results[0]] = "None"
+
+
+def _dot(e: Emitter, op: Op, indent: int) -> str:
+    a, b, c = (e.value(v) for v in op.operands[:3])
+    result = e.module.aliases.get(TensorType.parse(op.types.split("->")[-1]).layout or "", "")
+    if "nvidia_mma" in result and "versionMajor = 2" in result:
+        e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import mma_v2")
+        precision = re.search(r"inputPrecision = (\w+)", op.rest)
+        extra = f", input_precision=\"{precision.group(1)}\"" if precision else ""
+        return f"mma_v2({a}, {b}, {c}{extra})"
+    if "amd_mfma" in result:
+        e.imports.add("from triton.experimental.gluon.language.amd.cdna3 import mfma")
+        return f"mfma({a}, {b}, {c})"
+    raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet", e.where(op))
+
+
+RULES = {
+    **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
+    **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
+    "arith.uitofp": _cast, "arith.extui": _cast, "arith.fptoui": _cast,
+    "arith.cmpf": _compare, "arith.cmpi": _compare, "arith.select": _select, "arith.negf": _negate,
+    "arith.constant": _constant, "arith.bitcast": _bitcast, "tt.bitcast": _bitcast, "tt.fp_to_fp": _fp_to_fp,
+    "tt.splat": _splat, "tt.broadcast": _broadcast, "tt.expand_dims": _expand_dims, "tt.make_range": _make_range,
+    "tt.addptr": _addptr, "tt.load": _load, "tt.store": _store, "tt.get_program_id": _program_id,
+    "tt.get_num_programs": _program_id, "ttg.convert_layout": _convert_layout, "tt.reduce": _reduce,
+    "tt.scan": _reduce, "tt.atomic_rmw": _atomic_rmw, "tt.atomic_cas": _atomic_cas,
+    "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if,
+    "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index, "ttg.local_load": _local_load,
+    "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,
+    "ttg.async_commit_group": _commit_group, "ttg.async_wait": _async_wait, "tt.dot": _dot,
+}
