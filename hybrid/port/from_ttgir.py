@@ -22,7 +22,7 @@ from interop.lower_triton import REGION_FUNCTION
 
 from .compare import with_region
 from .errors import PortError, shown, where
-from .gluon_emit import Emitter, Unsupported
+from .gluon_emit import Emitter, TensorType, Unsupported
 from .ttgir_text import parse
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
@@ -75,6 +75,9 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
                         f"scalars and constexprs")
     params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
     emitter = Emitter(module, params)
+    for ssa, ty in module.args:
+        if ty.startswith("tensor<"):
+            emitter.layouts.given.setdefault(TensorType.parse(ty).layout, params[ssa])
     try:
         emitter.block(module.body, 1)
     except Unsupported as exc:
@@ -83,12 +86,13 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
                         f"Nothing was written; port this function by hand or with the translator "
                         f"(hybrid port start)") from exc
     results = [emitter.outputs[j] for j in sorted(emitter.outputs)]
-    body = emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
+    layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
+    body = layouts + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
     parts = [HEADER.format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
                            kernel=kernel_name, imports="\n".join(sorted(emitter.imports))),
-             "\n".join(emitter.layouts.defs), *emitter.helpers,
+             *emitter.helpers,
              f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
     return "\n\n\n".join(part for part in parts if part) + "\n"
 
@@ -117,7 +121,10 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         candidate = load_port(source, name, path)
         hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
     except Exception as exc:
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
-                        f"build ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); nothing "
+                        f"build ({type(cause).__name__}: {str(cause).strip().splitlines()[-1:]}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
     return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target)

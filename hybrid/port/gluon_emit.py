@@ -18,6 +18,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from interop.triton import compat
+
 from .ttgir_text import Block, Module, Op, Where
 
 DTYPES = {"f32": "gl.float32", "f16": "gl.float16", "bf16": "gl.bfloat16", "f64": "gl.float64", "i1": "gl.int1",
@@ -105,6 +107,7 @@ def _attrs(text: str) -> dict[str, str]:
 class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
     aliases: dict[str, str]
+    given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
 
@@ -120,7 +123,10 @@ class Layouts:
             k += 1
             name = f"{base}_{k}"
         self.names[key] = name
-        self.defs.append(f"{name}: gl.constexpr = {expr}")
+        given = self.given.get(text)
+        # a parameter's layout is taken from it: the host's layout object, which Gluon compares by value
+        self.defs.append(f"{name}: gl.constexpr = {given}.type.layout   # {expr}" if given else
+                         f"{name}: gl.constexpr = {expr}")
         return name
 
     def _inline_name(self, body: str) -> str:
@@ -156,8 +162,8 @@ class Layouts:
             args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
                     f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
                     f"warps_per_cta={attrs['warpsPerCTA']}")
-            if "tilesPerWarp" in attrs:
-                args += f", tiles_per_warp={attrs['tilesPerWarp']}"
+            rank = attrs["warpsPerCTA"].count(",") + 1   # Gluon's default would follow instr_shape's length
+            args += f", tiles_per_warp={attrs.get('tilesPerWarp', [1] * rank)}"
             if "elementBitWidth" in attrs:
                 args += f", element_bitwidth={attrs['elementBitWidth']}"
             return f"gl.amd.AMDMFMALayout({args})"
@@ -242,7 +248,11 @@ class Emitter:
                 continue
             if rule is None:
                 raise Unsupported(op, "no Gluon equivalent is written by the port for this op", self.where(op))
-            expr = rule(self, op, indent)
+            try:
+                expr = rule(self, op, indent)
+            except (KeyError, ValueError, IndexError, AttributeError) as exc:   # a form the rule does not read
+                raise Unsupported(op, f"the port does not read this form of it ({type(exc).__name__}: {exc})",
+                                  self.where(op)) from exc
             if expr is not None:
                 self.bind(op.results[0], expr, indent)
 
@@ -323,7 +333,9 @@ def _negate(e: Emitter, op: Op, indent: int) -> str:
 
 
 def _constant(e: Emitter, op: Op, indent: int) -> str | None:
-    value_text, type_text = op.rest.rsplit(" : ", 1)
+    value_text, _, type_text = op.rest.rpartition(" : ")
+    if not value_text:   # ``arith.constant true``: an i1 prints no type
+        value_text, type_text = op.rest, "i1"
     ty = TensorType.parse(type_text)
     dense = re.match(r"dense<(.*)>$", value_text.strip())
     literal = _literal(dense.group(1) if dense else value_text.strip(), ty.element, op, e)
@@ -526,6 +538,16 @@ def _memdesc_index(e: Emitter, op: Op, indent: int) -> str:
     return f"{buffer}.index({index})"
 
 
+def _memdesc_subslice(e: Emitter, op: Op, indent: int) -> str:
+    offsets = [int(v) for v in re.search(r"\[([\d, ]+)\]", op.rest).group(1).split(",")]
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    dims = [d for d, (a, b) in enumerate(zip(source.shape, result.shape)) if a != b]
+    if len(dims) != 1 or any(offsets[d] for d in range(len(offsets)) if d not in dims):
+        raise Unsupported(op, "a subslice along more than one dimension", e.where(op))
+    d = dims[0]
+    return f"{e.value(op.operands[0])}.slice({offsets[d]}, {result.shape[d]}, dim={d})"
+
+
 def _local_load(e: Emitter, op: Op, indent: int) -> str:
     return f"{e.value(op.operands[0])}.load({e.layout(op.types.split('->')[-1], op)})"
 
@@ -539,7 +561,8 @@ def _async_copy(e: Emitter, op: Op, indent: int) -> None:
     e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
     operands = [e.value(v) for v in op.operands]
     mask = f", mask={operands[2]}" if len(operands) > 2 else ""
-    e.lines.append("    " * indent + f"async_copy.async_copy_global_to_shared({operands[1]}, {operands[0]}{mask})")
+    copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
+    e.lines.append("    " * indent + f"async_copy.{copy}({operands[1]}, {operands[0]}{mask})")
     e.values[op.results[0]] = "None"
 
 
@@ -579,7 +602,8 @@ RULES = {
     "tt.get_num_programs": _program_id, "ttg.convert_layout": _convert_layout, "tt.reduce": _reduce,
     "tt.scan": _reduce, "tt.atomic_rmw": _atomic_rmw, "tt.atomic_cas": _atomic_cas,
     "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if,
-    "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index, "ttg.local_load": _local_load,
+    "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index,
+    "ttg.memdesc_subslice": _memdesc_subslice, "ttg.local_load": _local_load,
     "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,
     "ttg.async_commit_group": _commit_group, "ttg.async_wait": _async_wait, "tt.dot": _dot,
 }

@@ -1,0 +1,111 @@
+"""``hybrid.port.from_ttgir``: ports written from the TritonGPU IR Triton's passes produced for a
+Gluon kernel's call of a ``@triton.jit`` function. Swapped back in, the kernel builds to the same
+machine code (real builds for each target, no GPU needed); the port computes what the Triton
+function computed (interpreter); what it cannot write is refused with the op and its line."""
+from pathlib import Path
+
+import pytest
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+import hybrid  # noqa: E402
+from bench import parity_ports as pp  # noqa: E402
+from examples import softmax  # noqa: E402
+from examples.layernorm import row_moments_triton  # noqa: E402
+from examples.layouts import row_layout, tile_layout  # noqa: E402
+from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
+from interop.resources import instructions, resources  # noqa: E402
+
+MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
+LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
+
+
+def _figures(fb) -> tuple:
+    found = resources(fb.asm, fb.metadata if isinstance(fb.metadata, dict) else fb.metadata._asdict())
+    return instructions(fb.asm), found["registers"], found["shared_bytes"], sum(b.conversions for b in fb.boundaries)
+
+
+def _parity(fn, kernel, signature, constexprs, target, tmp_path: Path, **options):
+    """(port, figures without the port, figures with it)."""
+    ported = from_ttgir.port(kernel, fn, signature, constexprs, target, **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
+    assert fn.__name__ not in {r.function for r in swapped.regions if r.language == "triton"}   # the port is in
+    original = hybrid.compile(kernel, signature, constexprs, target, **options)
+    return ported, _figures(original), _figures(swapped)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_an_elementwise_helper_ports_at_parity_in_the_hosts_mma_layout(target, tmp_path):
+    constexprs = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout(target, 4)}
+    ported, before, after = _parity(pp.leaky_relu, pp.matmul_act_gluon_host, MATMUL, constexprs, target, tmp_path,
+                                    num_warps=4, divisible=("K", ))
+    assert after == before, (before, after)
+    layout = "gl.NVMMADistributedLayout(" if target == "sm80" else "gl.amd.AMDMFMALayout("
+    assert ported.source.count(layout) == 1                           # named once, at the top
+    assert "# return tl.where(x >= 0, x, 0.01 * x)" in ported.source    # each block marked with its source line
+    assert "def leaky_relu_gluon_" + target + "(x):" in ported.source
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx950"])
+def test_a_reduction_ports_at_parity_with_its_combine_function(target, tmp_path):
+    constexprs = {"BM": 4, "BN": 1024, "L": row_layout(target, 4, 1024, 8)}
+    ported, before, after = _parity(row_moments_triton, pp.layernorm_gluon_host, LAYERNORM, constexprs, target,
+                                    tmp_path, num_warps=4, divisible=("n_cols", ))
+    assert after == before, (before, after)
+    assert "gl.reduce(" in ported.source and "def combine_" in ported.source
+    assert "mean_2" in ported.source and "rstd" in ported.source   # the source's variable names
+
+
+def test_a_pipelined_dot_mainloop_ports_at_parity_on_sm80(tmp_path):
+    """tl.dot as mma_v2, with the shared-memory buffers, async copies and waits Triton's pipeliner chose."""
+    constexprs = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout("sm80", 4)}
+    ported, before, after = _parity(pp.mainloop, pp.matmul_act_gluon_host, MATMUL, constexprs, "sm80", tmp_path,
+                                    num_warps=4, divisible=("K", ))
+    assert after == before, (before, after)
+    for call in ("mma_v2(", "gl.allocate_shared_memory(", "async_copy.commit_group()", "async_copy.wait_group(",
+                 "for "):
+        assert call in ported.source
+
+
+def test_the_port_computes_what_the_triton_function_did(tmp_path):
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    ported = from_ttgir.port(softmax.softmax_kernel, softmax.row_stats, softmax.SIGNATURE,
+                             softmax.constexprs("sm90a"), "sm90a", num_warps=softmax.NUM_WARPS)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    n_rows, n_cols = 40, 97
+    p = softmax.problem(n_rows, n_cols, device="cpu")
+    result = compare(softmax.softmax_kernel, region=softmax.row_stats, candidate=candidate,
+                     grid=(triton.cdiv(n_rows, softmax.BM), ), args=(p["x"], p["y"], n_rows, n_cols, p["x"].stride(0)),
+                     kwargs={"num_warps": softmax.NUM_WARPS, **softmax.constexprs("sm90a")}, interpret=True,
+                     target="sm90a", atol=1e-6, rtol=1e-6)
+    assert result.ok, result.report()
+    assert torch.isfinite(p["x"]).all()
+
+
+@triton.jit
+def _histogram_helper(x, BINS: tl.constexpr):
+    return tl.histogram(x, BINS)
+
+
+@hybrid.jit
+@gluon.jit
+def _histogram_host(x_ptr, y_ptr, L: gl.constexpr):
+    offs = gl.arange(0, 128, layout=L)
+    h = _histogram_helper(gl.load(x_ptr + offs), 128)
+    gl.store(y_ptr + offs, h)
+
+
+def test_an_op_the_port_cannot_write_is_refused_with_its_line(tmp_path):
+    layout = gl.BlockedLayout([1], [32], [4], [0])
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(_histogram_host, _histogram_helper, {"x_ptr": "*i32", "y_ptr": "*i32"}, {"L": layout}, "sm80",
+                        num_warps=4)
+    message = str(caught.value)
+    assert "tt.histogram" in message and f"test_port_ttgir.py:{_histogram_helper.fn.__code__.co_firstlineno + 2}" \
+        in message, message
+    assert "Nothing was written" in message
