@@ -53,15 +53,25 @@ class Comparison:
 def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction) -> JITFunction:
     """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead."""
     fn = kernel.fn
-    names = [name for name, value in fn.__globals__.items() if value is region]
+    names = {name: candidate for name, value in fn.__globals__.items() if value is region}
+    names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
+                  if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
     if not names:
-        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name; compare swaps the "
-                         f"names the kernel's own source uses (call the region directly from the kernel)")
-    scope = {**fn.__globals__, **{name: candidate for name in names}}
+        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
+                         f"a module it imports; compare swaps the names the kernel's own source uses (call the "
+                         f"region directly from the kernel)")
+    scope = {**fn.__globals__, **names}
     copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
     return as_hybrid(kernel, copy)
+
+
+def _module_with(module: types.ModuleType, region, candidate) -> types.ModuleType:
+    """A copy of ``module`` whose attributes naming ``region`` name ``candidate``."""
+    copy = types.ModuleType(module.__name__, module.__doc__)
+    copy.__dict__.update({k: candidate if v is region else v for k, v in vars(module).items()})
+    return copy
 
 
 def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:

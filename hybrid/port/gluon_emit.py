@@ -103,6 +103,18 @@ def _attrs(text: str) -> dict[str, str]:
     return out
 
 
+def _inner(body: str) -> str:
+    return body[body.index("<") + 1:-1]
+
+
+def _linear_shape(attrs: dict[str, str]) -> list[int]:
+    """The tensor shape a linear layout's bases span (each dimension a power of two)."""
+    import ast
+    bases = [b for key in ("register", "lane", "warp", "block") for b in ast.literal_eval(attrs.get(key, "[]"))]
+    rank = len(bases[0]) if bases else 1
+    return [1 << max((b[d] for b in bases), default=0).bit_length() if bases else 1 for d in range(rank)]
+
+
 @dataclass
 class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
@@ -112,7 +124,9 @@ class Layouts:
     defs: list[str] = field(default_factory=list)
 
     def name(self, text: str, shape: list[int] | None = None) -> str:
-        key = text if "linear" not in self.aliases.get(text, text) else f"{text}{shape}"
+        if "linear<" in self.aliases.get(text, text):   # a linear layout is built for its shape: the one its bases span
+            shape = _linear_shape(_attrs(_inner(self.aliases.get(text, text))))
+        key = text
         if key in self.names:
             return self.names[key]
         body = self.aliases.get(text, text)
