@@ -188,9 +188,9 @@ class Layouts:
         if which == "swizzled_shared":
             return (f"gl.SwizzledSharedLayout(vec={attrs['vec']}, per_phase={attrs['perPhase']}, "
                     f"max_phase={attrs['maxPhase']}, order={attrs['order']})")
-        if which == "nvmma_shared" and shape is not None:
+        if which == "nvmma_shared":   # of the tiles: a multi-buffered allocation shares it with its slices
             return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
-                    f"{attrs['elementBitWidth']}, rank={len(shape)}, transposed="
+                    f"{attrs['elementBitWidth']}, rank=2, transposed="
                     f"{'True' if attrs.get('transposed') == 'true' else 'False'})")
         raise KeyError(body)
 
@@ -605,6 +605,37 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
     raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet", e.where(op))
 
 
+HOPPER = "from triton.experimental.gluon.language.nvidia.hopper import {}"
+
+
+def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(HOPPER.format("fence_async_shared"))
+    cluster = "cluster=True" if op.attr("bCluster") == "true" else ""
+    e.lines.append("    " * indent + f"fence_async_shared({cluster})")
+
+
+def _warp_group_dot(e: Emitter, op: Op, indent: int) -> str:
+    e.imports.add(HOPPER.format("warpgroup_mma"))
+    operands = [e.value(v) for v in op.operands]
+    if (op.attr("inputPrecision") or "0 ").split(":")[0].strip() != "0":
+        raise Unsupported(op, f"input precision {op.attr('inputPrecision')}", e.where(op))
+    kwargs = f", use_acc={operands[3]}" if len(operands) > 3 else ""
+    imprecise = (op.attr("maxNumImpreciseAcc") or "0").split(":")[0].strip()
+    if imprecise != "0":
+        kwargs += f", max_num_imprecise_acc={imprecise}"
+    if op.attr("isAsync") == "true":
+        kwargs += ", is_async=True"
+    return f"warpgroup_mma({operands[0]}, {operands[1]}, {operands[2]}{kwargs})"
+
+
+def _warp_group_dot_wait(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(HOPPER.format("warpgroup_mma_wait"))
+    deps = ", ".join(e.value(v) for v in op.operands)
+    names = [e.bind(r) for r in op.results]
+    pendings = op.attr("pendings").split(":")[0].strip()
+    e.lines.append("    " * indent + f"{', '.join(names)} = warpgroup_mma_wait({pendings}, deps=[{deps}])")
+
+
 RULES = {
     **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
     **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
@@ -620,4 +651,6 @@ RULES = {
     "ttg.memdesc_subslice": _memdesc_subslice, "ttg.local_load": _local_load,
     "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,
     "ttg.async_commit_group": _commit_group, "ttg.async_wait": _async_wait, "tt.dot": _dot,
+    "ttng.fence_async_shared": _fence_async_shared, "ttng.warp_group_dot": _warp_group_dot,
+    "ttng.warp_group_dot_wait": _warp_group_dot_wait,
 }
