@@ -2,10 +2,11 @@
 
     python bench/port_parity.py [--targets all] [--only NAME,NAME] [--json PATH]
 
-Each ``@triton.jit`` function a Gluon kernel of ``bench/parity_ports.py`` calls (vector add's
-``add``, the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``,
-attention's ``kv_loop``) is ported for each target and swapped back into its kernel; the kernel
-is built with and without the port and their machine code compared: SASS (``cuobjdump``) or
+Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
+the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
+``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too) is
+ported for each target and swapped back into its kernel; the kernel is built with and without
+the port and their machine code compared: SASS (``cuobjdump``) or
 AMDGCN instructions, registers, shared memory and the boundary conversions of each build. Goal:
 every row ports, instructions within 2%, shared memory no higher, no added conversions. A row
 that is refused says why (the op and its line).
@@ -30,10 +31,13 @@ from examples import attention  # noqa: E402
 from examples.layernorm import row_moments_triton  # noqa: E402
 from examples.layouts import row_layout, tile_layout, vector_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
+from hybrid.port.compare import as_hybrid  # noqa: E402
+from hybrid.port.names import jit_function  # noqa: E402
+from interop.triton.frontend import GluonJITFunction  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 INSTRUCTION_GOAL = 1.02
-COLUMNS = ("function", "target", "instr port / orig", "regs port / orig", "smem B port / orig", "boundary cvt",
+COLUMNS = ("function", "host", "target", "instr port / orig", "regs port / orig", "smem B port / orig", "boundary cvt",
            "goal")
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
@@ -52,15 +56,23 @@ def cases(target: str) -> list[tuple]:
         (row_moments_triton, pp.layernorm_gluon_host, LAYERNORM,
          {"BM": 4, "BN": 1024, "L": row_layout(target, pp.NUM_WARPS, 1024, 8)},
          {"num_warps": pp.NUM_WARPS, "divisible": ("n_cols", )}),
+        (pp.add, pp.add_triton, {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"},
+         {"BLOCK": 1024}, {"num_warps": pp.NUM_WARPS}),
+        (pp.leaky_relu, pp.matmul_act_triton, MATMUL, {k: v for k, v in matmul.items() if k != "L"},
+         {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
          {"divisible": attention.DIVISIBLE, **options}),
     ]
 
 
+def is_gluon(kernel) -> bool:
+    return isinstance(jit_function(kernel), GluonJITFunction)
+
+
 def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: str) -> dict:
-    out = {"function": fn.__name__, "target": target}
-    original = hybrid.compile(kernel, signature, constexprs, target, **options)
+    out = {"function": fn.__name__, "host": "gluon" if is_gluon(kernel) else "triton", "target": target}
+    original = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     out["original"] = figures(original) | {"conversions": sum(b.conversions for b in original.boundaries)}
     try:
         ported = from_ttgir.port(kernel, fn, signature, constexprs, target, **options)
@@ -79,9 +91,9 @@ def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: st
 
 def cells(r: dict) -> tuple:
     if "refused" in r:
-        return (r["function"], r["target"], "refused", "", "", "", r["refused"].split(": ", 1)[-1][:90])
+        return (r["function"], r["host"], r["target"], "refused", "", "", "", r["refused"].split(": ", 1)[-1][:90])
     p, o = r["port"], r["original"]
-    return (r["function"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
+    return (r["function"], r["host"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
             f"{p['registers']} / {o['registers']}", f"{p['shared_bytes']} / {o['shared_bytes']}",
             f"{p['conversions']} / {o['conversions']}", "met" if r["goal"] else "MISSED")
 

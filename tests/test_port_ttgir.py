@@ -109,3 +109,27 @@ def test_an_op_the_port_cannot_write_is_refused_with_its_line(tmp_path):
     assert "tt.histogram" in message and f"test_port_ttgir.py:{_histogram_helper.fn.__code__.co_firstlineno + 2}" \
         in message, message
     assert "Nothing was written" in message
+
+
+def test_a_port_for_a_triton_kernel_takes_the_layouts_triton_gave_the_call(tmp_path):
+    """Swapped into the all-Triton matmul, the port is a Gluon region built for the operand layouts
+    Triton chose there: it builds to what the hand-written Gluon helper builds to (the conversion
+    of the result at the boundary is the Triton host's, and counted), and computes the same."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    tiles = {"BM": 128, "BN": 128, "BK": 64}
+    options = {"num_warps": 4, "divisible": ("K", )}
+    ported = from_ttgir.port(pp.matmul_act_triton, pp.leaky_relu, MATMUL, tiles, "sm80", **options)
+    assert "MMA: gl.constexpr = x.type.layout" in ported.source   # the layout Triton gave the call's operand
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(pp.matmul_act_triton, pp.leaky_relu, candidate), MATMUL, tiles, "sm80",
+                             **options)
+    by_hand = hybrid.compile(with_region(pp.matmul_act_triton, pp.leaky_relu, pp.leaky_relu_gluon), MATMUL, tiles,
+                             "sm80", **options)
+    assert _figures(swapped) == _figures(by_hand)
+    a = torch.randn(128, 64, dtype=torch.float16)
+    b = torch.randn(64, 128, dtype=torch.float16)
+    c = torch.zeros(128, 128, dtype=torch.float16)
+    result = compare(pp.matmul_act_triton, region=pp.leaky_relu, candidate=candidate, grid=(1, 1), args=(a, b, c, 64),
+                     kwargs={**tiles, "num_warps": 4}, interpret=True, target="sm80", atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()

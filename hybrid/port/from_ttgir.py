@@ -20,9 +20,12 @@ from triton.runtime import JITFunction
 from interop import triton_regions
 from interop.lower_triton import REGION_FUNCTION
 
+from interop.triton.frontend import GluonJITFunction
+
 from .compare import with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, TensorType, Unsupported
+from .names import jit_function
 from .ttgir_text import parse
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
@@ -44,9 +47,28 @@ class TtgirPort:
     target: str
 
 
+PROBE = "hybrid_port_probe"
+
+
+def probe(fn: JITFunction):
+    """A ``@gluon.jit`` function with ``fn``'s parameters that only calls ``fn``: swapped into a
+    Triton kernel, it is a Gluon region built for the layouts the host gives its operands, and
+    ``fn`` inside it a Triton region lowered for exactly those layouts."""
+    params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
+    names = ", ".join(p.name for p in fn.params)
+    source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
+              f"@gluon.jit\ndef {PROBE}({params}):\n    return {fn.__name__}({names})\n")
+    path = Path(f"<{PROBE} of {fn.__name__}>")
+    return load_port(source, PROBE, path, {fn.__name__: fn})
+
+
 def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options):
-    """The recorded lowering of ``kernel``'s first call of ``fn`` (a ``@hybrid.jit`` Gluon kernel)."""
+    """The recorded lowering of ``kernel``'s first call of ``fn``. In a Gluon kernel the call is
+    a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
+    lowered for the layouts Triton's passes give the call's operands in that kernel."""
     import hybrid
+    if not isinstance(jit_function(kernel), GluonJITFunction):
+        kernel = with_region(jit_function(kernel), fn, probe(fn))
     always = os.environ.get("TRITON_ALWAYS_COMPILE")
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
@@ -60,8 +82,8 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     for called, lowered, text, leaf_names in recorded:
         if called is fn or getattr(called, "fn", None) is fn.fn:
             return lowered, text, leaf_names
-    raise PortError(f"{kernel.__name__} does not call {fn.__name__} from Gluon code when built for {target}; "
-                    f"a port from Triton's IR is written for a Gluon kernel's call of a @triton.jit function")
+    raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
+                    f"Triton's IR is written for a call that the kernel makes directly")
 
 
 def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
@@ -97,10 +119,10 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     return "\n\n\n".join(part for part in parts if part) + "\n"
 
 
-def load_port(source: str, name: str, path: Path):
+def load_port(source: str, name: str, path: Path, scope: dict | None = None):
     """Import the port's source as a module (its functions find their source through linecache)."""
-    filename = str(path.resolve())
-    namespace = {"__name__": path.stem, "__file__": filename}
+    filename = str(path.resolve()) if path.suffix == ".py" else str(path)
+    namespace = {"__name__": path.stem, "__file__": filename, **(scope or {})}
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
     return namespace[name]
