@@ -113,7 +113,7 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
     parts = [HEADER.format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
-                           kernel=kernel_name, imports="\n".join(sorted(emitter.imports))),
+                           kernel=kernel_name, imports="\n".join(sorted(emitter.imports | emitter.layouts.imports))),
              *emitter.helpers,
              f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
     return "\n\n\n".join(part for part in parts if part) + "\n"

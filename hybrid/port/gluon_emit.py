@@ -40,6 +40,8 @@ CALLS = {"math.exp": "gl.exp", "math.exp2": "gl.exp2", "math.log": "gl.log", "ma
          "arith.minsi": "gl.minimum", "tt.mulhiui": "gl.umulhi"}
 CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi", "arith.extsi", "arith.trunci"}
 AXES = {"x": 0, "y": 1, "z": 2}
+HOPPER = "from triton.experimental.gluon.language.nvidia.hopper import {}"
+BLACKWELL = "from triton.experimental.gluon.language.nvidia.blackwell import {}"
 CACHE = {"ca": ".ca", "cg": ".cg", "cv": ".cv", "wb": ".wb", "cs": ".cs", "wt": ".wt"}
 RMW = {"fadd": "gl.atomic_add", "add": "gl.atomic_add", "max": "gl.atomic_max", "min": "gl.atomic_min",
        "and": "gl.atomic_and", "or": "gl.atomic_or", "xor": "gl.atomic_xor", "exch": "gl.atomic_xchg"}
@@ -120,6 +122,7 @@ class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
     aliases: dict[str, str]
     given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
+    imports: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
 
@@ -192,6 +195,10 @@ class Layouts:
             return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
                     f"{attrs['elementBitWidth']}, rank=2, transposed="
                     f"{'True' if attrs.get('transposed') == 'true' else 'False'})")
+        if which == "tensor_memory_encoding":
+            self.imports.add(BLACKWELL.format("TensorMemoryLayout"))
+            return (f"TensorMemoryLayout(block=({attrs['blockM']}, {attrs['blockN']}), "
+                    f"col_stride={attrs.get('colStride', '1')})")
         raise KeyError(body)
 
 
@@ -605,9 +612,6 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
     raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet", e.where(op))
 
 
-HOPPER = "from triton.experimental.gluon.language.nvidia.hopper import {}"
-
-
 def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
     e.imports.add(HOPPER.format("fence_async_shared"))
     cluster = "cluster=True" if op.attr("bCluster") == "true" else ""
@@ -636,6 +640,50 @@ def _warp_group_dot_wait(e: Emitter, op: Op, indent: int) -> None:
     e.lines.append("    " * indent + f"{', '.join(names)} = warpgroup_mma_wait({pendings}, deps=[{deps}])")
 
 
+def _tmem_alloc(e: Emitter, op: Op, indent: int) -> str:
+    e.imports.add(BLACKWELL.format("allocate_tensor_memory"))
+    ty = TensorType.parse(op.types.split("->")[-1])
+    value = f", value={e.value(op.operands[0])}" if op.operands else ""
+    return (f"allocate_tensor_memory({e.dtype(ty.element, op)}, {ty.shape}, "
+            f"{e.layouts.name(ty.layout, ty.shape)}{value})")
+
+
+def _tmem_store(e: Emitter, op: Op, indent: int) -> None:
+    value, memory, *pred = (e.value(v) for v in op.operands)
+    e.lines.append("    " * indent + f"{memory}.store({value}{f', pred={pred[0]}' if pred else ''})")
+
+
+def _tmem_load(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])}.load({e.layout(op.types.split('->')[-1], op)})"
+
+
+def _barrier(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(BLACKWELL.format("mbarrier"))
+    operands = [e.value(v) for v in op.operands]
+    if op.name == "ttng.init_barrier":
+        count = re.match(r"%[\w$.\-#]+, (\d+)", op.rest).group(1)
+        call = f"mbarrier.init({operands[0]}, count={count})"
+    elif op.name == "ttng.inval_barrier":
+        call = f"mbarrier.invalidate({operands[0]})"
+    else:   # wait_barrier %bar, %phase[, %pred] deps ...
+        before = len(re.findall(r"%[\w$.\-]+(?:#\d+)?", op.rest.split(" deps ")[0]))
+        pred = f", pred={operands[2]}" if before > 2 else ""
+        deps = f", deps=[{', '.join(operands[before:])}]" if len(operands) > before else ""
+        call = f"mbarrier.wait({operands[0]}, {operands[1]}{pred}{deps})"
+    e.lines.append("    " * indent + call)
+
+
+def _tcgen05_mma(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(BLACKWELL.format("tcgen05_mma"))
+    if "two_ctas" in op.rest:
+        raise Unsupported(op, "a two-CTA MMA", e.where(op))
+    a, b, acc, use_acc, pred, *barriers = (e.value(v) for v in op.operands)
+    kwargs = f"use_acc={use_acc}, pred={pred}"
+    if barriers:
+        kwargs += f", mbarriers=[{', '.join(barriers[0::2])}], mbarrier_preds=[{', '.join(barriers[1::2])}]"
+    e.lines.append("    " * indent + f"tcgen05_mma({a}, {b}, {acc}, {kwargs})")
+
+
 RULES = {
     **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
     **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
@@ -652,5 +700,7 @@ RULES = {
     "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,
     "ttg.async_commit_group": _commit_group, "ttg.async_wait": _async_wait, "tt.dot": _dot,
     "ttng.fence_async_shared": _fence_async_shared, "ttng.warp_group_dot": _warp_group_dot,
-    "ttng.warp_group_dot_wait": _warp_group_dot_wait,
+    "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
+    "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
+    "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma,
 }
