@@ -67,13 +67,18 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
     lowered for the layouts Triton's passes give the call's operands in that kernel."""
     import hybrid
-    if not isinstance(jit_function(kernel), GluonJITFunction):
+    probed = not isinstance(jit_function(kernel), GluonJITFunction)
+    if probed:
         kernel = with_region(jit_function(kernel), fn, probe(fn))
     always = os.environ.get("TRITON_ALWAYS_COMPILE")
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
         with triton_regions.recording_lowerings() as recorded:
             hybrid.compile(kernel, signature, constexprs, target, **options)
+    except Exception as exc:
+        raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
+                        f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
+                        f"{_root_cause(exc)}; nothing was written") from exc
     finally:
         if always is None:
             os.environ.pop("TRITON_ALWAYS_COMPILE")
@@ -143,10 +148,15 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         candidate = load_port(source, name, path)
         hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
     except Exception as exc:
-        cause = exc
-        while cause.__cause__ is not None:
-            cause = cause.__cause__
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
-                        f"build ({type(cause).__name__}: {str(cause).strip().splitlines()[-1:]}); nothing "
+                        f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
     return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost exception of a chain, as one line."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"

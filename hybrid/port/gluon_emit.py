@@ -179,8 +179,10 @@ class Layouts:
             args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
                     f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
                     f"warps_per_cta={attrs['warpsPerCTA']}")
-            rank = attrs["warpsPerCTA"].count(",") + 1   # Gluon's default would follow instr_shape's length
-            args += f", tiles_per_warp={attrs.get('tilesPerWarp', [1] * rank)}"
+            # printed only when not all ones; parsed back, the default has instrShape's length, Gluon's
+            # the tensor's rank: the two print alike but are different attributes, so say it
+            ones = [1] * (attrs["instrShape"].count(",") + 1)
+            args += f", tiles_per_warp={attrs.get('tilesPerWarp', ones)}"
             if "elementBitWidth" in attrs:
                 args += f", element_bitwidth={attrs['elementBitWidth']}"
             return f"gl.amd.AMDMFMALayout({args})"
@@ -195,6 +197,12 @@ class Layouts:
             return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
                     f"{attrs['elementBitWidth']}, rank=2, transposed="
                     f"{'True' if attrs.get('transposed') == 'true' else 'False'})")
+        if which == "padded_shared":   # #ttg.padded_shared<[512:+8] {offset = [...], block = []}>
+            pairs = [[int(a), int(b)] for a, b in re.findall(r"(\d+):\+(\d+)", body.split("{")[0])]
+            rest = _attrs("{" + body.split("{", 1)[1].rsplit("}", 1)[0] + "}")
+            offsets = rest.get("offset", "[]")
+            return (f"gl.PaddedSharedLayout({pairs}, {offsets}, {rest.get('block', '[]')}, "
+                    f"{_linear_shape({'register': offsets})})")
         if which == "tensor_memory_encoding":
             self.imports.add(BLACKWELL.format("TensorMemoryLayout"))
             return (f"TensorMemoryLayout(block=({attrs['blockM']}, {attrs['blockN']}), "
@@ -223,6 +231,7 @@ class Emitter:
         self.helpers: list[str] = []
         self.imports: set[str] = set()
         self.outputs: dict[int, str] = {}               # sink index -> Python expression
+        self.producers: dict[str, Op] = {}              # SSA value -> the op that defined it
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -269,6 +278,7 @@ class Emitter:
                 continue
             if rule is None:
                 raise Unsupported(op, "no Gluon equivalent is written by the port for this op", self.where(op))
+            self.producers.update((result, op) for result in op.results)
             try:
                 expr = rule(self, op, indent)
             except (KeyError, ValueError, IndexError, AttributeError) as exc:   # a form the rule does not read
@@ -392,8 +402,20 @@ def _splat(e: Emitter, op: Op, indent: int) -> str:
 
 
 def _broadcast(e: Emitter, op: Op, indent: int) -> str:
-    ty = TensorType.parse(op.types.split("->")[-1])
-    return f"{e.value(op.operands[0])}.broadcast_to({ty.shape})"
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    expr = f"{e.value(op.operands[0])}.broadcast_to({result.shape})"
+    if source.layout == result.layout:
+        return expr
+    # Triton broadcast into another layout, equivalent on the kept dimensions: Gluon's broadcast
+    # keeps its operand's layout, so the vector the operand was expanded from is converted to the
+    # slice of the result's layout (free where the two agree) and expanded into it.
+    producer = e.producers.get(op.operands[0])
+    if producer is None or producer.name != "tt.expand_dims":
+        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
+    axis = producer.attr("axis").split(":")[0].strip()
+    target = e.layout(op.types.split("->")[-1], op)
+    vector = e.value(producer.operands[0])
+    return f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis}).broadcast_to({result.shape})"
 
 
 def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
@@ -607,7 +629,8 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
         extra = f", input_precision=\"{precision.group(1)}\"" if precision else ""
         return f"mma_v2({a}, {b}, {c}{extra})"
     if "amd_mfma" in result:
-        e.imports.add("from triton.experimental.gluon.language.amd.cdna3 import mfma")
+        cdna = "cdna4" if "version = 4" in result else "cdna3"
+        e.imports.add(f"from triton.experimental.gluon.language.amd.{cdna} import mfma")
         return f"mfma({a}, {b}, {c})"
     raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet", e.where(op))
 
