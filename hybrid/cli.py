@@ -93,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
+    s.add_argument("--translator", action="store_true",
+                   help="write upstream's translation (one layout per rank) even where the port from Triton's IR serves")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
     return top
 
@@ -250,12 +252,15 @@ def _profile(args, cli: argparse.ArgumentParser, out: Console) -> int:
 def _port_start(args, out: Console) -> int:
     from hybrid.port import PortError, start
     try:
-        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps)
+        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator)
     except PortError as exc:
         out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 1
+    how = ("from the IR Triton's passes produced for its call (same machine code once swapped in)"
+           if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
+                                        f"{files.translated_because}")
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
-              f"(num_warps={files.num_warps})", highlight=False, soft_wrap=True)
+              f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
     out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",

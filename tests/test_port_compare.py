@@ -91,7 +91,7 @@ def test_a_started_port_passes_its_generated_compare_test_on_the_cpu(tmp_path):
     import sys
 
     from hybrid.port import start
-    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4)
+    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4, translator=True)
     sys.path.insert(0, str(tmp_path))
     try:
         spec = importlib.util.spec_from_file_location("generated_port_test", files.test)

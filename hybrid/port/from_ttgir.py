@@ -22,7 +22,7 @@ from interop.lower_triton import REGION_FUNCTION
 
 from interop.triton.frontend import GluonJITFunction
 
-from .compare import with_region
+from .compare import as_hybrid, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, TensorType, Unsupported
 from .names import jit_function
@@ -31,11 +31,12 @@ from .ttgir_text import parse
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
 TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
 staging are Triton's own, so the kernel builds to the same machine code with this port swapped in.
-Tune from here."""
+Tune from here.{written}"""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 {imports}
 TARGET = "{target}"
+NUM_WARPS = gl.constexpr({num_warps})   # the layouts below are for this many warps
 '''
 
 
@@ -48,6 +49,41 @@ class TtgirPort:
 
 
 PROBE = "hybrid_port_probe"
+
+
+#: torch dtype name -> Triton's signature type.
+TORCH_TYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+               "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1"}
+#: Launch keyword arguments that are compile options, not kernel parameters.
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim")
+
+
+def build_arguments(kernel, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, options) of one launch ``kernel[grid](*args, **kwargs)``, as Triton's
+    JIT specializes it: pointers aligned, integers that are multiples of 16 marked divisible."""
+    kernel = jit_function(kernel)
+    bound = dict(zip([p.name for p in kernel.params], args)) | {k: v for k, v in kwargs.items() if k not in OPTIONS}
+    signature, constexprs, divisible = {}, {}, []
+    for param in kernel.params:
+        if param.name not in bound:
+            continue
+        value = bound[param.name]
+        if param.is_constexpr or value is None:
+            constexprs[param.name] = value
+        elif hasattr(value, "data_ptr"):
+            signature[param.name] = "*" + TORCH_TYPES[str(value.dtype).removeprefix("torch.")]
+        elif isinstance(value, bool):
+            signature[param.name] = "i1"
+        elif isinstance(value, int):
+            signature[param.name] = "i32" if -2**31 <= value < 2**31 else "i64"
+            if value % 16 == 0 and value != 0:
+                divisible.append(param.name)
+        elif isinstance(value, float):
+            signature[param.name] = "fp32"
+        else:
+            raise PortError(f"{kernel.__name__}'s argument {param.name} = {value!r}: no Triton type for it")
+    options = {k: v for k, v in kwargs.items() if k in OPTIONS}
+    return signature, constexprs, {**options, "divisible": tuple(divisible)}
 
 
 def probe(fn: JITFunction):
@@ -68,8 +104,7 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     lowered for the layouts Triton's passes give the call's operands in that kernel."""
     import hybrid
     probed = not isinstance(jit_function(kernel), GluonJITFunction)
-    if probed:
-        kernel = with_region(jit_function(kernel), fn, probe(fn))
+    kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
     always = os.environ.get("TRITON_ALWAYS_COMPILE")
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
@@ -92,7 +127,7 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
 
 
 def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
-         num_warps: int) -> str:
+         num_warps: int, written_by: str = "") -> str:
     """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned."""
     module = parse(text, REGION_FUNCTION)
     scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
@@ -117,8 +152,8 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     body = layouts + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
-    parts = [HEADER.format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
-                           kernel=kernel_name, imports="\n".join(sorted(emitter.imports | emitter.layouts.imports))),
+    parts = [HEADER.rstrip("\n").format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
+                           kernel=kernel_name, written=f"\n\nWritten by: {written_by}" if written_by else "", imports="\n".join(sorted(emitter.imports | emitter.layouts.imports))),
              *emitter.helpers,
              f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
     return "\n\n\n".join(part for part in parts if part) + "\n"
@@ -134,7 +169,7 @@ def load_port(source: str, name: str, path: Path, scope: dict | None = None):
 
 
 def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, *, name: str | None = None,
-         path: Path | None = None, **options) -> TtgirPort:
+         path: Path | None = None, written_by: str = "", **options) -> TtgirPort:
     """Port ``fn`` as ``kernel`` (a ``@hybrid.jit`` Gluon kernel) calls it, built for ``target``
     with ``signature``, ``constexprs`` and backend ``options``; the port is built into the kernel
     once before it is returned (a failure is a ``PortError``)."""
@@ -142,11 +177,11 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     name = name or f"{fn.__name__}_gluon_{target}"
     lowered, text, leaf_names = capture(kernel, fn, signature, constexprs, target, **options)
     source = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
-                  options.get("num_warps", 4))
+                  options.get("num_warps", 4), written_by)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)
-        hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
+        hybrid.compile(with_region(jit_function(kernel), fn, candidate), signature, constexprs, target, **options)
     except Exception as exc:
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
                         f"build ({_root_cause(exc)}); nothing "
