@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton.runtime import JITFunction
 
 from interop import triton_regions
+from interop.boundary import TAG
 from interop.lower_triton import REGION_FUNCTION
 
 from interop.triton.frontend import GluonJITFunction
@@ -109,7 +111,7 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
         with triton_regions.recording_lowerings() as recorded:
-            hybrid.compile(kernel, signature, constexprs, target, **options)
+            built = hybrid.compile(kernel, signature, constexprs, target, **options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -121,14 +123,28 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             os.environ["TRITON_ALWAYS_COMPILE"] = always
     for called, lowered, text, leaf_names in recorded:
         if called is fn or getattr(called, "fn", None) is fn.fn:
-            return lowered, text, leaf_names
+            region = next((r.index for r in built.regions if r.language == "triton" and r.function == fn.__name__), None)
+            return lowered, text, leaf_names, shared_handoffs(built.asm["ttgir"], region)
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
 
 
+def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
+    """Per input leaf of ``region``, the shared layout (an attribute's full text) of the handoff
+    the boundary planner chose for it in the built kernel, where it chose one over a conversion."""
+    if region is None:
+        return {}
+    aliases = dict(re.findall(r"^(#\w+) = (#ttg\.[^\n]*)$", ttgir, flags=re.M))
+    found = re.finditer(rf'ttg\.local_alloc %\S+ {{{TAG} = "{region}:in:(\d+)"}} : \([^)]*\) -> '
+                        rf'!ttg\.memdesc<[\dx]+x\w+, (#[\w.]+(?:<[^>]*>)?)', ttgir)
+    return {int(m.group(1)): aliases.get(m.group(2), m.group(2)) for m in found}
+
+
 def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
-         num_warps: int, written_by: str = "") -> str:
-    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned."""
+         num_warps: int, written_by: str = "", handoffs: dict[int, str] | None = None) -> str:
+    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned.
+    ``handoffs``: the leaves (by index) the kernel hands over through shared memory in that layout;
+    the port converts them the same way."""
     module = parse(text, REGION_FUNCTION)
     scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
     tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
@@ -137,6 +153,9 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
                         f"scalars and constexprs")
     params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
     emitter = Emitter(module, params)
+    tensor_ssa = [ssa for ssa, ty in module.args if ty.startswith("tensor<")]
+    tensor_leaves = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
+    emitter.handoffs = {ssa: (handoffs or {})[k] for ssa, k in zip(tensor_ssa, tensor_leaves) if k in (handoffs or {})}
     for ssa, ty in module.args:
         if ty.startswith("tensor<"):
             emitter.layouts.given.setdefault(TensorType.parse(ty).layout, params[ssa])
@@ -175,9 +194,9 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     once before it is returned (a failure is a ``PortError``)."""
     import hybrid
     name = name or f"{fn.__name__}_gluon_{target}"
-    lowered, text, leaf_names = capture(kernel, fn, signature, constexprs, target, **options)
+    lowered, text, leaf_names, handoffs = capture(kernel, fn, signature, constexprs, target, **options)
     source = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
-                  options.get("num_warps", 4), written_by)
+                  options.get("num_warps", 4), written_by, handoffs)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)

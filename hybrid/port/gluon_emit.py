@@ -232,6 +232,7 @@ class Emitter:
         self.imports: set[str] = set()
         self.outputs: dict[int, str] = {}               # sink index -> Python expression
         self.producers: dict[str, Op] = {}              # SSA value -> the op that defined it
+        self.handoffs: dict[str, str] = {}              # argument SSA value -> shared layout it is handed over in
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -463,7 +464,13 @@ def _program_id(e: Emitter, op: Op, indent: int) -> str:
 
 
 def _convert_layout(e: Emitter, op: Op, indent: int) -> str:
-    return f"gl.convert_layout({e.value(op.operands[0])}, {e.layout(op.types.split('->')[-1], op)})"
+    source, target = op.operands[0], e.layout(op.types.split('->')[-1], op)
+    if source in e.handoffs:   # an argument the kernel hands over through shared memory: the port does the same
+        ty = TensorType.parse(op.types.split("->")[0])
+        shared = e.layouts.name(e.handoffs[source], ty.shape)
+        return (f"gl.allocate_shared_memory({e.dtype(ty.element, op)}, {ty.shape}, {shared}, "
+                f"value={e.value(source)}).load({target})")
+    return f"gl.convert_layout({e.value(source)}, {target})"
 
 
 def _combine_function(e: Emitter, op: Op, name: str) -> str:
