@@ -96,6 +96,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--translator", action="store_true",
                    help="write upstream's translation (one layout per rank) even where the port from Triton's IR serves")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
+    st = steps.add_parser("status", help="which of a kernel's functions are still Triton, each one's instructions",
+                          description="Builds the kernel as its module's run() launches it on problem(*CHECK_SIZE) "
+                                      "and lists every JIT function it reaches, Triton or Gluon, with the machine "
+                                      "instructions its source lines account for. Example: hybrid port status "
+                                      "examples/softmax.py:softmax_triton --target sm90a")
+    st.add_argument("kernel", metavar="MODULE:KERNEL", help="path/to/module.py:kernel or package.module:kernel")
+    st.add_argument("--target", required=True, choices=list(TARGETS))
     return top
 
 
@@ -164,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     if args.command == "port":
-        return _port_start(args, Console(width=140))
+        step = _port_start if args.step == "start" else _port_status
+        return step(args, Console(width=140))
     if args.command == "profile":
         return _profile(args, cli, Console(width=140))
     try:
@@ -268,6 +276,34 @@ def _port_start(args, out: Console) -> int:
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _port_status(args, out: Console) -> int:
+    from hybrid.port import PortError
+    from hybrid.port.scaffold import load
+    from hybrid.port.status import status
+    module_ref, _, name = args.kernel.rpartition(":")
+    try:
+        if not module_ref or not name:
+            raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")
+        found = status(load(module_ref), name, args.target)
+    except PortError as exc:
+        out.print(f"[red]hybrid port status:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 1
+    table = Table(title=f"{found.kernel} on {found.target}: {found.instructions} instructions")
+    for column in ("function", "language", "lines", "instructions", "share"):
+        table.add_column(column, justify="right" if column in ("instructions", "share") else "left")
+    for f in found.functions:
+        table.add_row(f.function, f.language if f.language == "gluon" else "triton (to port)", f.where,
+                      str(f.instructions), f"{f.instructions / max(found.instructions, 1):.0%}")
+    table.add_row("other (library code, constants, conversions)", "", "", str(found.unattributed),
+                  f"{found.unattributed / max(found.instructions, 1):.0%}")
+    out.print(table)
+    left = [f.function for f in found.functions if f.language == "triton"]
+    out.print("all Gluon: the kernel builds as a plain @gluon.jit kernel" if not left else
+              f"still Triton: {', '.join(left)} (hybrid port start MODULE:FUNCTION --target {found.target})",
+              highlight=False, soft_wrap=True)
     return 0
 
 

@@ -175,3 +175,23 @@ def test_port_start_falls_back_to_the_translator_and_says_why(tmp_path):
     files = start("tests/port_kernels.py:centered_square", "sm90a", None, tmp_path, 4)
     assert files.method == "translator"
     assert "problem()" in files.translated_because   # the module gives no launch to build the kernel for
+
+
+def test_port_status_lists_each_function_with_its_language_and_instructions():
+    from hybrid.port.scaffold import load
+    from hybrid.port.status import status
+    found = status(load("examples/softmax.py"), "softmax_kernel", "sm90a")
+    by_name = {f.function: f for f in found.functions}
+    assert by_name["examples.softmax.softmax_kernel"].language == "gluon"
+    assert by_name["examples.softmax.row_stats"].language == "triton" and not found.done
+    assert all(f.instructions > 0 for f in found.functions)
+    assert sum(f.instructions for f in found.functions) + found.unattributed == found.instructions
+
+
+def test_port_status_command_prints_the_table_and_refuses_cleanly(capsys):
+    from hybrid.cli import main
+    assert main(["port", "status", "examples/softmax.py:softmax_triton", "--target", "sm80"]) == 0
+    out = capsys.readouterr().out
+    assert "row_stats" in out and "triton (to port)" in out and "still Triton" in out
+    assert main(["port", "status", "examples/softmax.py:nothing_here", "--target", "sm80"]) == 1
+    assert "no JIT kernel named 'nothing_here'" in capsys.readouterr().out

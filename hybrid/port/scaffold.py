@@ -11,7 +11,6 @@ checked before anything is written.
 from __future__ import annotations
 
 import importlib
-import inspect
 import linecache
 import sys
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from triton.runtime import JITFunction
 from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
+from .from_ttgir import port
+from .launch import build_for_problem
 from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
@@ -97,13 +98,7 @@ def _from_ir(ctx: Context, port_name: str) -> tuple[str | None, str]:
     if ctx.variant is None:
         return None, f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__} to build it from"
     try:
-        from .from_ttgir import build_arguments, port
-        from .launch import capture_launch
-        problem = ctx.module.problem
-        device = {"device": "cpu"} if "device" in inspect.signature(problem).parameters else {}
-        with capture_launch(ctx.module, ctx.kernel.fn.__name__) as recorder:
-            ctx.module.run(ctx.variant, problem(*ctx.module.CHECK_SIZE, **device), ctx.target)
-        signature, constexprs, options = build_arguments(ctx.kernel, recorder.launch.args, recorder.launch.kwargs)
+        signature, constexprs, options = build_for_problem(ctx.module, ctx.kernel.fn.__name__, ctx.variant, ctx.target)
         options.setdefault("num_warps", ctx.num_warps)
         ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
                       written_by=ctx.command, **options)
