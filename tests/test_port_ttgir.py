@@ -96,6 +96,9 @@ def test_the_port_computes_what_the_triton_function_did(tmp_path):
                      kwargs={"num_warps": softmax.NUM_WARPS, **softmax.constexprs("sm90a")}, interpret=True,
                      target="sm90a", atol=1e-6, rtol=1e-6)
     assert result.ok, result.report()
+    machine = result.machine   # built for the target beside the run: the same machine code
+    assert machine["original"] == machine["candidate"] and machine["original"]["instructions"] > 0, machine
+    assert "machine code (sm90a), original -> with the candidate: instructions" in result.report()
     assert torch.isfinite(p["x"]).all()
 
 

@@ -109,6 +109,7 @@ def test_{name}_matches_{fn}():
         f"{{NUM_WARPS}}: write the port again with `hybrid port start ... --num-warps N`")
     result = compare(original.{kernel}, region=original.{fn}, candidate={name}, grid=grid, args=args,
                      kwargs=kwargs, target=TARGET)
+    print(result.report())   # results, and the machine code with and without the port (pytest -s shows it)
     assert result.ok, result.report()
 '''
 
