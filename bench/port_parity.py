@@ -4,8 +4,9 @@
 
 Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
 the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
-``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too) is
-ported for each target and swapped back into its kernel; the kernel is built with and without
+``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too), and
+every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
+``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
 the port and their machine code compared: SASS (``cuobjdump``) or
 AMDGCN instructions, registers, shared memory and the boundary conversions of each build. Goal:
 every row ports, instructions within 2%, shared memory no higher, no added conversions. A row
@@ -25,6 +26,7 @@ from rich.console import Console  # noqa: E402
 
 import hybrid  # noqa: E402
 from bench import parity_ports as pp  # noqa: E402
+from bench.kernels import SUITE, load  # noqa: E402
 from bench.output import table, write_json  # noqa: E402
 from bench.parity import figures  # noqa: E402
 from examples import attention  # noqa: E402
@@ -32,7 +34,10 @@ from examples.layernorm import row_moments_triton  # noqa: E402
 from examples.layouts import row_layout, tile_layout, vector_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from hybrid.port.compare import as_hybrid  # noqa: E402
-from hybrid.port.names import jit_function  # noqa: E402
+from hybrid.port.launch import build_for_problem, run_variant  # noqa: E402
+from hybrid.port.names import is_triton, jit_callees, jit_function  # noqa: E402
+from hybrid.port.render import has_problem  # noqa: E402
+from triton.runtime import JITFunction  # noqa: E402
 from interop.triton.frontend import GluonJITFunction  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
@@ -64,6 +69,31 @@ def cases(target: str) -> list[tuple]:
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
          {"divisible": attention.DIVISIBLE, **options}),
     ]
+
+
+def example_cases(target: str) -> list[tuple]:
+    """(function, kernel, signature, constexprs, options) for every @triton.jit function that a
+    kernel of an example (``bench.kernels.SUITE``) calls directly, built as the example's ``run()``
+    launches it on ``problem(*CHECK_SIZE)``; a kernel that cannot be built so is a ``str`` (why)."""
+    out: list = []
+    for example in load(SUITE):
+        if not has_problem(example):
+            continue
+        for name, kernel in vars(example).items():
+            kernel = jit_function(kernel)
+            if not isinstance(kernel, JITFunction) or kernel.fn.__module__ != example.__name__:
+                continue
+            called = [fn for fn in jit_callees(kernel).values() if is_triton(fn)]
+            variant = run_variant(example, name) if called else None
+            if variant is None:
+                continue
+            try:
+                signature, constexprs, options = build_for_problem(example, name, variant, target)
+            except Exception as exc:   # noqa: BLE001 - a row that says why
+                out.append(f"{example.__name__}.{name}: not built from problem() here ({type(exc).__name__}: {exc})")
+                continue
+            out.extend((fn, kernel, signature, constexprs, options) for fn in called)
+    return out
 
 
 def is_gluon(kernel) -> bool:
@@ -108,9 +138,17 @@ def main() -> None:
     only = set(filter(None, args.only.split(",")))
     rows = []
     for target in targets:
-        for fn, kernel, signature, constexprs, options in cases(target):
+        for case in cases(target) + example_cases(target):
+            if isinstance(case, str):
+                rows.append({"function": case.split(":")[0], "host": "", "target": target, "refused": case})
+                continue
+            fn, kernel, signature, constexprs, options = case
             if not only or fn.__name__ in only:
-                rows.append(row(fn, kernel, signature, constexprs, options, target))
+                try:
+                    rows.append(row(fn, kernel, signature, constexprs, options, target))
+                except Exception as exc:   # noqa: BLE001 - the original kernel itself does not build here
+                    rows.append({"function": fn.__name__, "host": "", "target": target,
+                                 "refused": f"the kernel does not build: {type(exc).__name__}: {exc}"})
     Console().print(table("Ports written from Triton's IR, swapped back into their kernels", COLUMNS,
                           [cells(r) for r in rows]))
     write_json(args.json, rows)
