@@ -42,7 +42,7 @@ from interop.triton.frontend import GluonJITFunction  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 INSTRUCTION_GOAL = 1.02
-COLUMNS = ("function", "host", "target", "instr port / orig", "regs port / orig", "smem B port / orig", "boundary cvt",
+COLUMNS = ("function", "kernel", "host", "target", "instr port / orig", "regs port / orig", "smem B port / orig", "boundary cvt",
            "goal")
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
@@ -101,7 +101,8 @@ def is_gluon(kernel) -> bool:
 
 
 def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: str) -> dict:
-    out = {"function": fn.__name__, "host": "gluon" if is_gluon(kernel) else "triton", "target": target}
+    out = {"function": fn.__name__, "kernel": jit_function(kernel).__name__,
+           "host": "gluon" if is_gluon(kernel) else "triton", "target": target}
     original = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     out["original"] = figures(original) | {"conversions": sum(b.conversions for b in original.boundaries)}
     try:
@@ -121,9 +122,9 @@ def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: st
 
 def cells(r: dict) -> tuple:
     if "refused" in r:
-        return (r["function"], r["host"], r["target"], "refused", "", "", "", r["refused"].split(": ", 1)[-1][:90])
+        return (r["function"], r.get("kernel", ""), r["host"], r["target"], "refused", "", "", "", r["refused"].split(": ", 1)[-1][:90])
     p, o = r["port"], r["original"]
-    return (r["function"], r["host"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
+    return (r["function"], r["kernel"], r["host"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
             f"{p['registers']} / {o['registers']}", f"{p['shared_bytes']} / {o['shared_bytes']}",
             f"{p['conversions']} / {o['conversions']}", "met" if r["goal"] else "MISSED")
 
@@ -140,14 +141,16 @@ def main() -> None:
     for target in targets:
         for case in cases(target) + example_cases(target):
             if isinstance(case, str):
-                rows.append({"function": case.split(":")[0], "host": "", "target": target, "refused": case})
+                rows.append({"function": "", "kernel": case.split(":")[0], "host": "", "target": target,
+                             "refused": case})
                 continue
             fn, kernel, signature, constexprs, options = case
             if not only or fn.__name__ in only:
                 try:
                     rows.append(row(fn, kernel, signature, constexprs, options, target))
                 except Exception as exc:   # noqa: BLE001 - the original kernel itself does not build here
-                    rows.append({"function": fn.__name__, "host": "", "target": target,
+                    rows.append({"function": fn.__name__, "kernel": jit_function(kernel).__name__, "host": "",
+                                 "target": target,
                                  "refused": f"the kernel does not build: {type(exc).__name__}: {exc}"})
     Console().print(table("Ports written from Triton's IR, swapped back into their kernels", COLUMNS,
                           [cells(r) for r in rows]))

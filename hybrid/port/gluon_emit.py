@@ -410,17 +410,25 @@ def _broadcast(e: Emitter, op: Op, indent: int) -> str:
     # Triton broadcast into another layout, equivalent on the kept dimensions: Gluon's broadcast
     # keeps its operand's layout, so the vector the operand was expanded from is converted to the
     # slice of the result's layout (free where the two agree) and expanded into it.
-    producer = e.producers.get(op.operands[0])
-    if producer is None or producer.name != "tt.expand_dims":
-        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
-    axis = producer.attr("axis").split(":")[0].strip()
     target = e.layout(op.types.split("->")[-1], op)
-    vector = e.value(producer.operands[0])
-    return f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis}).broadcast_to({result.shape})"
+    producer = e.producers.get(op.operands[0])
+    if producer is not None and producer.name == "tt.expand_dims":
+        axis = producer.attr("axis").split(":")[0].strip()
+        vector = e.value(producer.operands[0])
+        return (f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis})"
+                f".broadcast_to({result.shape})")
+    if "linear<" in e.module.aliases.get(result.layout, result.layout):   # a linear layout is made for one shape
+        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
+    return f"gl.convert_layout({e.value(op.operands[0])}, {target}).broadcast_to({result.shape})"
 
 
 def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
-    return f"gl.expand_dims({e.value(op.operands[0])}, {op.attr('axis').split(':')[0].strip()})"
+    axis = op.attr("axis").split(":")[0].strip()
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    value = e.value(op.operands[0])
+    if not (source.layout or "").startswith("#ttg.slice<"):   # Triton infers the result; Gluon wants the slice
+        value = f"gl.convert_layout({value}, gl.SliceLayout({axis}, {e.layout(op.types.split('->')[-1], op)}))"
+    return f"gl.expand_dims({value}, {axis})"
 
 
 def _make_range(e: Emitter, op: Op, indent: int) -> str:
@@ -714,6 +722,24 @@ def _tcgen05_mma(e: Emitter, op: Op, indent: int) -> None:
     e.lines.append("    " * indent + f"tcgen05_mma({a}, {b}, {acc}, {kwargs})")
 
 
+def _buffer_access(e: Emitter, op: Op, indent: int) -> str | None:
+    """AMD buffer loads and stores: a scalar base pointer and a tensor of offsets."""
+    e.imports.add("from triton.experimental.gluon.language.amd.cdna3 import buffer_load, buffer_store")
+    if "stride = " in op.rest:
+        raise Unsupported(op, "a buffer access with a stride operand", e.where(op))
+    operands = [e.value(v) for v in op.operands]
+    cache = re.search(r"cacheModifier = (\w+)", op.rest)
+    extra = f", cache=\"{CACHE[cache.group(1)]}\"" if cache and cache.group(1) != "none" else ""
+    if op.name == "amdg.buffer_load":
+        ptr, offsets, *rest = operands
+        extra = (f", mask={rest[0]}" if rest else "") + (f", other={rest[1]}" if len(rest) > 1 else "") + extra
+        return f"buffer_load({ptr}, {offsets}{extra})"
+    value, ptr, offsets, *rest = operands
+    e.lines.append("    " * indent + f"buffer_store({value}, {ptr}, {offsets}"
+                                     f"{f', mask={rest[0]}' if rest else ''}{extra})")
+    return None
+
+
 RULES = {
     **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
     **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
@@ -732,5 +758,6 @@ RULES = {
     "ttng.fence_async_shared": _fence_async_shared, "ttng.warp_group_dot": _warp_group_dot,
     "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
     "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
-    "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma,
+    "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
+    "amdg.buffer_store": _buffer_access,
 }
