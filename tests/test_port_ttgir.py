@@ -154,23 +154,13 @@ def test_a_port_for_a_triton_kernel_takes_the_layouts_triton_gave_the_call(tmp_p
 def test_port_start_writes_the_ir_port_and_its_test_passes(tmp_path, kernel):
     """``hybrid port start`` end to end, for a Gluon and a Triton kernel: the port written from
     Triton's IR (for the kernel's launch on the module's problem()), its generated test, the interpreter."""
-    import importlib.util
-    import sys
-
     from hybrid.port import start
+    from tests.port_kernels import run_generated_test
     files = start("examples/softmax.py:row_stats", "gfx942", kernel, tmp_path, 4)
     assert (files.method, files.translated_because) == ("ir", "")
     text = files.port.read_text()
     assert "x.type.layout" in text and "gl.reduce(" in text and "Written by: hybrid port start" in text
-    sys.path.insert(0, str(tmp_path))
-    try:
-        spec = importlib.util.spec_from_file_location(f"generated_ir_port_test_{kernel}", files.test)
-        test = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(test)
-        test.test_row_stats_gluon_gfx942_matches_row_stats()   # raises unless compare(...).ok
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("row_stats_gluon_gfx942", None)
+    run_generated_test(files, "test_row_stats_gluon_gfx942_matches_row_stats")
 
 
 def test_port_start_falls_back_to_the_translator_and_says_why(tmp_path):
