@@ -188,3 +188,30 @@ def test_port_status_command_prints_the_table_and_refuses_cleanly(capsys):
     assert "row_stats" in out and "triton (to port)" in out and "still Triton" in out
     assert main(["port", "status", "examples/softmax.py:nothing_here", "--target", "sm80"]) == 1
     assert "no JIT kernel named 'nothing_here'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_masked_memory_scans_atomics_libdevice_and_unsigned_ops_port_at_parity(target, tmp_path):
+    from tests import ttgir_port_kernels as k
+    constexprs = {"BLOCK": k.BLOCK, "L": k.layout(target)}
+    ported, before, after = _parity(k.mixed, k.mixed_kernel, k.SIGNATURE, constexprs, target, tmp_path, num_warps=4)
+    assert after == before, (before, after)
+    for call in ("gl.associative_scan(", "gl.atomic_add(", "libdevice.erf(", "gl.uint32, bitcast=True",
+                 "mask="):
+        assert call in ported.source, call
+
+
+def test_masked_memory_scans_atomics_libdevice_and_unsigned_ops_compute_the_same(tmp_path):
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    from tests import ttgir_port_kernels as k
+    constexprs = {"BLOCK": k.BLOCK, "L": k.layout("sm80")}
+    ported = from_ttgir.port(k.mixed_kernel, k.mixed, k.SIGNATURE, constexprs, "sm80", num_warps=4)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    n = 200
+    args = (torch.randn(k.BLOCK), torch.randint(-2**31, 2**31 - 1, (k.BLOCK, ), dtype=torch.int32),
+            torch.zeros(k.BLOCK), torch.zeros(1), n)
+    result = compare(k.mixed_kernel, region=k.mixed, candidate=candidate, grid=(1, ), args=args,
+                     kwargs={**constexprs, "num_warps": 4}, interpret=True, target="sm80", atol=1e-5, rtol=1e-5)
+    assert result.ok, result.report()
+    assert {o.name for o in result.outputs} == {"y_ptr", "total_ptr"}

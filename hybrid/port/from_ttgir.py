@@ -88,7 +88,8 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             os.environ["TRITON_ALWAYS_COMPILE"] = always
     for called, lowered, text, leaf_names in recorded:
         if called is fn or getattr(called, "fn", None) is fn.fn:
-            region = next((r.index for r in built.regions if r.language == "triton" and r.function == fn.__name__), None)
+            region = next((r.index for r in built.regions
+                           if r.language == "triton" and r.function == fn.__name__), None)
             return lowered, text, leaf_names, shared_handoffs(built.asm["ttgir"], region)
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
@@ -136,8 +137,11 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     body = layouts + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
-    parts = [HEADER.rstrip("\n").format(function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps,
-                           kernel=kernel_name, written=f"\n\nWritten by: {written_by}" if written_by else "", imports="\n".join(sorted(emitter.imports | emitter.layouts.imports))),
+    header = HEADER.rstrip("\n").format(
+        function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
+        written=f"\n\nWritten by: {written_by}" if written_by else "",
+        imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
+    parts = [header,
              *emitter.helpers,
              f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
     return "\n\n\n".join(part for part in parts if part) + "\n"

@@ -13,6 +13,9 @@ op and where it came from: the port is refused rather than written wrong.
 """
 from __future__ import annotations
 
+import ast
+import functools
+import inspect
 import linecache
 import re
 import struct
@@ -111,7 +114,6 @@ def _inner(body: str) -> str:
 
 def _linear_shape(attrs: dict[str, str]) -> list[int]:
     """The tensor shape a linear layout's bases span (each dimension a power of two)."""
-    import ast
     bases = [b for key in ("register", "lane", "warp", "block") for b in ast.literal_eval(attrs.get(key, "[]"))]
     rank = len(bases[0]) if bases else 1
     return [1 << max((b[d] for b in bases), default=0).bit_length() if bases else 1 for d in range(rank)]
@@ -162,7 +164,7 @@ class Layouts:
         attrs = _attrs(body[body.index("<") + 1:-1])
         which = kind.group(2)
         extra = {k for k in attrs if k.startswith("CTA") or k == "CGALayout"}
-        if extra and any(attrs[k] not in ("[1, 1]", "[1]", "[1, 0]", "[0]", "[0, 1]") for k in extra if "Order" not in k):
+        if any(attrs[k] not in ("[1, 1]", "[1]", "[1, 0]", "[0]", "[0, 1]") for k in extra if "Order" not in k):
             raise KeyError(body)
         if which == "blocked":
             return (f"gl.BlockedLayout(size_per_thread={attrs['sizePerThread']}, threads_per_warp="
@@ -210,15 +212,6 @@ class Layouts:
         raise KeyError(body)
 
 
-@dataclass
-class Port:
-    """The emitted pieces of one port: layout constants, helper functions, the function's body."""
-    layouts: list[str]
-    helpers: list[str]
-    body: list[str]
-    imports: set[str]
-
-
 class Emitter:
     """Writes one function's ops as Gluon statements."""
 
@@ -226,7 +219,6 @@ class Emitter:
         self.module = module
         self.layouts = layouts or Layouts(module.aliases)
         self.values: dict[str, str] = dict(params)      # SSA value -> Python expression
-        self.types: dict[str, str] = {}                 # SSA value -> its IR type text
         self.lines: list[str] = []
         self.helpers: list[str] = []
         self.imports: set[str] = set()
@@ -296,10 +288,6 @@ class Emitter:
         text = linecache.getline(where.file, where.line).strip()
         if text:
             self.lines.append("    " * indent + f"# {text}")
-
-    def result_type(self, op: Op) -> str:
-        types = op.types
-        return types.split("->")[-1].strip() if "->" in types else types.split(",")[-1].strip()
 
 
 # -- rules: each returns the expression of the op's (single) result, or None when it wrote statements itself ---------
@@ -453,16 +441,21 @@ def _memory_kwargs(e: Emitter, op: Op) -> str:
     return kwargs
 
 
+def _mask(expr: str | None) -> str:
+    """``, mask=...``, left out where the IR's mask is the constant true."""
+    return "" if expr in (None, "True") else f", mask={expr}"
+
+
 def _load(e: Emitter, op: Op, indent: int) -> str:
     operands = [e.value(v) for v in op.operands]
-    kwargs = (f", mask={operands[1]}" if len(operands) > 1 else "") + \
-             (f", other={operands[2]}" if len(operands) > 2 else "")
+    kwargs = _mask(operands[1] if len(operands) > 1 else None) + \
+        (f", other={operands[2]}" if len(operands) > 2 else "")
     return f"gl.load({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
 
 
 def _store(e: Emitter, op: Op, indent: int) -> None:
     operands = [e.value(v) for v in op.operands]
-    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    mask = _mask(operands[2] if len(operands) > 2 else None)
     e.lines.append("    " * indent + f"gl.store({operands[0]}, {operands[1]}{mask}{_memory_kwargs(e, op)})")
 
 
@@ -516,7 +509,7 @@ def _atomic_rmw(e: Emitter, op: Op, indent: int) -> str:
     if kind not in RMW:
         raise Unsupported(op, f"atomic {kind} has no Gluon call here", e.where(op))
     operands = [e.value(v) for v in op.operands]
-    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    mask = _mask(operands[2] if len(operands) > 2 else None)
     return f"{RMW[kind]}({operands[0]}, {operands[1]}{mask}, sem=\"{sem}\", scope=\"{scope}\")"
 
 
@@ -618,7 +611,7 @@ def _local_store(e: Emitter, op: Op, indent: int) -> None:
 def _async_copy(e: Emitter, op: Op, indent: int) -> None:
     e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
     operands = [e.value(v) for v in op.operands]
-    mask = f", mask={operands[2]}" if len(operands) > 2 else ""
+    mask = _mask(operands[2] if len(operands) > 2 else None)
     copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
     e.lines.append("    " * indent + f"async_copy.{copy}({operands[1]}, {operands[0]}{mask})")
     e.values[op.results[0]] = "None"
@@ -647,7 +640,8 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
         cdna = "cdna4" if "version = 4" in result else "cdna3"
         e.imports.add(f"from triton.experimental.gluon.language.amd.{cdna} import mfma")
         return f"mfma({a}, {b}, {c})"
-    raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet", e.where(op))
+    raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet",
+                      e.where(op))
 
 
 def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
@@ -740,6 +734,28 @@ def _buffer_access(e: Emitter, op: Op, indent: int) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _libdevice_names() -> dict[str, str]:
+    """Each libdevice symbol (``__nv_tanhf``, ``__ocml_tanh_f32``) -> the ``libdevice`` function
+    that calls it, read from Triton's CUDA and HIP libdevice modules."""
+    import importlib
+    names: dict[str, str] = {}
+    for module in ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice"):
+        source = inspect.getsource(importlib.import_module(module))
+        for function, body in re.findall(r"^def (\w+)\((.*?)(?=^@|^def |\Z)", source, flags=re.M | re.S):
+            names.update((symbol, function) for symbol in re.findall(r'"(__\w+)"', body))
+    return names
+
+
+def _extern_elementwise(e: Emitter, op: Op, indent: int) -> str:
+    symbol = op.attr("symbol").strip('"')
+    function = _libdevice_names().get(symbol)
+    if function is None:
+        raise Unsupported(op, f"external function {symbol} is not one of libdevice's", e.where(op))
+    e.imports.add("from triton.experimental.gluon.language.extra import libdevice")
+    return f"libdevice.{function}({', '.join(e.value(v) for v in op.operands)})"
+
+
 RULES = {
     **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
     **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
@@ -759,5 +775,5 @@ RULES = {
     "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
     "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
     "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
-    "amdg.buffer_store": _buffer_access,
+    "amdg.buffer_store": _buffer_access, "tt.extern_elementwise": _extern_elementwise,
 }

@@ -105,7 +105,8 @@ def _from_ir(ctx: Context, port_name: str) -> tuple[str | None, str]:
     except PortError as exc:
         return None, str(exc)
     except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
-        return None, f"the kernel could not be built from {ctx.module.__name__}.problem() here ({type(exc).__name__}: {exc})"
+        return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
+                      f"({type(exc).__name__}: {exc})")
     return ported.source, ""
 
 
