@@ -24,8 +24,8 @@ LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp
 
 
 def _figures(fb) -> tuple:
-    found = resources(fb.asm, fb.metadata if isinstance(fb.metadata, dict) else fb.metadata._asdict())
-    return instructions(fb.asm), found["registers"], found["shared_bytes"], sum(b.conversions for b in fb.boundaries)
+    """Instructions, registers, shared bytes and boundary conversions of a hybrid build."""
+    return (*_figures_of(fb), sum(b.conversions for b in fb.boundaries))
 
 
 def _parity(fn, kernel, signature, constexprs, target, tmp_path: Path, **options):
@@ -215,3 +215,25 @@ def test_masked_memory_scans_atomics_libdevice_and_unsigned_ops_compute_the_same
                      kwargs={**constexprs, "num_warps": 4}, interpret=True, target="sm80", atol=1e-5, rtol=1e-5)
     assert result.ok, result.report()
     assert {o.name for o in result.outputs} == {"y_ptr", "total_ptr"}
+
+
+def test_with_its_last_triton_function_ported_the_kernel_is_plain_gluon_with_the_same_machine_code(tmp_path):
+    from examples.layouts import compile_pure
+    from hybrid.port.scaffold import load
+    from hybrid.port.status import status
+    target = "sm90a"
+    ported = from_ttgir.port(softmax.softmax_kernel, softmax.row_stats, softmax.SIGNATURE, softmax.constexprs(target),
+                             target, num_warps=4)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    plain = gluon.jit(with_region(softmax.softmax_kernel, softmax.row_stats, candidate).fn)   # no hybrid.jit
+    built = compile_pure(plain, softmax.SIGNATURE, softmax.constexprs(target), target, 4)
+    assert _figures_of(built) == _figures_of(hybrid.compile(softmax.softmax_kernel, softmax.SIGNATURE,
+                                                            softmax.constexprs(target), target, num_warps=4))
+    assert not status(load("examples/softmax.py"), "softmax_kernel", target).done   # the module itself still calls Triton
+
+
+def _figures_of(compiled) -> tuple:
+    """Instructions, registers and shared bytes of any build (hybrid or plain)."""
+    metadata = compiled.metadata if isinstance(compiled.metadata, dict) else compiled.metadata._asdict()
+    found = resources(compiled.asm, metadata)
+    return instructions(compiled.asm), found["registers"], found["shared_bytes"]
