@@ -3,7 +3,9 @@
 A Gluon kernel calling a ``@triton.jit`` function is built with the function's lowering recorded
 (``interop.triton_regions.recording_lowerings``): the region's TritonGPU IR after Triton's own
 passes, for that call site's argument types, constexprs, ``num_warps``, ``num_stages`` and the
-host's layouts. ``gluon_emit`` writes that IR back out as a ``@gluon.jit`` function with the
+host's layouts. A Triton kernel calls the function through a Gluon ``probe`` instead, which
+makes the call a Gluon region and the function a Triton region inside it, lowered for the
+layouts Triton gave the call's operands. ``gluon_emit`` writes that IR back out as a ``@gluon.jit`` function with the
 function's own parameters, so swapping it in for the Triton function gives the kernel the same
 ops, hence the same machine code. The written file is imported and the kernel built with it
 before it is returned, so a port that does not compile is never handed out.
@@ -21,7 +23,6 @@ from triton.runtime import JITFunction
 from interop import triton_regions
 from interop.boundary import TAG
 from interop.lower_triton import REGION_FUNCTION
-
 from interop.triton.frontend import GluonJITFunction
 
 from .compare import as_hybrid, with_region
@@ -44,6 +45,7 @@ NUM_WARPS = gl.constexpr({num_warps})   # the layouts below are for this many wa
 
 @dataclass(frozen=True)
 class TtgirPort:
+    """A port's source, checked to build into its kernel, and what it is the port of."""
     name: str
     source: str
     function: str          # module.name of the Triton function ported

@@ -1,6 +1,7 @@
 """TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
 
-Every layout the IR names becomes a constant at the top of the port (``BLOCKED``, ``MMA``, ...),
+Every layout the IR names becomes a constant at the top of the port's function (``BLOCKED``,
+``MMA``, ...; one a parameter arrives in is taken from it, ``x.type.layout``),
 every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
 ``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
 source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
