@@ -96,12 +96,18 @@ def example_cases(target: str) -> list[tuple]:
     return out
 
 
+def kernel_name(kernel) -> str:
+    """``module.kernel``, the module's last name only (two examples name their kernel alike)."""
+    fn = jit_function(kernel)
+    return f"{fn.fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+
+
 def is_gluon(kernel) -> bool:
     return isinstance(jit_function(kernel), GluonJITFunction)
 
 
 def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: str) -> dict:
-    out = {"function": fn.__name__, "kernel": jit_function(kernel).__name__,
+    out = {"function": fn.__name__, "kernel": kernel_name(kernel),
            "host": "gluon" if is_gluon(kernel) else "triton", "target": target}
     original = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     out["original"] = figures(original) | {"conversions": sum(b.conversions for b in original.boundaries)}
@@ -149,7 +155,7 @@ def main() -> None:
                 try:
                     rows.append(row(fn, kernel, signature, constexprs, options, target))
                 except Exception as exc:   # noqa: BLE001 - the original kernel itself does not build here
-                    rows.append({"function": fn.__name__, "kernel": jit_function(kernel).__name__, "host": "",
+                    rows.append({"function": fn.__name__, "kernel": kernel_name(kernel), "host": "",
                                  "target": target,
                                  "refused": f"the kernel does not build: {type(exc).__name__}: {exc}"})
     Console().print(table("Ports written from Triton's IR, swapped back into their kernels", COLUMNS,
