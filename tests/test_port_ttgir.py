@@ -135,7 +135,8 @@ def test_a_port_for_a_triton_kernel_takes_the_layouts_triton_gave_the_call(tmp_p
     tiles = {"BM": 128, "BN": 128, "BK": 64}
     options = {"num_warps": 4, "divisible": ("K", )}
     ported = from_ttgir.port(pp.matmul_act_triton, pp.leaky_relu, MATMUL, tiles, "sm80", **options)
-    assert "MMA: gl.constexpr = x.type.layout" in ported.source   # the layout Triton gave the call's operand
+    assert "MMA: gl.constexpr = gl.NVMMADistributedLayout(" in ported.source   # the layout Triton gave the operand
+    assert "x = gl.convert_layout(x, MMA)" in ported.source   # a no-op for the layout it arrives in
     candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
     swapped = hybrid.compile(with_region(pp.matmul_act_triton, pp.leaky_relu, candidate), MATMUL, tiles, "sm80",
                              **options)
@@ -159,7 +160,7 @@ def test_port_start_writes_the_ir_port_and_its_test_passes(tmp_path, kernel):
     files = start("examples/softmax.py:row_stats", "gfx942", kernel, tmp_path, 4)
     assert (files.method, files.translated_because) == ("ir", "")
     text = files.port.read_text()
-    assert "x.type.layout" in text and "gl.reduce(" in text and "Written by: hybrid port start" in text
+    assert "x = gl.convert_layout(x, BLOCKED)" in text and "gl.reduce(" in text and "Written by: hybrid port start" in text
     run_generated_test(files, "test_row_stats_gluon_gfx942_matches_row_stats")
 
 

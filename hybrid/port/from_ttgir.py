@@ -124,9 +124,14 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     tensor_ssa = [ssa for ssa, ty in module.args if ty.startswith("tensor<")]
     tensor_leaves = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
     emitter.handoffs = {ssa: (handoffs or {})[k] for ssa, k in zip(tensor_ssa, tensor_leaves) if k in (handoffs or {})}
+    entry = []   # each tensor in the layout the kernel gave it when the port was written
     for ssa, ty in module.args:
         if ty.startswith("tensor<"):
-            emitter.layouts.given.setdefault(TensorType.parse(ty).layout, params[ssa])
+            layout = TensorType.parse(ty).layout
+            emitter.layouts.given.setdefault(layout, params[ssa])
+            name = emitter.layouts.name(layout, TensorType.parse(ty).shape)
+            if emitter.layouts.taken.get(name) != params[ssa]:   # a no-op for the layout it had then
+                entry.append(f"    {params[ssa]} = gl.convert_layout({params[ssa]}, {name})")
     try:
         emitter.block(module.body, 1)
     except Unsupported as exc:
@@ -136,7 +141,7 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
                         f"(hybrid port start)") from exc
     results = [emitter.outputs[j] for j in sorted(emitter.outputs)]
     layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
-    body = layouts + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
+    body = layouts + entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
     header = HEADER.rstrip("\n").format(

@@ -1,7 +1,7 @@
 """TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
 
 Every layout the IR names becomes a constant at the top of the port's function (``BLOCKED``,
-``MMA``, ...; one a parameter arrives in is taken from it, ``x.type.layout``),
+``MMA``, ...; an MFMA layout a parameter arrives in is taken from it, ``x.type.layout``),
 every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
 ``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
 source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
@@ -125,6 +125,7 @@ class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
     aliases: dict[str, str]
     given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
+    taken: dict[str, str] = field(default_factory=dict)      # Python name -> the parameter it was taken from
     imports: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
@@ -143,8 +144,11 @@ class Layouts:
             k += 1
             name = f"{base}_{k}"
         self.names[key] = name
-        given = self.given.get(text)
-        # a parameter's layout is taken from it: the host's layout object, which Gluon compares by value
+        given = self.given.get(text) if "amd_mfma<" in body else None
+        # an MFMA layout a parameter arrives in is taken from it: Gluon compares layouts by value, and
+        # the host's MFMA object (tiles_per_warp as parsed) is not the one a constructor would give
+        if given:
+            self.taken[name] = given
         self.defs.append(f"{name}: gl.constexpr = {given}.type.layout   # {expr}" if given else
                          f"{name}: gl.constexpr = {expr}")
         return name
