@@ -52,11 +52,12 @@ test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -n 2 $(CORE_TESTS)
 
-bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
+bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, port parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
 	$(BIN)/python bench/kernels.py
 	$(BIN)/python bench/boundaries.py
 	$(BIN)/python bench/parity.py
+	$(BIN)/python bench/port_parity.py
 	$(BIN)/python bench/profiling.py
 
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table
