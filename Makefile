@@ -65,11 +65,12 @@ FUZZ_EXAMPLES ?= 8000
 fuzz: $(BIN)/.ready   ## differential fuzz: compiler vs interpreter on generated boundaries; figures -> bench/fuzz.json
 	HYBRID_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HYBRID_FUZZ_REPORT=bench/fuzz.json $(BIN)/python -m pytest -q tests/test_fuzz.py
 
-bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, profiling figures (GPU times on a GPU); tables + JSON
+bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, port parity, profiling figures (GPU times on a GPU); tables + JSON
 	$(BIN)/python bench/compile_time.py
 	$(BIN)/python bench/kernels.py
 	$(BIN)/python bench/boundaries.py
 	$(BIN)/python bench/parity.py
+	$(BIN)/python bench/port_parity.py
 	$(BIN)/python bench/profiling.py
 
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table

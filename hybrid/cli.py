@@ -124,7 +124,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
+    s.add_argument("--translator", action="store_true",
+                   help="write upstream's translation (one layout per rank) even where the port from Triton's IR serves")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
+    st = steps.add_parser("status", help="which of a kernel's functions are still Triton, each one's instructions",
+                          description="Builds the kernel as its module's run() launches it on problem(*CHECK_SIZE) "
+                                      "and lists every JIT function it reaches, Triton or Gluon, with the machine "
+                                      "instructions its source lines account for. Example: hybrid port status "
+                                      "examples/softmax.py:softmax_triton --target sm90a")
+    st.add_argument("kernel", metavar="MODULE:KERNEL", help="path/to/module.py:kernel or package.module:kernel")
+    st.add_argument("--target", required=True, choices=list(TARGETS))
     k = commands.add_parser("keygen", help="make an ed25519 key pair for signing bundles",
                             description="Writes KEY (the private key, PEM, readable by you only) and KEY.pub (the "
                                         "public key to list in load_bundle(..., trusted_keys=[...])). Example: "
@@ -215,7 +224,8 @@ def _run(args) -> int:
     if args.command == "keygen":
         return _keygen(args, Console(width=140))
     if args.command == "port":
-        return _port_start(args, Console(width=140))
+        step = _port_start if args.step == "start" else _port_status
+        return step(args, Console(width=140))
     if args.command == "profile":
         return _profile(args, Console(width=140))
     try:
@@ -415,12 +425,15 @@ def _profile(args, out: Console) -> int:
 def _port_start(args, out: Console) -> int:
     from hybrid.port import PortError, start
     try:
-        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps)
+        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator)
     except PortError as exc:
         out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 1
+    how = ("from the IR Triton's passes produced for its call (same machine code once swapped in)"
+           if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
+                                        f"{files.translated_because}")
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
-              f"(num_warps={files.num_warps})", highlight=False, soft_wrap=True)
+              f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
     out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",
@@ -428,6 +441,34 @@ def _port_start(args, out: Console) -> int:
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
+    return 0
+
+
+def _port_status(args, out: Console) -> int:
+    from hybrid.port import PortError
+    from hybrid.port.scaffold import load
+    from hybrid.port.status import status
+    module_ref, _, name = args.kernel.rpartition(":")
+    try:
+        if not module_ref or not name:
+            raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")
+        found = status(load(module_ref), name, args.target)
+    except PortError as exc:
+        out.print(f"[red]hybrid port status:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 1
+    table = Table(title=f"{found.kernel} on {found.target}: {found.instructions} instructions")
+    for column in ("function", "language", "lines", "instructions", "share"):
+        table.add_column(column, justify="right" if column in ("instructions", "share") else "left")
+    for f in found.functions:
+        table.add_row(f.function, f.language if f.language == "gluon" else "triton (to port)", f.where,
+                      str(f.instructions), f"{f.instructions / max(found.instructions, 1):.0%}")
+    table.add_row("other (library code, constants, conversions)", "", "", str(found.unattributed),
+                  f"{found.unattributed / max(found.instructions, 1):.0%}")
+    out.print(table)
+    left = [f.function for f in found.functions if f.language == "triton"]
+    out.print("all Gluon: the kernel builds as a plain @gluon.jit kernel" if not left else
+              f"still Triton: {', '.join(left)} (hybrid port start MODULE:FUNCTION --target {found.target})",
+              highlight=False, soft_wrap=True)
     return 0
 
 

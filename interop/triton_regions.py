@@ -9,6 +9,7 @@ or, in a Triton host, a Gluon region's function that calls Triton code.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 
@@ -24,6 +25,24 @@ from .region import CallSite, Region
 from .triton import compat
 from .triton.frontend import code_generator as _cg
 from .triton.language import core as tl
+
+#: While ``recording_lowerings`` runs: each Triton call's function and its lowering, in call order.
+_recorded: list | None = None
+
+
+@contextlib.contextmanager
+def recording_lowerings():
+    """Within the block, every Triton region a Gluon host calls is appended, as ``(fn, lowered,
+    text, leaf_names)`` (its ``LoweredRegion``, its module printed with locations before the splice
+    moves its body, and the names of its runtime arguments), to the list this yields: what
+    ``hybrid port`` writes back out as Gluon."""
+    global _recorded
+    outer, _recorded = _recorded, []
+    try:
+        yield _recorded
+    finally:
+        _recorded = outer
+
 
 _HINT = ("the Triton function is lowered on its own for the call site's argument types; "
          "fix it or the arguments passed at the call site")
@@ -106,6 +125,8 @@ class TritonRegions:
                                     lines=tuple(locations.lines_of(str(lowered.module))))
         self.cc.ttir[region.index] = lowered.ttir
         leaves = arguments.leaves(args, fn.arg_names)
+        if _recorded is not None:
+            _recorded.append((fn, lowered, str(lowered.module), [name for name, _ in leaves]))
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors

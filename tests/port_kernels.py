@@ -61,3 +61,20 @@ def not_jit(x):
 @gluon.jit
 def already_gluon(x):
     return gl.convert_layout(x, gl.BlockedLayout([1], [32], [4], [0]))
+
+
+def run_generated_test(files, test_name: str) -> None:
+    """Import the compare test ``hybrid port start`` wrote (``files``: its ``PortFiles``) and run
+    ``test_name`` from it, as pytest would; the port's module is forgotten after."""
+    import importlib.util
+    import sys
+    folder = str(files.test.parent)
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(f"generated_{files.test.stem}", files.test)
+        test = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(test)
+        getattr(test, test_name)()   # raises unless compare(...).ok
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop(files.port.stem, None)

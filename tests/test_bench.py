@@ -99,3 +99,14 @@ def test_region_tiles_reduced_values_in_the_hosts_layout_cost_nothing():
     assert free["instructions"] == triton["instructions"]
     for variant in ("tile back, port's layout", "reduced only, port's layout"):   # a conversion through shared memory
         assert rows[variant]["shared_bytes"] >= 4096 and rows[variant]["instructions"] > triton["instructions"]
+
+
+def test_port_parity_benchmark_runs(tmp_path):
+    out = tmp_path / "pp.json"
+    proc = _run("bench/port_parity.py", "--targets", "sm80", "--only", "leaky_relu", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())
+    assert {(r["function"], r["host"]) for r in rows} == {("leaky_relu", "gluon"), ("leaky_relu", "triton")}
+    gluon_host = next(r for r in rows if r["host"] == "gluon")
+    assert gluon_host["goal"] and gluon_host["port"]["instructions"] == gluon_host["original"]["instructions"]
+    assert "Ports written from Triton's IR" in proc.stdout

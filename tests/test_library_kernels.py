@@ -50,7 +50,7 @@ def test_ports_for_two_targets_in_one_session_each_run_against_their_own(ports_p
     gfx942 go to one folder, and their tests, imported as pytest imports them, pass in turn."""
     tests = {}
     for target in TARGETS:
-        files = start("tests/library_kernels.py:exp", target, None, ports_path, 4)
+        files = start("tests/library_kernels.py:exp", target, None, ports_path, 4, translator=True)
         assert files.port.name == f"exp_gluon_{target}.py" and files.test.name == f"test_port_exp_{target}.py"
         assert f"TARGET = '{target}'" in files.port.read_text()
         tests[target] = importlib.import_module(files.test.stem)
@@ -94,7 +94,7 @@ def test_libdevice_without_numpy_raises_at_the_call(target, symbol):
 
 
 def test_a_gluon_port_as_the_combine_function_of_a_triton_scan(ports_path):
-    files = start("tests/library_kernels.py:first_order", "sm90a", None, ports_path, 4)
+    files = start("tests/library_kernels.py:first_order", "sm90a", None, ports_path, 4, translator=True)
     port = importlib.import_module(files.port.stem).first_order_gluon_sm90a
     a, b, h = torch.rand(64), torch.randn(64), torch.empty(64)
     result = compare(lib.recurrence_kernel, region=lib.first_order, candidate=port, grid=(1, ), args=(a, b, h),
@@ -110,7 +110,7 @@ def test_a_gluon_port_as_the_combine_function_of_a_triton_scan(ports_path):
 
 
 def test_a_helper_of_an_autotuned_kernel_ports_and_compares(ports_path):
-    files = start("tests/library_kernels.py:silu", "gfx942", None, ports_path, 4)
+    files = start("tests/library_kernels.py:silu", "gfx942", None, ports_path, 4, translator=True)
     assert files.kernel == "tests.library_kernels.silu_kernel"
     port = importlib.import_module(files.port.stem).silu_gluon_gfx942
     x = torch.randn(200)

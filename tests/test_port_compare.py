@@ -87,17 +87,7 @@ def test_a_region_the_kernel_does_not_call_is_an_error():
 
 def test_a_started_port_passes_its_generated_compare_test_on_the_cpu(tmp_path):
     """``hybrid port start`` end to end: upstream's translation, the generated test, the interpreter."""
-    import importlib.util
-    import sys
-
     from hybrid.port import start
-    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4)
-    sys.path.insert(0, str(tmp_path))
-    try:
-        spec = importlib.util.spec_from_file_location("generated_port_test", files.test)
-        test = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(test)
-        test.test_row_stats_gluon_sm90a_matches_row_stats()   # raises unless compare(...).ok
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("row_stats_gluon_sm90a", None)
+    from tests.port_kernels import run_generated_test
+    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4, translator=True)
+    run_generated_test(files, "test_row_stats_gluon_sm90a_matches_row_stats")

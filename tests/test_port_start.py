@@ -63,7 +63,7 @@ def params(fn: ast.FunctionDef) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path, capfd, target):
-    files = start("examples/softmax.py:row_stats", target, "softmax_triton", tmp_path, 4)
+    files = start("examples/softmax.py:row_stats", target, "softmax_triton", tmp_path, 4, translator=True)
     assert files.files == [tmp_path / f"row_stats_gluon_{target}.py", tmp_path / f"test_port_row_stats_{target}.py"]
     assert (files.function, files.kernel, files.inputs) == ("examples.softmax.row_stats", "examples.softmax.softmax_triton",
                                                             "problem")
@@ -92,7 +92,7 @@ def test_row_stats_port_compiles_in_its_kernel_with_the_targets_layouts(tmp_path
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_a_port_keeps_calling_its_triton_helpers_and_gets_an_inputs_stub(tmp_path, target):
-    files = start("tests/port_kernels.py:centered_square", target, None, tmp_path, 4)   # the kernel is found
+    files = start("tests/port_kernels.py:centered_square", target, None, tmp_path, 4, translator=True)   # the kernel is found
     assert files.kernel == "tests.port_kernels.k_centered" and files.still_triton == ("tests.port_kernels.halve",)
     port = port_function(files.port, f"centered_square_gluon_{target}")
     assert params(port) == [("x", None), ("n", None), ("BN", "constexpr")]
@@ -133,7 +133,7 @@ def fake_compare(monkeypatch):
 
 def test_the_compare_test_launches_as_the_modules_run_does(tmp_path, monkeypatch, fake_compare):
     torch = pytest.importorskip("torch")
-    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4)
+    files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4, translator=True)
     test = load(files.test)
     p = {"x": torch.randn(37, 97), "y": torch.empty(37, 97)}
     monkeypatch.setattr(test.original, "problem", lambda *size, device: p)

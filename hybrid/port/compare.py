@@ -34,6 +34,9 @@ class Comparison:
     mode: str                          # "gpu" or "interpreter (<target>)"
     outputs: list[OutputDiff]
     times_ms: dict = field(default_factory=dict)   # GPU only: {"original": ms, "candidate": ms}
+    #: {"target": ..., "original": {...}, "candidate": {...}}: instructions, registers, shared_bytes of
+    #: each build for the target (no GPU needed); {"error": ...} where a build failed
+    machine: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -47,21 +50,37 @@ class Comparison:
             lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g} {'ok' if o.ok else 'MISMATCH'}")
         for version, ms in self.times_ms.items():
             lines.append(f"  {version}: {ms:.4f} ms")
+        if "error" in self.machine:
+            lines.append(f"  machine code: not built ({self.machine['error']})")
+        elif self.machine:
+            original, candidate = self.machine["original"], self.machine["candidate"]
+            lines.append(f"  machine code ({self.machine['target']}), original -> with the candidate: " + ", ".join(
+                f"{key.replace('_', ' ')} {original[key]} -> {candidate[key]}" for key in original))
         return "\n".join(lines)
 
 
 def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction) -> JITFunction:
     """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead."""
     fn = kernel.fn
-    names = [name for name, value in fn.__globals__.items() if value is region]
+    names = {name: candidate for name, value in fn.__globals__.items() if value is region}
+    names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
+                  if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
     if not names:
-        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name; compare swaps the "
-                         f"names the kernel's own source uses (call the region directly from the kernel)")
-    scope = {**fn.__globals__, **{name: candidate for name in names}}
+        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
+                         f"a module it imports; compare swaps the names the kernel's own source uses (call the "
+                         f"region directly from the kernel)")
+    scope = {**fn.__globals__, **names}
     copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
     return as_hybrid(kernel, copy)
+
+
+def _module_with(module: types.ModuleType, region, candidate) -> types.ModuleType:
+    """A copy of ``module`` whose attributes naming ``region`` name ``candidate``."""
+    copy = types.ModuleType(module.__name__, module.__doc__)
+    copy.__dict__.update({k: candidate if v is region else v for k, v in vars(module).items()})
+    return copy
 
 
 def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
@@ -73,9 +92,11 @@ def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
 
 
 def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
-            rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None) -> Comparison:
+            rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None,
+            machine_code_report: bool = True) -> Comparison:
     """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs. An
-    autotuned kernel runs its JIT function with the constexprs in ``kwargs`` (one config's)."""
+    autotuned kernel runs its JIT function with the constexprs in ``kwargs`` (one config's).
+    ``machine_code_report``: also build both for the target and report their machine code."""
     import torch
     kernel, kwargs = jit_function(kernel), dict(kwargs or {})
     on_gpu = torch.cuda.is_available() if interpret is None else not interpret
@@ -88,8 +109,31 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
     outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
     from hybrid import interpret as interp
-    mode = "gpu" if on_gpu else f"interpreter ({target or interp.default_target()})"
-    return Comparison(region.__name__, candidate.__name__, mode, outputs, times)
+    build_target = target or interp.default_target()
+    mode = "gpu" if on_gpu else f"interpreter ({build_target})"
+    machine = machine_code(original, swapped, args, kwargs, build_target) if machine_code_report else {}
+    return Comparison(region.__name__, candidate.__name__, mode, outputs, times, machine)
+
+
+def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> dict:
+    """Instructions (SASS or AMDGCN), registers and shared memory of both kernels built for
+    ``target`` as this launch specializes them."""
+    import hybrid
+    from interop.resources import instructions, resources
+
+    from .launch import build_arguments
+    try:
+        signature, constexprs, options = build_arguments(original, args, kwargs)
+        built = {version: hybrid.compile(k, signature, constexprs, target, **options)
+                 for version, k in (("original", original), ("candidate", swapped))}
+    except Exception as exc:   # the comparison of results stands on its own
+        return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"}
+    out: dict = {"target": target}
+    for version, fb in built.items():
+        found = resources(fb.asm, fb.metadata if isinstance(fb.metadata, dict) else fb.metadata._asdict())
+        out[version] = {"instructions": instructions(fb.asm), "registers": found["registers"],
+                        "shared_bytes": found["shared_bytes"]}
+    return out
 
 
 def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> None:

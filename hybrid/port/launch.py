@@ -123,3 +123,51 @@ def _narrow(allowed: frozenset | None, values: frozenset) -> frozenset:
 
 def _leaves(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+
+
+#: torch dtype name -> Triton's signature type.
+TORCH_TYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+               "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1"}
+#: Launch keyword arguments that are compile options, not kernel parameters.
+OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "waves_per_eu", "matrix_instr_nonkdim")
+
+
+def build_arguments(kernel, args: tuple, kwargs: dict) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, options) of one launch ``kernel[grid](*args, **kwargs)``, as Triton's
+    JIT specializes it: pointers aligned, integers that are multiples of 16 marked divisible."""
+    from .errors import PortError
+    from .names import jit_function
+    kernel = jit_function(kernel)
+    bound = dict(zip([p.name for p in kernel.params], args)) | {k: v for k, v in kwargs.items() if k not in OPTIONS}
+    signature, constexprs, divisible = {}, {}, []
+    for param in kernel.params:
+        if param.name not in bound:
+            continue
+        value = bound[param.name]
+        if param.is_constexpr or value is None:
+            constexprs[param.name] = value
+        elif hasattr(value, "data_ptr"):
+            signature[param.name] = "*" + TORCH_TYPES[str(value.dtype).removeprefix("torch.")]
+        elif isinstance(value, bool):
+            signature[param.name] = "i1"
+        elif isinstance(value, int):
+            signature[param.name] = "i32" if -2**31 <= value < 2**31 else "i64"
+            if value % 16 == 0 and value != 0:
+                divisible.append(param.name)
+        elif isinstance(value, float):
+            signature[param.name] = "fp32"
+        else:
+            raise PortError(f"{kernel.__name__}'s argument {param.name} = {value!r}: no Triton type for it")
+    options = {k: v for k, v in kwargs.items() if k in OPTIONS}
+    return signature, constexprs, {**options, "divisible": tuple(divisible)}
+
+
+def build_for_problem(module: ModuleType, kernel: str, variant: str, target: str) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, options) of ``kernel``'s launch by ``module.run(variant, ...)`` on
+    ``module.problem(*CHECK_SIZE)`` (made on the CPU where ``problem`` takes ``device``): what to
+    build the kernel with, as that launch would."""
+    import inspect
+    device = {"device": "cpu"} if "device" in inspect.signature(module.problem).parameters else {}
+    with capture_launch(module, kernel) as recorder:
+        module.run(variant, module.problem(*module.CHECK_SIZE, **device), target)
+    return build_arguments(recorder.kernel, recorder.launch.args, recorder.launch.kwargs)

@@ -66,16 +66,16 @@ def port_source(port: Port, ctx: Context) -> str:
     return "\n\n\n".join(p.strip("\n") for p in parts if p.strip()) + "\n"
 
 
-def compare_test_source(port: Port, ctx: Context) -> str:
-    """The compare test's file: imports the module and the port, makes inputs, calls ``compare``."""
+def compare_test_source(name: str, ctx: Context) -> str:
+    """The compare test's file: imports the module and the port ``name``, makes inputs, calls ``compare``."""
     module, kernel, fn = ctx.module.__name__, ctx.kernel.fn.__name__, ctx.fn.fn.__name__
     here, root = ctx.test_path.parent.resolve(), module_root(ctx.module)
     root = f'HERE / "{Path(os.path.relpath(root, here)).as_posix()}"' if here.is_relative_to(root) else f'Path("{root}")'
     inputs, mode_doc = _inputs(ctx)
     capture = "" if ctx.variant is None else "from hybrid.port import capture_launch  # noqa: E402\n"
-    about = textwrap.fill(f"Runs {module}.{kernel} as written and with {fn} replaced by {port.name}, on the same "
+    about = textwrap.fill(f"Runs {module}.{kernel} as written and with {fn} replaced by {name}, on the same "
                           f"inputs, and checks that every tensor it writes agrees. {mode_doc}", 100)
-    return f'''"""Compare test of {port.name}, the port of {qualified(ctx.fn)}.
+    return f'''"""Compare test of {name}, the port of {qualified(ctx.fn)}.
 
 {about}
 
@@ -90,7 +90,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(({root}).resolve())]  # the port; where {module} is imported from
 
 import {module} as original  # noqa: E402
-{capture}from {ctx.port_path.stem} import NUM_WARPS, {port.name}  # noqa: E402
+{capture}from {ctx.port_path.stem} import NUM_WARPS, {name}  # noqa: E402
 
 TARGET = "{ctx.target}"
 
@@ -98,17 +98,18 @@ TARGET = "{ctx.target}"
 {inputs}
 
 
-def test_{port.name}_matches_{fn}():
-    port_target = {port.name}.fn.__globals__["TARGET"]
-    assert port_target == TARGET, (f"{port.name} comes from a port for {{port_target}}, not {{TARGET}} "
-                                   f"({{{port.name}.fn.__code__.co_filename}}): another target's port was imported")
+def test_{name}_matches_{fn}():
+    port_target = {name}.fn.__globals__["TARGET"]
+    assert port_target == TARGET, (f"{name} comes from a port for {{port_target}}, not {{TARGET}} "
+                                   f"({{{name}.fn.__code__.co_filename}}): another target's port was imported")
     grid, args, kwargs = inputs()
     from hybrid.port import compare
     assert kwargs.get("num_warps", 4) == NUM_WARPS, (
         f"{module}.{kernel} is launched with num_warps={{kwargs.get('num_warps', 4)}} but the port's layouts are for "
         f"{{NUM_WARPS}}: write the port again with `hybrid port start ... --num-warps N`")
-    result = compare(original.{kernel}, region=original.{fn}, candidate={port.name}, grid=grid, args=args,
+    result = compare(original.{kernel}, region=original.{fn}, candidate={name}, grid=grid, args=args,
                      kwargs=kwargs, target=TARGET)
+    print(result.report())   # results, and the machine code with and without the port (pytest -s shows it)
     assert result.ok, result.report()
 '''
 

@@ -1,9 +1,12 @@
 """``hybrid port start module.py:fn --target T``: a first Gluon version of one ``@triton.jit``
 function, swapped into its kernel as a Gluon region by the compare test written next to it.
 
-The port is upstream's translation of ``fn`` alone (see ``translate``): the kernel keeps calling
-the Triton ``fn`` until its author swaps the port in, and the test checks the two agree on the
-kernel's real inputs (``hybrid.port.compare``). Everything is checked before anything is written.
+The port is the Gluon Triton's own passes produced for ``fn`` at its call in the kernel, built
+for the kernel's launch on the module's ``problem()`` (``from_ttgir``: the same machine code once
+swapped in); where that cannot serve, upstream's translation of ``fn`` alone (``translate``).
+The kernel keeps calling the Triton ``fn`` until its author swaps the port in, and the test
+checks the two agree on the kernel's real inputs (``hybrid.port.compare``). Everything is
+checked before anything is written.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ from triton.runtime import JITFunction
 from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
+from .from_ttgir import port
+from .launch import build_for_problem
 from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
@@ -35,6 +40,8 @@ class PortFiles:
     num_warps: int
     inputs: str                 # "problem": the test takes them from the module's problem()/run(); "stub": to fill in
     still_triton: tuple[str, ...] = ()   # the user's Triton functions the port still calls (regions)
+    method: str = "ir"                   # "ir": written from Triton's IR (parity); "translator": upstream's translation
+    translated_because: str = ""         # why the IR port could not serve, where the translator wrote it
 
     @property
     def files(self) -> list[Path]:
@@ -47,10 +54,11 @@ class PortFiles:
 
 
 def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Path("ports"),
-          num_warps: int = 4) -> PortFiles:
+          num_warps: int = 4, translator: bool = False) -> PortFiles:
     """Port ``spec`` (``path/to/module.py:fn`` or ``package.module:fn``) for ``target``; write the
     port and its compare test into ``out_dir``. ``kernel`` names the calling kernel the test runs
-    (found in the module when there is exactly one). Raises ``PortError`` before writing anything."""
+    (found in the module when there is exactly one). ``translator``: write upstream's translation
+    even where the port from Triton's IR would serve. Raises ``PortError`` before writing anything."""
     if target not in TARGETS:
         raise PortError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     if num_warps < 1 or num_warps & (num_warps - 1):
@@ -68,15 +76,38 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                   test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
                           f"--num-warps {num_warps}", variant=inputs_variant(module, host.fn.__name__))
-    port = translate(fn, target, port_name)
-    port_text, test_text = port_source(port, ctx), compare_test_source(port, ctx)
+    port_text, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name)
+    still_triton: tuple[str, ...] = ()
+    if port_text is None:   # the translator serves what the IR port cannot (yet)
+        port = translate(fn, target, port_name)
+        port_text, still_triton = port_source(port, ctx), tuple(port.still_triton)
+    test_text = compare_test_source(port_name, ctx)
     _check_imports(port_text, ctx)
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx.port_path.write_text(port_text)
     ctx.test_path.write_text(test_text)
     return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(host),
                      target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
-                     still_triton=tuple(port.still_triton))
+                     still_triton=still_triton, method="translator" if translated_because else "ir",
+                     translated_because=translated_because)
+
+
+def _from_ir(ctx: Context, port_name: str) -> tuple[str | None, str]:
+    """The port written from Triton's IR for the kernel's launch on the module's ``problem()``
+    (``from_ttgir``), or None and why not."""
+    if ctx.variant is None:
+        return None, f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__} to build it from"
+    try:
+        signature, constexprs, options = build_for_problem(ctx.module, ctx.kernel.fn.__name__, ctx.variant, ctx.target)
+        options.setdefault("num_warps", ctx.num_warps)
+        ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
+                      written_by=ctx.command, **options)
+    except PortError as exc:
+        return None, str(exc)
+    except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
+        return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
+                      f"({type(exc).__name__}: {exc})")
+    return ported.source, ""
 
 
 def load(module_ref: str) -> ModuleType:

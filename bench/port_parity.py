@@ -1,0 +1,167 @@
+"""Machine-code parity of ports written from Triton's IR (``hybrid.port.from_ttgir``).
+
+    python bench/port_parity.py [--targets all] [--only NAME,NAME] [--json PATH]
+
+Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
+the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
+``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too), and
+every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
+``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
+the port and their machine code compared: SASS (``cuobjdump``) or
+AMDGCN instructions, registers, shared memory and the boundary conversions of each build. Goal:
+every row ports, instructions within 2%, shared memory no higher, no added conversions. A row
+that is refused says why (the op and its line).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console  # noqa: E402
+
+import hybrid  # noqa: E402
+from bench import parity_ports as pp  # noqa: E402
+from bench.kernels import SUITE, load  # noqa: E402
+from bench.output import table, write_json  # noqa: E402
+from bench.parity import figures  # noqa: E402
+from examples import attention  # noqa: E402
+from examples.layernorm import row_moments_triton  # noqa: E402
+from examples.layouts import row_layout, tile_layout, vector_layout  # noqa: E402
+from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
+from hybrid.port.compare import as_hybrid  # noqa: E402
+from hybrid.port.launch import build_for_problem, run_variant  # noqa: E402
+from hybrid.port.names import is_triton, jit_callees, jit_function  # noqa: E402
+from hybrid.port.render import has_problem  # noqa: E402
+from triton.runtime import JITFunction  # noqa: E402
+from interop.triton.frontend import GluonJITFunction  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
+
+INSTRUCTION_GOAL = 1.02
+COLUMNS = ("function", "kernel", "host", "target", "instr port / orig", "regs port / orig", "smem B port / orig", "boundary cvt",
+           "goal")
+MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
+LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
+
+
+def cases(target: str) -> list[tuple]:
+    """(function, kernel, signature, constexprs, options) for every ported call."""
+    matmul = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout(target, pp.NUM_WARPS)}
+    tiles = {k: v for k, v in attention.tiles(target, 64).items() if k in ("BM", "BN")}
+    options = attention.options(target, 64)
+    return [
+        (pp.add, pp.add_gluon_host, {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"},
+         {"BLOCK": 1024, "L": vector_layout(target, pp.NUM_WARPS)}, {"num_warps": pp.NUM_WARPS}),
+        (pp.leaky_relu, pp.matmul_act_gluon_host, MATMUL, matmul, {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
+        (pp.mainloop, pp.matmul_act_gluon_host, MATMUL, matmul, {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
+        (row_moments_triton, pp.layernorm_gluon_host, LAYERNORM,
+         {"BM": 4, "BN": 1024, "L": row_layout(target, pp.NUM_WARPS, 1024, 8)},
+         {"num_warps": pp.NUM_WARPS, "divisible": ("n_cols", )}),
+        (pp.add, pp.add_triton, {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"},
+         {"BLOCK": 1024}, {"num_warps": pp.NUM_WARPS}),
+        (pp.leaky_relu, pp.matmul_act_triton, MATMUL, {k: v for k, v in matmul.items() if k != "L"},
+         {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
+        (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
+         {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
+         {"divisible": attention.DIVISIBLE, **options}),
+    ]
+
+
+def example_cases(target: str) -> list[tuple]:
+    """(function, kernel, signature, constexprs, options) for every @triton.jit function that a
+    kernel of an example (``bench.kernels.SUITE``) calls directly, built as the example's ``run()``
+    launches it on ``problem(*CHECK_SIZE)``; a kernel that cannot be built so is a ``str`` (why)."""
+    out: list = []
+    for example in load(SUITE):
+        if not has_problem(example):
+            continue
+        for name, kernel in vars(example).items():
+            kernel = jit_function(kernel)
+            if not isinstance(kernel, JITFunction) or kernel.fn.__module__ != example.__name__:
+                continue
+            called = [fn for fn in jit_callees(kernel).values() if is_triton(fn)]
+            variant = run_variant(example, name) if called else None
+            if variant is None:
+                continue
+            try:
+                signature, constexprs, options = build_for_problem(example, name, variant, target)
+            except Exception as exc:   # noqa: BLE001 - a row that says why
+                out.append(f"{example.__name__}.{name}: not built from problem() here ({type(exc).__name__}: {exc})")
+                continue
+            out.extend((fn, kernel, signature, constexprs, options) for fn in called)
+    return out
+
+
+def kernel_name(kernel) -> str:
+    """``module.kernel``, the module's last name only (two examples name their kernel alike)."""
+    fn = jit_function(kernel)
+    return f"{fn.fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}"
+
+
+def is_gluon(kernel) -> bool:
+    return isinstance(jit_function(kernel), GluonJITFunction)
+
+
+def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: str) -> dict:
+    out = {"function": fn.__name__, "kernel": kernel_name(kernel),
+           "host": "gluon" if is_gluon(kernel) else "triton", "target": target}
+    original = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
+    out["original"] = figures(original) | {"conversions": sum(b.conversions for b in original.boundaries)}
+    try:
+        ported = from_ttgir.port(kernel, fn, signature, constexprs, target, **options)
+    except PortError as exc:
+        out["refused"] = str(exc)
+        return out
+    candidate = from_ttgir.load_port(ported.source, ported.name, Path(f"{ported.name}.py"))
+    swapped = hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
+    out["port"] = figures(swapped) | {"conversions": sum(b.conversions for b in swapped.boundaries)}
+    port, orig = out["port"], out["original"]
+    out["ratio"] = port["instructions"] / orig["instructions"] if orig["instructions"] else None
+    out["goal"] = bool(out["ratio"] is not None and out["ratio"] <= INSTRUCTION_GOAL
+                       and port["shared_bytes"] <= orig["shared_bytes"] and port["conversions"] <= orig["conversions"])
+    return out
+
+
+def cells(r: dict) -> tuple:
+    if "refused" in r:
+        return (r["function"], r.get("kernel", ""), r["host"], r["target"], "refused", "", "", "", r["refused"].split(": ", 1)[-1][:90])
+    p, o = r["port"], r["original"]
+    return (r["function"], r["kernel"], r["host"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
+            f"{p['registers']} / {o['registers']}", f"{p['shared_bytes']} / {o['shared_bytes']}",
+            f"{p['conversions']} / {o['conversions']}", "met" if r["goal"] else "MISSED")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default="all")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--json", default="build/port_parity.json")
+    args = parser.parse_args()
+    targets = list(TARGETS) if args.targets == "all" else args.targets.split(",")
+    only = set(filter(None, args.only.split(",")))
+    rows = []
+    for target in targets:
+        for case in cases(target) + example_cases(target):
+            if isinstance(case, str):
+                rows.append({"function": "", "kernel": case.split(":")[0], "host": "", "target": target,
+                             "refused": case})
+                continue
+            fn, kernel, signature, constexprs, options = case
+            if not only or fn.__name__ in only:
+                try:
+                    rows.append(row(fn, kernel, signature, constexprs, options, target))
+                except Exception as exc:   # noqa: BLE001 - the original kernel itself does not build here
+                    rows.append({"function": fn.__name__, "kernel": kernel_name(kernel), "host": "",
+                                 "target": target,
+                                 "refused": f"the kernel does not build: {type(exc).__name__}: {exc}"})
+    Console().print(table("Ports written from Triton's IR, swapped back into their kernels", COLUMNS,
+                          [cells(r) for r in rows]))
+    write_json(args.json, rows)
+
+
+if __name__ == "__main__":
+    main()

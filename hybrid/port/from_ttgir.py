@@ -1,0 +1,192 @@
+"""A port at machine-code parity: the Gluon that Triton's compiler produced for one call site.
+
+A Gluon kernel calling a ``@triton.jit`` function is built with the function's lowering recorded
+(``interop.triton_regions.recording_lowerings``): the region's TritonGPU IR after Triton's own
+passes, for that call site's argument types, constexprs, ``num_warps``, ``num_stages`` and the
+host's layouts. A Triton kernel calls the function through a Gluon ``probe`` instead, which
+makes the call a Gluon region and the function a Triton region inside it, lowered for the
+layouts Triton gave the call's operands. ``gluon_emit`` writes that IR back out as a ``@gluon.jit`` function with the
+function's own parameters, so swapping it in for the Triton function gives the kernel the same
+ops, hence the same machine code. The written file is imported and the kernel built with it
+before it is returned, so a port that does not compile is never handed out.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton.runtime import JITFunction
+
+from interop import triton_regions
+from interop.boundary import TAG
+from interop.lower_triton import REGION_FUNCTION
+from interop.triton.frontend import GluonJITFunction
+
+from .compare import as_hybrid, with_region
+from .errors import PortError, shown, where
+from .gluon_emit import Emitter, TensorType, Unsupported
+from .names import jit_function
+from .ttgir_text import parse
+
+HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
+TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
+staging are Triton's own, so the kernel builds to the same machine code with this port swapped in.
+Tune from here.{written}"""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+{imports}
+TARGET = "{target}"
+NUM_WARPS = gl.constexpr({num_warps})   # the layouts below are for this many warps
+'''
+
+
+@dataclass(frozen=True)
+class TtgirPort:
+    """A port's source, checked to build into its kernel, and what it is the port of."""
+    name: str
+    source: str
+    function: str          # module.name of the Triton function ported
+    target: str
+
+
+PROBE = "hybrid_port_probe"
+
+
+def probe(fn: JITFunction):
+    """A ``@gluon.jit`` function with ``fn``'s parameters that only calls ``fn``: swapped into a
+    Triton kernel, it is a Gluon region built for the layouts the host gives its operands, and
+    ``fn`` inside it a Triton region lowered for exactly those layouts."""
+    params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
+    names = ", ".join(p.name for p in fn.params)
+    source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
+              f"@gluon.jit\ndef {PROBE}({params}):\n    return {fn.__name__}({names})\n")
+    path = Path(f"<{PROBE} of {fn.__name__}>")
+    return load_port(source, PROBE, path, {fn.__name__: fn})
+
+
+def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options):
+    """The recorded lowering of ``kernel``'s first call of ``fn``. In a Gluon kernel the call is
+    a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
+    lowered for the layouts Triton's passes give the call's operands in that kernel."""
+    import hybrid
+    probed = not isinstance(jit_function(kernel), GluonJITFunction)
+    kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
+    always = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
+    try:
+        with triton_regions.recording_lowerings() as recorded:
+            built = hybrid.compile(kernel, signature, constexprs, target, **options)
+    except Exception as exc:
+        raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
+                        f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
+                        f"{_root_cause(exc)}; nothing was written") from exc
+    finally:
+        if always is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE")
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = always
+    for called, lowered, text, leaf_names in recorded:
+        if called is fn or getattr(called, "fn", None) is fn.fn:
+            region = next((r.index for r in built.regions
+                           if r.language == "triton" and r.function == fn.__name__), None)
+            return lowered, text, leaf_names, shared_handoffs(built.asm["ttgir"], region)
+    raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
+                    f"Triton's IR is written for a call that the kernel makes directly")
+
+
+def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
+    """Per input leaf of ``region``, the shared layout (an attribute's full text) of the handoff
+    the boundary planner chose for it in the built kernel, where it chose one over a conversion."""
+    if region is None:
+        return {}
+    aliases = dict(re.findall(r"^(#\w+) = (#ttg\.[^\n]*)$", ttgir, flags=re.M))
+    found = re.finditer(rf'ttg\.local_alloc %\S+ {{{TAG} = "{region}:in:(\d+)"}} : \([^)]*\) -> '
+                        rf'!ttg\.memdesc<[\dx]+x\w+, (#[\w.]+(?:<[^>]*>)?)', ttgir)
+    return {int(m.group(1)): aliases.get(m.group(2), m.group(2)) for m in found}
+
+
+def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
+         num_warps: int, written_by: str = "", handoffs: dict[int, str] | None = None) -> str:
+    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned.
+    ``handoffs``: the leaves (by index) the kernel hands over through shared memory in that layout;
+    the port converts them the same way."""
+    module = parse(text, REGION_FUNCTION)
+    scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
+    tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
+    if any("[" in n for n in leaf_names):
+        raise PortError(f"{fn.__name__} ({where(fn)}) takes a tuple: a port from Triton's IR takes tensors, "
+                        f"scalars and constexprs")
+    params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
+    emitter = Emitter(module, params)
+    tensor_ssa = [ssa for ssa, ty in module.args if ty.startswith("tensor<")]
+    tensor_leaves = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
+    emitter.handoffs = {ssa: (handoffs or {})[k] for ssa, k in zip(tensor_ssa, tensor_leaves) if k in (handoffs or {})}
+    entry = []   # each tensor in the layout the kernel gave it when the port was written
+    for ssa, ty in module.args:
+        if ty.startswith("tensor<"):
+            layout = TensorType.parse(ty).layout
+            emitter.layouts.given.setdefault(layout, params[ssa])
+            name = emitter.layouts.name(layout, TensorType.parse(ty).shape)
+            if emitter.layouts.taken.get(name) != params[ssa]:   # a no-op for the layout it had then
+                entry.append(f"    {params[ssa]} = gl.convert_layout({params[ssa]}, {name})")
+    try:
+        emitter.block(module.body, 1)
+    except Unsupported as exc:
+        at = f"{shown(exc.where.file)}:{exc.where.line}" if exc.where else where(fn)
+        raise PortError(f"{fn.__name__} cannot be written as Gluon for {target}: {exc.op.name} at {at}: {exc.why}. "
+                        f"Nothing was written; port this function by hand or with the translator "
+                        f"(hybrid port start)") from exc
+    results = [emitter.outputs[j] for j in sorted(emitter.outputs)]
+    layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
+    body = layouts + entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
+    constexprs = {p.name for p in fn.params if p.is_constexpr}
+    signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
+    header = HEADER.rstrip("\n").format(
+        function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
+        written=f"\n\nWritten by: {written_by}" if written_by else "",
+        imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
+    parts = [header,
+             *emitter.helpers,
+             f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
+    return "\n\n\n".join(part for part in parts if part) + "\n"
+
+
+def load_port(source: str, name: str, path: Path, scope: dict | None = None):
+    """Import the port's source as a module (its functions find their source through linecache)."""
+    filename = str(path.resolve()) if path.suffix == ".py" else str(path)
+    namespace = {"__name__": path.stem, "__file__": filename, **(scope or {})}
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, *, name: str | None = None,
+         path: Path | None = None, written_by: str = "", **options) -> TtgirPort:
+    """Port ``fn`` as ``kernel`` (a ``@hybrid.jit`` Gluon kernel) calls it, built for ``target``
+    with ``signature``, ``constexprs`` and backend ``options``; the port is built into the kernel
+    once before it is returned (a failure is a ``PortError``)."""
+    import hybrid
+    name = name or f"{fn.__name__}_gluon_{target}"
+    lowered, text, leaf_names, handoffs = capture(kernel, fn, signature, constexprs, target, **options)
+    source = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
+                  options.get("num_warps", 4), written_by, handoffs)
+    path = path or Path(f"{name}.py")
+    try:
+        candidate = load_port(source, name, path)
+        hybrid.compile(with_region(jit_function(kernel), fn, candidate), signature, constexprs, target, **options)
+    except Exception as exc:
+        raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
+                        f"build ({_root_cause(exc)}); nothing "
+                        f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target)
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The innermost exception of a chain, as one line."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"

@@ -1,0 +1,784 @@
+"""TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
+
+Every layout the IR names becomes a constant at the top of the port's function (``BLOCKED``,
+``MMA``, ...; an MFMA layout a parameter arrives in is taken from it, ``x.type.layout``),
+every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
+``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
+source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
+reassigned at the end of the body, and each run of ops is preceded by the Triton source line
+it came from. Building the Gluon source the rules write gives back the very ops they were read
+from, so the port keeps the layouts Triton's passes chose and adds no conversion.
+
+An op with no rule, or an attribute a rule cannot carry over, is an ``Unsupported`` naming the
+op and where it came from: the port is refused rather than written wrong.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import linecache
+import re
+import struct
+from dataclasses import dataclass, field
+
+from interop.triton import compat
+
+from .ttgir_text import Block, Module, Op, Where
+
+DTYPES = {"f32": "gl.float32", "f16": "gl.float16", "bf16": "gl.bfloat16", "f64": "gl.float64", "i1": "gl.int1",
+          "i8": "gl.int8", "i16": "gl.int16", "i32": "gl.int32", "i64": "gl.int64", "f8E4M3FN": "gl.float8e4nv",
+          "f8E5M2": "gl.float8e5", "f8E4M3FNUZ": "gl.float8e4b8", "f8E5M2FNUZ": "gl.float8e5b16"}
+BINARY = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-", "arith.mulf": "*",
+          "arith.muli": "*", "arith.divf": "/", "arith.divsi": "//", "arith.remsi": "%", "arith.remf": "%",
+          "arith.andi": "&", "arith.ori": "|", "arith.xori": "^", "arith.shli": "<<", "arith.shrsi": ">>"}
+UNSIGNED_BINARY = {"arith.divui": "//", "arith.remui": "%", "arith.shrui": ">>"}
+PREDICATES = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">=", "eq": "==", "ne": "!=",
+              "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
+UNSIGNED_PREDICATES = {"ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+CALLS = {"math.exp": "gl.exp", "math.exp2": "gl.exp2", "math.log": "gl.log", "math.log2": "gl.log2",
+         "math.sqrt": "gl.sqrt", "math.rsqrt": "gl.rsqrt", "math.sin": "gl.sin", "math.cos": "gl.cos",
+         "math.absf": "gl.abs", "math.absi": "gl.abs", "math.floor": "gl.floor", "math.ceil": "gl.ceil",
+         "math.erf": "gl.erf", "math.fma": "gl.fma", "tt.precise_sqrt": "gl.sqrt_rn", "tt.precise_divf": "gl.div_rn",
+         "arith.maxnumf": "gl.maximum", "arith.minnumf": "gl.minimum", "arith.maxsi": "gl.maximum",
+         "arith.minsi": "gl.minimum", "tt.mulhiui": "gl.umulhi"}
+CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi", "arith.extsi", "arith.trunci"}
+AXES = {"x": 0, "y": 1, "z": 2}
+HOPPER = "from triton.experimental.gluon.language.nvidia.hopper import {}"
+BLACKWELL = "from triton.experimental.gluon.language.nvidia.blackwell import {}"
+CACHE = {"ca": ".ca", "cg": ".cg", "cv": ".cv", "wb": ".wb", "cs": ".cs", "wt": ".wt"}
+RMW = {"fadd": "gl.atomic_add", "add": "gl.atomic_add", "max": "gl.atomic_max", "min": "gl.atomic_min",
+       "and": "gl.atomic_and", "or": "gl.atomic_or", "xor": "gl.atomic_xor", "exch": "gl.atomic_xchg"}
+#: Ops the port leaves out: they carry nothing the Gluon build does not recreate.
+SKIPPED = {"tt.return", "ttg.local_dealloc"}
+
+
+class Unsupported(Exception):
+    """An op (or attribute) the port cannot write as Gluon."""
+
+    def __init__(self, op: Op, why: str, where: Where | None):
+        self.op, self.why, self.where = op, why, where
+        at = f"{where.file}:{where.line}" if where else "an unknown line"
+        super().__init__(f"{op.name} ({at}): {why}")
+
+
+@dataclass
+class TensorType:
+    shape: list[int]
+    element: str            # "f32", "!tt.ptr<f16>"
+    layout: str | None      # "#blocked" or an inline attribute; None for a scalar
+
+    @staticmethod
+    def parse(text: str) -> "TensorType":
+        text = text.strip()
+        for prefix in ("tensor<", "!ttg.memdesc<"):
+            if text.startswith(prefix) and text.endswith(">"):
+                dims_element, _, rest = text[len(prefix):-1].partition(", ")
+                parts = dims_element.split("x")
+                count = next(i for i, part in enumerate(parts) if not part.isdigit())
+                return TensorType([int(d) for d in parts[:count]], "x".join(parts[count:]), rest.split(", ")[0]
+                                  if prefix != "tensor<" else rest)
+        return TensorType([], text, None)
+
+
+def dtype(element: str) -> str:
+    if element.startswith("!tt.ptr<"):
+        return f"gl.pointer_type({dtype(element[8:-1])})"
+    if element not in DTYPES:
+        raise KeyError(element)
+    return DTYPES[element]
+
+
+def _unsigned(element: str) -> str:
+    return {"i8": "gl.uint8", "i16": "gl.uint16", "i32": "gl.uint32", "i64": "gl.uint64"}[element]
+
+
+def _attrs(text: str) -> dict[str, str]:
+    """``{a = [1, 2], b = #x}`` -> {"a": "[1, 2]", "b": "#x"}: top-level entries of an attribute dict."""
+    inner = text.strip()[1:-1] if text.strip().startswith("{") else text
+    out, depth, start = {}, 0, 0
+    for i, ch in enumerate(inner + ","):
+        if ch in "<{([":
+            depth += 1
+        elif ch in ">})]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            key, _, value = inner[start:i].partition("=")
+            out[key.strip()] = value.strip()
+            start = i + 1
+    return out
+
+
+def _inner(body: str) -> str:
+    return body[body.index("<") + 1:-1]
+
+
+def _linear_shape(attrs: dict[str, str]) -> list[int]:
+    """The tensor shape a linear layout's bases span (each dimension a power of two)."""
+    bases = [b for key in ("register", "lane", "warp", "block") for b in ast.literal_eval(attrs.get(key, "[]"))]
+    rank = len(bases[0]) if bases else 1
+    return [1 << max((b[d] for b in bases), default=0).bit_length() if bases else 1 for d in range(rank)]
+
+
+@dataclass
+class Layouts:
+    """The layouts a port names, each once, in an order where parents come first."""
+    aliases: dict[str, str]
+    given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
+    taken: dict[str, str] = field(default_factory=dict)      # Python name -> the parameter it was taken from
+    imports: set[str] = field(default_factory=set)
+    names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
+    defs: list[str] = field(default_factory=list)
+
+    def name(self, text: str, shape: list[int] | None = None) -> str:
+        if "linear<" in self.aliases.get(text, text):   # a linear layout is built for its shape: the one its bases span
+            shape = _linear_shape(_attrs(_inner(self.aliases.get(text, text))))
+        key = text
+        if key in self.names:
+            return self.names[key]
+        body = self.aliases.get(text, text)
+        expr = self._constructor(body, shape)
+        base = text[1:].upper() if text in self.aliases else self._inline_name(body)
+        name, k = base, 1
+        while name in self.names.values():
+            k += 1
+            name = f"{base}_{k}"
+        self.names[key] = name
+        given = self.given.get(text) if "amd_mfma<" in body else None
+        # an MFMA layout a parameter arrives in is taken from it: Gluon compares layouts by value, and
+        # the host's MFMA object (tiles_per_warp as parsed) is not the one a constructor would give
+        if given:
+            self.taken[name] = given
+        self.defs.append(f"{name}: gl.constexpr = {given}.type.layout   # {expr}" if given else
+                         f"{name}: gl.constexpr = {expr}")
+        return name
+
+    def _inline_name(self, body: str) -> str:
+        kind = re.match(r"#ttg\.(\w+)<", body)
+        attrs = _attrs(body[body.index("<") + 1:-1])
+        if kind and kind.group(1) == "slice":
+            return f"SLICE{attrs['dim']}_{self.name(attrs['parent'])}"
+        if kind and kind.group(1) == "dot_op":
+            return f"DOT{attrs['opIdx']}_{self.name(attrs['parent'])}"
+        return (kind.group(1) if kind else "LAYOUT").upper()
+
+    def _constructor(self, body: str, shape: list[int] | None) -> str:
+        kind = re.match(r"#(\w+)\.(\w+)<", body)
+        if not kind:
+            raise KeyError(body)
+        attrs = _attrs(body[body.index("<") + 1:-1])
+        which = kind.group(2)
+        extra = {k for k in attrs if k.startswith("CTA") or k == "CGALayout"}
+        if any(attrs[k] not in ("[1, 1]", "[1]", "[1, 0]", "[0]", "[0, 1]") for k in extra if "Order" not in k):
+            raise KeyError(body)
+        if which == "blocked":
+            return (f"gl.BlockedLayout(size_per_thread={attrs['sizePerThread']}, threads_per_warp="
+                    f"{attrs['threadsPerWarp']}, warps_per_cta={attrs['warpsPerCTA']}, order={attrs['order']})")
+        if which == "slice":
+            return f"gl.SliceLayout({attrs['dim']}, {self.name(attrs['parent'])})"
+        if which == "nvidia_mma":
+            return (f"gl.NVMMADistributedLayout(version=[{attrs['versionMajor']}, {attrs['versionMinor']}], "
+                    f"warps_per_cta={attrs['warpsPerCTA']}, instr_shape={attrs['instrShape']})")
+        if which == "dot_op":
+            return (f"gl.DotOperandLayout(operand_index={attrs['opIdx']}, parent={self.name(attrs['parent'])}, "
+                    f"k_width={attrs.get('kWidth', '0')})")
+        if which == "amd_mfma":
+            args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
+                    f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
+                    f"warps_per_cta={attrs['warpsPerCTA']}")
+            # printed only when not all ones; parsed back, the default has instrShape's length, Gluon's
+            # the tensor's rank: the two print alike but are different attributes, so say it
+            ones = [1] * (attrs["instrShape"].count(",") + 1)
+            args += f", tiles_per_warp={attrs.get('tilesPerWarp', ones)}"
+            if "elementBitWidth" in attrs:
+                args += f", element_bitwidth={attrs['elementBitWidth']}"
+            return f"gl.amd.AMDMFMALayout({args})"
+        if which == "linear" and shape is not None:
+            return (f"gl.DistributedLinearLayout(reg_bases={attrs.get('register', '[]')}, lane_bases="
+                    f"{attrs.get('lane', '[]')}, warp_bases={attrs.get('warp', '[]')}, block_bases="
+                    f"{attrs.get('block', '[]')}, shape={shape})")
+        if which == "swizzled_shared":
+            return (f"gl.SwizzledSharedLayout(vec={attrs['vec']}, per_phase={attrs['perPhase']}, "
+                    f"max_phase={attrs['maxPhase']}, order={attrs['order']})")
+        if which == "nvmma_shared":   # of the tiles: a multi-buffered allocation shares it with its slices
+            return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
+                    f"{attrs['elementBitWidth']}, rank=2, transposed="
+                    f"{'True' if attrs.get('transposed') == 'true' else 'False'})")
+        if which == "padded_shared":   # #ttg.padded_shared<[512:+8] {offset = [...], block = []}>
+            pairs = [[int(a), int(b)] for a, b in re.findall(r"(\d+):\+(\d+)", body.split("{")[0])]
+            rest = _attrs("{" + body.split("{", 1)[1].rsplit("}", 1)[0] + "}")
+            offsets = rest.get("offset", "[]")
+            return (f"gl.PaddedSharedLayout({pairs}, {offsets}, {rest.get('block', '[]')}, "
+                    f"{_linear_shape({'register': offsets})})")
+        if which == "tensor_memory_encoding":
+            self.imports.add(BLACKWELL.format("TensorMemoryLayout"))
+            return (f"TensorMemoryLayout(block=({attrs['blockM']}, {attrs['blockN']}), "
+                    f"col_stride={attrs.get('colStride', '1')})")
+        raise KeyError(body)
+
+
+class Emitter:
+    """Writes one function's ops as Gluon statements."""
+
+    def __init__(self, module: Module, params: dict[str, str], layouts: Layouts | None = None):
+        self.module = module
+        self.layouts = layouts or Layouts(module.aliases)
+        self.values: dict[str, str] = dict(params)      # SSA value -> Python expression
+        self.lines: list[str] = []
+        self.helpers: list[str] = []
+        self.imports: set[str] = set()
+        self.outputs: dict[int, str] = {}               # sink index -> Python expression
+        self.producers: dict[str, Op] = {}              # SSA value -> the op that defined it
+        self.handoffs: dict[str, str] = {}              # argument SSA value -> shared layout it is handed over in
+        self._last_line: tuple | None = None
+        self._taken = set(params.values())
+
+    # -- names and types ----------------------------------------------------------------------
+    def value(self, ssa: str) -> str:
+        return self.values[ssa]
+
+    def bind(self, ssa: str, expr: str | None = None, indent: int = 0) -> str:
+        """A Python name for ``ssa`` (assigned ``expr`` when given)."""
+        base = re.sub(r"\W", "_", ssa.lstrip("%").replace("#", "_").replace("-", "m"))
+        base = f"v{base}" if base[0].isdigit() else base
+        name, k = base, 1
+        while name in self._taken:
+            k += 1
+            name = f"{base}_{k}"
+        self._taken.add(name)
+        self.values[ssa] = name
+        if expr is not None:
+            self.lines.append("    " * indent + f"{name} = {expr}")
+        return name
+
+    def layout(self, type_text: str, op: Op) -> str:
+        ty = TensorType.parse(type_text)
+        try:
+            return self.layouts.name(ty.layout, ty.shape)
+        except KeyError:
+            raise Unsupported(op, f"layout {ty.layout} has no Gluon constructor here", self.where(op)) from None
+
+    def dtype(self, element: str, op: Op) -> str:
+        try:
+            return dtype(element)
+        except KeyError:
+            raise Unsupported(op, f"element type {element} has no Gluon dtype here", self.where(op)) from None
+
+    def where(self, op: Op) -> Where | None:
+        return self.module.locations.get(op.loc)
+
+    # -- blocks -------------------------------------------------------------------------------
+    def block(self, block: Block, indent: int) -> None:
+        for op in block.ops:
+            self._source_comment(op, indent)
+            rule = RULES.get(op.name)
+            if op.name in SKIPPED:
+                continue
+            if rule is None:
+                raise Unsupported(op, "no Gluon equivalent is written by the port for this op", self.where(op))
+            self.producers.update((result, op) for result in op.results)
+            try:
+                expr = rule(self, op, indent)
+            except (KeyError, ValueError, IndexError, AttributeError) as exc:   # a form the rule does not read
+                raise Unsupported(op, f"the port does not read this form of it ({type(exc).__name__}: {exc})",
+                                  self.where(op)) from exc
+            if expr is not None:
+                self.bind(op.results[0], expr, indent)
+
+    def _source_comment(self, op: Op, indent: int) -> None:
+        where = self.where(op)
+        if where is None or (where.file, where.line) == self._last_line:
+            return
+        self._last_line = (where.file, where.line)
+        text = linecache.getline(where.file, where.line).strip()
+        if text:
+            self.lines.append("    " * indent + f"# {text}")
+
+
+# -- rules: each returns the expression of the op's (single) result, or None when it wrote statements itself ---------
+def _binary(e: Emitter, op: Op, indent: int) -> str:
+    a, b = (e.value(v) for v in op.operands[:2])
+    return f"{a} {BINARY[op.name]} {b}"
+
+
+def _unsigned_binary(e: Emitter, op: Op, indent: int) -> str:
+    element = TensorType.parse(op.types).element
+    u, s = _unsigned(element), dtype(element)
+    a, b = (f"{e.value(v)}.to({u}, bitcast=True)" for v in op.operands[:2])
+    return f"({a} {UNSIGNED_BINARY[op.name]} {b}).to({s}, bitcast=True)"
+
+
+def _compare(e: Emitter, op: Op, indent: int) -> str:
+    predicate = op.rest.split(",", 1)[0].strip()
+    a, b = (e.value(v) for v in op.operands[:2])
+    if predicate in PREDICATES:
+        return f"{a} {PREDICATES[predicate]} {b}"
+    if predicate in UNSIGNED_PREDICATES:
+        u = _unsigned(TensorType.parse(op.types).element)
+        return f"{a}.to({u}, bitcast=True) {UNSIGNED_PREDICATES[predicate]} {b}.to({u}, bitcast=True)"
+    raise Unsupported(op, f"comparison predicate {predicate} has no Gluon operator", e.where(op))
+
+
+def _select(e: Emitter, op: Op, indent: int) -> str:
+    c, a, b = (e.value(v) for v in op.operands[:3])
+    return f"gl.where({c}, {a}, {b})"
+
+
+def _call(e: Emitter, op: Op, indent: int) -> str:
+    if op.attr("fastmath") not in (None, "#arith.fastmath<none>"):
+        raise Unsupported(op, f"fastmath flags {op.attr('fastmath')}", e.where(op))
+    return f"{CALLS[op.name]}({', '.join(e.value(v) for v in op.operands)})"
+
+
+def _cast(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split(" to ")[-1]).element
+    source = TensorType.parse(op.types.split(" to ")[0]).element
+    x = e.value(op.operands[0])
+    if op.name in ("arith.uitofp", "arith.extui") and source != "i1":
+        x = f"{x}.to({_unsigned(source)}, bitcast=True)"
+    if op.name == "arith.fptoui":
+        return f"{x}.to({_unsigned(target)}).to({e.dtype(target, op)}, bitcast=True)"
+    return f"{x}.to({e.dtype(target, op)})"
+
+
+def _fp_to_fp(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split("->")[-1]).element
+    rounding = re.search(r"rounding = (\w+)", op.rest)
+    extra = f", fp_downcast_rounding=\"{rounding.group(1)}\"" if rounding else ""
+    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}{extra})"
+
+
+def _bitcast(e: Emitter, op: Op, indent: int) -> str:
+    target = TensorType.parse(op.types.split(" to ")[-1].split("->")[-1]).element
+    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}, bitcast=True)"
+
+
+def _negate(e: Emitter, op: Op, indent: int) -> str:
+    return f"-{e.value(op.operands[0])}"
+
+
+def _constant(e: Emitter, op: Op, indent: int) -> str | None:
+    value_text, _, type_text = op.rest.rpartition(" : ")
+    if not value_text:   # ``arith.constant true``: an i1 prints no type
+        value_text, type_text = op.rest, "i1"
+    ty = TensorType.parse(type_text)
+    dense = re.match(r"dense<(.*)>$", value_text.strip())
+    literal = _literal(dense.group(1) if dense else value_text.strip(), ty.element, op, e)
+    if ty.layout is None:
+        e.values[op.results[0]] = literal     # a scalar: written where it is used
+        return None
+    return f"gl.full({ty.shape}, {literal}, {e.dtype(ty.element, op)}, layout={e.layout(type_text, op)})"
+
+
+def _literal(text: str, element: str, op: Op, e: Emitter) -> str:
+    if text in ("true", "false"):
+        return text.capitalize()
+    if text.startswith("0x"):
+        bits = int(text, 16)
+        if element == "f32":
+            value = struct.unpack("<f", struct.pack("<I", bits))[0]
+        elif element == "f16":
+            value = struct.unpack("<e", struct.pack("<H", bits))[0]
+        elif element == "f64":
+            value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        else:
+            raise Unsupported(op, f"constant {text} of {element}", e.where(op))
+        return f'float("{value}")' if value != value or value in (float("inf"), float("-inf")) else repr(value)
+    if element.startswith("i"):
+        return str(int(text))
+    return repr(float(text))
+
+
+def _splat(e: Emitter, op: Op, indent: int) -> str:
+    source, result = (t.strip() for t in op.types.split("->"))
+    ty = TensorType.parse(result)
+    return f"gl.full({ty.shape}, {e.value(op.operands[0])}, {e.dtype(ty.element, op)}, layout={e.layout(result, op)})"
+
+
+def _broadcast(e: Emitter, op: Op, indent: int) -> str:
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    expr = f"{e.value(op.operands[0])}.broadcast_to({result.shape})"
+    if source.layout == result.layout:
+        return expr
+    # Triton broadcast into another layout, equivalent on the kept dimensions: Gluon's broadcast
+    # keeps its operand's layout, so the vector the operand was expanded from is converted to the
+    # slice of the result's layout (free where the two agree) and expanded into it.
+    target = e.layout(op.types.split("->")[-1], op)
+    producer = e.producers.get(op.operands[0])
+    if producer is not None and producer.name == "tt.expand_dims":
+        axis = producer.attr("axis").split(":")[0].strip()
+        vector = e.value(producer.operands[0])
+        return (f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis})"
+                f".broadcast_to({result.shape})")
+    if "linear<" in e.module.aliases.get(result.layout, result.layout):   # a linear layout is made for one shape
+        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
+    return f"gl.convert_layout({e.value(op.operands[0])}, {target}).broadcast_to({result.shape})"
+
+
+def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
+    axis = op.attr("axis").split(":")[0].strip()
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    value = e.value(op.operands[0])
+    if not (source.layout or "").startswith("#ttg.slice<"):   # Triton infers the result; Gluon wants the slice
+        value = f"gl.convert_layout({value}, gl.SliceLayout({axis}, {e.layout(op.types.split('->')[-1], op)}))"
+    return f"gl.expand_dims({value}, {axis})"
+
+
+def _make_range(e: Emitter, op: Op, indent: int) -> str:
+    start, end = (op.attr(k).split(":")[0].strip() for k in ("start", "end"))
+    return f"gl.arange({start}, {end}, layout={e.layout(op.types, op)})"
+
+
+def _addptr(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])} + {e.value(op.operands[1])}"
+
+
+def _memory_kwargs(e: Emitter, op: Op) -> str:
+    kwargs = ""
+    cache = re.search(r"cacheModifier = (\w+)", op.rest)
+    if cache and cache.group(1) != "none":
+        kwargs += f", cache_modifier=\"{CACHE[cache.group(1)]}\""
+    evict = re.search(r"evictionPolicy = (\w+)", op.rest)
+    if evict and evict.group(1) != "evict_normal":
+        kwargs += f", eviction_policy=\"{evict.group(1)}\""
+    if "isVolatile = true" in op.rest:
+        kwargs += ", volatile=True"
+    return kwargs
+
+
+def _mask(expr: str | None) -> str:
+    """``, mask=...``, left out where the IR's mask is the constant true."""
+    return "" if expr in (None, "True") else f", mask={expr}"
+
+
+def _load(e: Emitter, op: Op, indent: int) -> str:
+    operands = [e.value(v) for v in op.operands]
+    kwargs = _mask(operands[1] if len(operands) > 1 else None) + \
+        (f", other={operands[2]}" if len(operands) > 2 else "")
+    return f"gl.load({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
+
+
+def _store(e: Emitter, op: Op, indent: int) -> None:
+    operands = [e.value(v) for v in op.operands]
+    mask = _mask(operands[2] if len(operands) > 2 else None)
+    e.lines.append("    " * indent + f"gl.store({operands[0]}, {operands[1]}{mask}{_memory_kwargs(e, op)})")
+
+
+def _program_id(e: Emitter, op: Op, indent: int) -> str:
+    axis = op.rest.split()[0]
+    return f"gl.{'program_id' if op.name == 'tt.get_program_id' else 'num_programs'}({AXES[axis]})"
+
+
+def _convert_layout(e: Emitter, op: Op, indent: int) -> str:
+    source, target = op.operands[0], e.layout(op.types.split('->')[-1], op)
+    if source in e.handoffs:   # an argument the kernel hands over through shared memory: the port does the same
+        ty = TensorType.parse(op.types.split("->")[0])
+        shared = e.layouts.name(e.handoffs[source], ty.shape)
+        return (f"gl.allocate_shared_memory({e.dtype(ty.element, op)}, {ty.shape}, {shared}, "
+                f"value={e.value(source)}).load({target})")
+    return f"gl.convert_layout({e.value(source)}, {target})"
+
+
+def _combine_function(e: Emitter, op: Op, name: str) -> str:
+    """The reduce/scan combine region as a ``@gluon.jit`` function of its own."""
+    inner = Emitter(e.module, {}, e.layouts)
+    params = [inner.bind(arg) for arg, _ in op.regions[0].args]
+    ops = list(op.regions[0].ops)
+    ret = ops.pop()
+    inner.block(Block([], ops), 1)
+    returned = ", ".join(inner.value(v) for v in ret.operands)
+    lines = ["@gluon.jit", f"def {name}({', '.join(params)}):", *inner.lines, f"    return {returned}"]
+    e.helpers.append("\n".join(lines))
+    return name
+
+
+def _reduce(e: Emitter, op: Op, indent: int) -> None:
+    axis = op.attr("axis").split(":")[0].strip()
+    fn = _combine_function(e, op, f"combine_{e.bind(op.results[0] + '_fn')}")
+    inputs = [e.value(v) for v in op.operands]
+    if op.name == "tt.scan":
+        reverse = ", reverse=True" if op.attr("reverse") == "true" else ""
+        call = f"gl.associative_scan({_tuple(inputs)}, {axis}, {fn}{reverse})"
+    else:
+        call = f"gl.reduce({_tuple(inputs)}, {axis}, {fn})"
+    names = [e.bind(r) for r in op.results]
+    e.lines.append("    " * indent + f"{', '.join(names)} = {call}")
+
+
+def _tuple(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _atomic_rmw(e: Emitter, op: Op, indent: int) -> str:
+    kind, sem, scope = (part.strip() for part in op.rest.split(",")[:3])
+    if kind not in RMW:
+        raise Unsupported(op, f"atomic {kind} has no Gluon call here", e.where(op))
+    operands = [e.value(v) for v in op.operands]
+    mask = _mask(operands[2] if len(operands) > 2 else None)
+    return f"{RMW[kind]}({operands[0]}, {operands[1]}{mask}, sem=\"{sem}\", scope=\"{scope}\")"
+
+
+def _atomic_cas(e: Emitter, op: Op, indent: int) -> str:
+    sem, scope = (part.strip() for part in op.rest.split(",")[:2])
+    p, c, v = (e.value(x) for x in op.operands[:3])
+    return f"gl.atomic_cas({p}, {c}, {v}, sem=\"{sem}\", scope=\"{scope}\")"
+
+
+def _inline_asm(e: Emitter, op: Op, indent: int) -> None:
+    """The region's markers: ``hybrid.enable`` guards the result sinks (``hybrid.out.<j>``)."""
+    marker = re.match(r'"hybrid\.(enable|out\.(\d+))"', op.rest)
+    if marker is None:
+        raise Unsupported(op, "inline assembly is not written by the port", e.where(op))
+    if marker.group(2) is not None:
+        e.outputs[int(marker.group(2))] = e.value(op.operands[0])
+    else:
+        e.values[op.results[0]] = "<enable>"
+
+
+def _for(e: Emitter, op: Op, indent: int) -> None:
+    head = re.match(r"(%[\w$.\-]+) = (%[\w$.\-#]+) to (%[\w$.\-#]+) step (%[\w$.\-#]+)(?: iter_args\((.*?)\) ->)?",
+                    op.rest)
+    iv, lb, ub, step = head.group(1), *(e.value(v) for v in head.group(2, 3, 4))
+    carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", head.group(5) or "")
+    kept = [k for k, (_, init) in enumerate(carried) if e.values.get(init) != "None"]   # async tokens: dropped
+    for k, (arg, init) in enumerate(carried):
+        if k in kept:
+            e.bind(arg, e.value(init), indent)
+        else:
+            e.values[arg] = "None"
+    e.lines.append("    " * indent + f"for {e.bind(iv)} in range({lb}, {ub}, {step}):")
+    ops = list(op.regions[0].ops)
+    yielded = ops.pop()
+    e.block(Block([], ops), indent + 1)
+    targets = [e.values[carried[k][0]] for k in kept]
+    values = [e.value(yielded.operands[k]) for k in kept]
+    if targets:
+        e.lines.append("    " * (indent + 1) + f"{', '.join(targets)} = {', '.join(values)}")
+    elif not ops:
+        e.lines.append("    " * (indent + 1) + "pass")
+    for k, result in enumerate(op.results):
+        e.values[result] = e.values[carried[k][0]]
+
+
+def _if(e: Emitter, op: Op, indent: int) -> None:
+    condition = e.value(op.operands[0])
+    if condition == "<enable>":   # the sinks: the region's results
+        e.block(op.regions[0], indent)
+        return
+    names = [e.bind(r) for r in op.results]
+    for k, region in enumerate(op.regions):
+        e.lines.append("    " * indent + (f"if {condition}:" if k == 0 else "else:"))
+        ops = list(region.ops)
+        yielded = ops.pop() if ops and ops[-1].name == "scf.yield" else None
+        e.block(Block([], ops), indent + 1)
+        if names and yielded is not None:
+            e.lines.append("    " * (indent + 1) + f"{', '.join(names)} = "
+                                                  f"{', '.join(e.value(v) for v in yielded.operands)}")
+        elif not ops:
+            e.lines.append("    " * (indent + 1) + "pass")
+
+
+# -- shared memory, async copies and MMA (the operand staging Triton chose) ------------------------------------------
+def _local_alloc(e: Emitter, op: Op, indent: int) -> str:
+    result = op.types.split("->")[-1].strip()
+    ty = TensorType.parse(result)
+    layout = e.layouts.name(ty.layout, ty.shape) if ty.layout else None
+    if layout is None:
+        raise Unsupported(op, f"shared memory type {result}", e.where(op))
+    value = f", {e.value(op.operands[0])}" if op.operands else ""
+    return f"gl.allocate_shared_memory({e.dtype(ty.element, op)}, {ty.shape}, {layout}{value})"
+
+
+def _memdesc_index(e: Emitter, op: Op, indent: int) -> str:
+    buffer, index = (e.value(v) for v in op.operands[:2])
+    return f"{buffer}.index({index})"
+
+
+def _memdesc_subslice(e: Emitter, op: Op, indent: int) -> str:
+    offsets = [int(v) for v in re.search(r"\[([\d, ]+)\]", op.rest).group(1).split(",")]
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    dims = [d for d, (a, b) in enumerate(zip(source.shape, result.shape)) if a != b]
+    if len(dims) != 1 or any(offsets[d] for d in range(len(offsets)) if d not in dims):
+        raise Unsupported(op, "a subslice along more than one dimension", e.where(op))
+    d = dims[0]
+    return f"{e.value(op.operands[0])}.slice({offsets[d]}, {result.shape[d]}, dim={d})"
+
+
+def _local_load(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])}.load({e.layout(op.types.split('->')[-1], op)})"
+
+
+def _local_store(e: Emitter, op: Op, indent: int) -> None:
+    value, buffer = (e.value(v) for v in op.operands[:2])
+    e.lines.append("    " * indent + f"{buffer}.store({value})")
+
+
+def _async_copy(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
+    operands = [e.value(v) for v in op.operands]
+    mask = _mask(operands[2] if len(operands) > 2 else None)
+    copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
+    e.lines.append("    " * indent + f"async_copy.{copy}({operands[1]}, {operands[0]}{mask})")
+    e.values[op.results[0]] = "None"
+
+
+def _commit_group(e: Emitter, op: Op, indent: int) -> None:
+    e.lines.append("    " * indent + "async_copy.commit_group()")
+    e.values[op.results[0]] = "None"
+
+
+def _async_wait(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
+    e.lines.append("    " * indent + f"async_copy.wait_group({op.attr('num').split(':')[0].strip()})")
+    e.values[op.results[0]] = "None"
+
+
+def _dot(e: Emitter, op: Op, indent: int) -> str:
+    a, b, c = (e.value(v) for v in op.operands[:3])
+    result = e.module.aliases.get(TensorType.parse(op.types.split("->")[-1]).layout or "", "")
+    if "nvidia_mma" in result and "versionMajor = 2" in result:
+        e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import mma_v2")
+        precision = re.search(r"inputPrecision = (\w+)", op.rest)
+        extra = f", input_precision=\"{precision.group(1)}\"" if precision else ""
+        return f"mma_v2({a}, {b}, {c}{extra})"
+    if "amd_mfma" in result:
+        cdna = "cdna4" if "version = 4" in result else "cdna3"
+        e.imports.add(f"from triton.experimental.gluon.language.amd.{cdna} import mfma")
+        return f"mfma({a}, {b}, {c})"
+    raise Unsupported(op, f"tl.dot into {result or 'this layout'} has no Gluon MMA written by the port yet",
+                      e.where(op))
+
+
+def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(HOPPER.format("fence_async_shared"))
+    cluster = "cluster=True" if op.attr("bCluster") == "true" else ""
+    e.lines.append("    " * indent + f"fence_async_shared({cluster})")
+
+
+def _warp_group_dot(e: Emitter, op: Op, indent: int) -> str:
+    e.imports.add(HOPPER.format("warpgroup_mma"))
+    operands = [e.value(v) for v in op.operands]
+    if (op.attr("inputPrecision") or "0 ").split(":")[0].strip() != "0":
+        raise Unsupported(op, f"input precision {op.attr('inputPrecision')}", e.where(op))
+    kwargs = f", use_acc={operands[3]}" if len(operands) > 3 else ""
+    imprecise = (op.attr("maxNumImpreciseAcc") or "0").split(":")[0].strip()
+    if imprecise != "0":
+        kwargs += f", max_num_imprecise_acc={imprecise}"
+    if op.attr("isAsync") == "true":
+        kwargs += ", is_async=True"
+    return f"warpgroup_mma({operands[0]}, {operands[1]}, {operands[2]}{kwargs})"
+
+
+def _warp_group_dot_wait(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(HOPPER.format("warpgroup_mma_wait"))
+    deps = ", ".join(e.value(v) for v in op.operands)
+    names = [e.bind(r) for r in op.results]
+    pendings = op.attr("pendings").split(":")[0].strip()
+    e.lines.append("    " * indent + f"{', '.join(names)} = warpgroup_mma_wait({pendings}, deps=[{deps}])")
+
+
+def _tmem_alloc(e: Emitter, op: Op, indent: int) -> str:
+    e.imports.add(BLACKWELL.format("allocate_tensor_memory"))
+    ty = TensorType.parse(op.types.split("->")[-1])
+    value = f", value={e.value(op.operands[0])}" if op.operands else ""
+    return (f"allocate_tensor_memory({e.dtype(ty.element, op)}, {ty.shape}, "
+            f"{e.layouts.name(ty.layout, ty.shape)}{value})")
+
+
+def _tmem_store(e: Emitter, op: Op, indent: int) -> None:
+    value, memory, *pred = (e.value(v) for v in op.operands)
+    e.lines.append("    " * indent + f"{memory}.store({value}{f', pred={pred[0]}' if pred else ''})")
+
+
+def _tmem_load(e: Emitter, op: Op, indent: int) -> str:
+    return f"{e.value(op.operands[0])}.load({e.layout(op.types.split('->')[-1], op)})"
+
+
+def _barrier(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(BLACKWELL.format("mbarrier"))
+    operands = [e.value(v) for v in op.operands]
+    if op.name == "ttng.init_barrier":
+        count = re.match(r"%[\w$.\-#]+, (\d+)", op.rest).group(1)
+        call = f"mbarrier.init({operands[0]}, count={count})"
+    elif op.name == "ttng.inval_barrier":
+        call = f"mbarrier.invalidate({operands[0]})"
+    else:   # wait_barrier %bar, %phase[, %pred] deps ...
+        before = len(re.findall(r"%[\w$.\-]+(?:#\d+)?", op.rest.split(" deps ")[0]))
+        pred = f", pred={operands[2]}" if before > 2 else ""
+        deps = f", deps=[{', '.join(operands[before:])}]" if len(operands) > before else ""
+        call = f"mbarrier.wait({operands[0]}, {operands[1]}{pred}{deps})"
+    e.lines.append("    " * indent + call)
+
+
+def _tcgen05_mma(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(BLACKWELL.format("tcgen05_mma"))
+    if "two_ctas" in op.rest:
+        raise Unsupported(op, "a two-CTA MMA", e.where(op))
+    a, b, acc, use_acc, pred, *barriers = (e.value(v) for v in op.operands)
+    kwargs = f"use_acc={use_acc}, pred={pred}"
+    if barriers:
+        kwargs += f", mbarriers=[{', '.join(barriers[0::2])}], mbarrier_preds=[{', '.join(barriers[1::2])}]"
+    e.lines.append("    " * indent + f"tcgen05_mma({a}, {b}, {acc}, {kwargs})")
+
+
+def _buffer_access(e: Emitter, op: Op, indent: int) -> str | None:
+    """AMD buffer loads and stores: a scalar base pointer and a tensor of offsets."""
+    e.imports.add("from triton.experimental.gluon.language.amd.cdna3 import buffer_load, buffer_store")
+    if "stride = " in op.rest:
+        raise Unsupported(op, "a buffer access with a stride operand", e.where(op))
+    operands = [e.value(v) for v in op.operands]
+    cache = re.search(r"cacheModifier = (\w+)", op.rest)
+    extra = f", cache=\"{CACHE[cache.group(1)]}\"" if cache and cache.group(1) != "none" else ""
+    if op.name == "amdg.buffer_load":
+        ptr, offsets, *rest = operands
+        extra = (f", mask={rest[0]}" if rest else "") + (f", other={rest[1]}" if len(rest) > 1 else "") + extra
+        return f"buffer_load({ptr}, {offsets}{extra})"
+    value, ptr, offsets, *rest = operands
+    e.lines.append("    " * indent + f"buffer_store({value}, {ptr}, {offsets}"
+                                     f"{f', mask={rest[0]}' if rest else ''}{extra})")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _libdevice_names() -> dict[str, str]:
+    """Each libdevice symbol (``__nv_tanhf``, ``__ocml_tanh_f32``) -> the ``libdevice`` function
+    that calls it, read from Triton's CUDA and HIP libdevice modules."""
+    import importlib
+    names: dict[str, str] = {}
+    for module in ("triton.language.extra.cuda.libdevice", "triton.language.extra.hip.libdevice"):
+        source = inspect.getsource(importlib.import_module(module))
+        for function, body in re.findall(r"^def (\w+)\((.*?)(?=^@|^def |\Z)", source, flags=re.M | re.S):
+            names.update((symbol, function) for symbol in re.findall(r'"(__\w+)"', body))
+    return names
+
+
+def _extern_elementwise(e: Emitter, op: Op, indent: int) -> str:
+    symbol = op.attr("symbol").strip('"')
+    function = _libdevice_names().get(symbol)
+    if function is None:
+        raise Unsupported(op, f"external function {symbol} is not one of libdevice's", e.where(op))
+    e.imports.add("from triton.experimental.gluon.language.extra import libdevice")
+    return f"libdevice.{function}({', '.join(e.value(v) for v in op.operands)})"
+
+
+RULES = {
+    **{name: _binary for name in BINARY}, **{name: _unsigned_binary for name in UNSIGNED_BINARY},
+    **{name: _call for name in CALLS}, **{name: _cast for name in CASTS},
+    "arith.uitofp": _cast, "arith.extui": _cast, "arith.fptoui": _cast,
+    "arith.cmpf": _compare, "arith.cmpi": _compare, "arith.select": _select, "arith.negf": _negate,
+    "arith.constant": _constant, "arith.bitcast": _bitcast, "tt.bitcast": _bitcast, "tt.fp_to_fp": _fp_to_fp,
+    "tt.splat": _splat, "tt.broadcast": _broadcast, "tt.expand_dims": _expand_dims, "tt.make_range": _make_range,
+    "tt.addptr": _addptr, "tt.load": _load, "tt.store": _store, "tt.get_program_id": _program_id,
+    "tt.get_num_programs": _program_id, "ttg.convert_layout": _convert_layout, "tt.reduce": _reduce,
+    "tt.scan": _reduce, "tt.atomic_rmw": _atomic_rmw, "tt.atomic_cas": _atomic_cas,
+    "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if,
+    "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index,
+    "ttg.memdesc_subslice": _memdesc_subslice, "ttg.local_load": _local_load,
+    "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,
+    "ttg.async_commit_group": _commit_group, "ttg.async_wait": _async_wait, "tt.dot": _dot,
+    "ttng.fence_async_shared": _fence_async_shared, "ttng.warp_group_dot": _warp_group_dot,
+    "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
+    "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
+    "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
+    "amdg.buffer_store": _buffer_access, "tt.extern_elementwise": _extern_elementwise,
+}

@@ -1,0 +1,173 @@
+"""The printed TritonGPU IR of one lowered region, read back as ops (what ``gluon_emit`` writes out).
+
+Triton's bindings expose an op's name, operands and results but not its attributes, so the port
+reads the module as MLIR prints it (pretty form, with locations): attribute aliases (``#blocked =
+#ttg.blocked<{...}>``), location aliases (``#loc3 = loc("file.py":12:20)``, ``loc("acc"(#loc3))``
+for a named value) and one function's body, nested regions (``scf.for``, ``scf.if``,
+``tt.reduce``) as nested blocks. Each ``Op`` keeps its text after the op name for the emitter's
+rules to read the few attributes each one needs.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Block:
+    args: list[tuple[str, str]]            # (%name, type)
+    ops: list[Op] = field(default_factory=list)
+
+
+@dataclass
+class Op:
+    name: str                              # "arith.addf"
+    results: list[str]                     # "%x" (a multi-result op: "%x#0", "%x#1", ...)
+    rest: str                              # the text after the op name, its location removed
+    loc: str                               # "#loc12" or "" when unknown
+    regions: list[Block] = field(default_factory=list)
+    trailer: str = ""                      # text after a region's closing brace (tt.reduce's types)
+
+    @property
+    def operands(self) -> list[str]:
+        """The SSA values named before the type signature, in order."""
+        return re.findall(r"%[\w$.\-]+(?:#\d+)?", signature_split(" " + self.rest)[0])
+
+    @property
+    def types(self) -> str:
+        return signature_split(" " + self.rest + self.trailer)[1]
+
+    def attr(self, key: str) -> str | None:
+        found = re.search(rf"\b{key} = ([^,}}]+)", self.rest)
+        return found.group(1).strip() if found else None
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an op came from: the innermost ``file:line`` its location names, and the source
+    variable a ``NameLoc`` gives it."""
+    file: str
+    line: int
+    name: str | None
+
+
+@dataclass
+class Module:
+    aliases: dict[str, str]                # "#blocked" -> "#ttg.blocked<{...}>"
+    locations: dict[str, Where]            # "#loc12" -> Where
+    args: list[tuple[str, str]]            # the function's (%name, type)
+    body: Block
+
+
+def signature_split(text: str) -> tuple[str, str]:
+    """``text`` split at its last top-level `` : `` (outside ``<>``, ``{}``, ``()``, ``[]``)."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(text):
+        if ch in "<{([":
+            depth += 1
+        elif ch in ">})]":
+            depth -= 1
+        elif depth == 0 and text.startswith(" : ", i):
+            cut = i
+    return (text, "") if cut < 0 else (text[:cut], text[cut + 3:])
+
+
+_LOC_TAIL = re.compile(r"\s*loc\((#loc\d*|unknown|callsite\([^)]*\)|\"[^\"]*\"\([^)]*\))\)\s*$")
+_ALIAS = re.compile(r"^(#\w+) = (.*)$")
+
+
+def parse(text: str, function: str) -> Module:
+    """The module text's aliases, locations and the body of ``function``."""
+    aliases, raw_locs = {}, {}
+    for line in text.splitlines():
+        found = _ALIAS.match(line)
+        if found:
+            (raw_locs if found.group(2).startswith("loc(") else aliases)[found.group(1)] = found.group(2)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s*tt\.func \w+ @{function}\(", line))
+    args = _func_args(lines[start])
+    body, _ = _block(lines, start + 1, [])
+    return Module(aliases, _resolve_locations(raw_locs), args, body)
+
+
+def _func_args(line: str) -> list[tuple[str, str]]:
+    inside = line[line.index("(") + 1:]
+    return [(m.group(1), m.group(2).strip()) for m in
+            re.finditer(r"(%\w+): (.*?)(?: \{[^}]*\})? loc\([^)]*\)(?:, |\))", inside)]
+
+
+def _block(lines: list[str], i: int, args: list) -> tuple[Block, int]:
+    """Ops from line ``i`` to the closing brace of this block; returns the line after it."""
+    block = Block(args)
+    while i < len(lines):
+        line = lines[i].strip()
+        if line.startswith("}"):
+            return block, i
+        if line.startswith("^bb"):
+            block.args = [(m.group(1), m.group(2)) for m in re.finditer(r"(%[\w$.\-]+): ([^ ]+?) loc\(", line)]
+            i += 1
+            continue
+        op = _op(line)
+        i += 1
+        while line.endswith("{"):   # a region: parse it, then what follows its closing brace
+            region, i = _block(lines, i, [])
+            op.regions.append(region)
+            line = lines[i].strip()
+            tail = line.lstrip("})").strip()
+            i += 1
+            if tail.startswith("else"):
+                continue
+            tail_text, loc = _strip_loc(tail)
+            op.trailer, op.loc = " " + tail_text, loc or op.loc
+            break
+        block.ops.append(op)
+    return block, i
+
+
+def _strip_loc(text: str) -> tuple[str, str]:
+    found = _LOC_TAIL.search(text)
+    if not found:
+        return text, ""
+    loc = found.group(1)
+    return text[:found.start()], loc if loc.startswith("#loc") else ""
+
+
+def _op(line: str) -> Op:
+    results: list[str] = []
+    head = re.match(r"^((?:%[\w$.\-]+(?::\d+)?(?:, )?)+) = ", line)
+    if head:
+        for part in head.group(1).split(", "):
+            name, _, count = part.partition(":")
+            results += [f"{name}#{k}" for k in range(int(count))] if count else [name]
+        line = line[head.end():]
+    if line.startswith('"'):
+        name, rest = line[1:].split('"', 1)
+    else:
+        name, _, rest = line.partition(" ")
+    if line.endswith("{"):
+        rest = rest[:-1].rstrip().rstrip("(").rstrip()
+        return Op(name, results, rest, "")
+    rest, loc = _strip_loc(rest)
+    return Op(name, results, rest.strip(), loc)
+
+
+def _resolve_locations(raw: dict[str, str]) -> dict[str, Where]:
+    resolved: dict[str, Where | None] = {}
+
+    def get(key: str) -> Where | None:
+        if key in resolved:
+            return resolved[key]
+        resolved[key] = None   # cycles cannot happen in MLIR; this guards a malformed text
+        text = raw.get(key, "")
+        found = None
+        if m := re.match(r'loc\("([^"]*)":(\d+):\d+\)', text):
+            found = Where(m.group(1), int(m.group(2)), None)
+        elif m := re.match(r'loc\("([^"]*)"\((#loc\d*)\)\)', text):
+            inner = get(m.group(2))
+            found = Where(inner.file, inner.line, m.group(1)) if inner else None
+        elif m := re.match(r"loc\(callsite\((#loc\d*) at (#loc\d*)\)\)", text):
+            found = get(m.group(2)) or get(m.group(1))   # the line in the ported function
+        resolved[key] = found
+        return found
+
+    return {key: where for key in raw if (where := get(key)) is not None}
