@@ -68,6 +68,14 @@ def line_instructions(assembly: str, name: str) -> Counter:
     return counts
 
 
+def by_owner(per_line: Counter, owner) -> Counter:
+    """Per-line instruction counts (``line_instructions``) summed per ``owner`` of each line."""
+    counts: Counter = Counter()
+    for where, n in per_line.items():
+        counts[owner(where)] += n
+    return counts
+
+
 def _line_key(where: str) -> tuple:
     path, _, line = where.rpartition(":")
     return path, int(line) if line.isdigit() else 0
@@ -102,9 +110,7 @@ def report(fb) -> Report:
     owner = Owners(fb.regions)
     ops = ttgir_ops(fb.asm["ttgir"], owner)
     per_line = line_instructions(fb.assembly, fb.name)   # none before the first .loc: ``unattributed``
-    insts: Counter = Counter()
-    for where, n in per_line.items():
-        insts[owner(where)] += n
+    insts = by_owner(per_line, owner)
     figures = resources(fb.asm, fb.metadata)
     by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r.index] for r in fb.regions}
     rows = [{"bucket": bucket(r), "function": r.function, "language": r.language, "call_site": str(r.call_site),

@@ -423,12 +423,8 @@ def _profile(args, out: Console) -> int:
 
 
 def _port_start(args, out: Console) -> int:
-    from hybrid.port import PortError, start
-    try:
-        files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator)
-    except PortError as exc:
-        out.print(f"[red]hybrid port start:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 1
+    from hybrid.port import start
+    files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator)
     how = ("from the IR Triton's passes produced for its call (same machine code once swapped in)"
            if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
                                         f"{files.translated_because}")
@@ -449,13 +445,9 @@ def _port_status(args, out: Console) -> int:
     from hybrid.port.scaffold import load
     from hybrid.port.status import status
     module_ref, _, name = args.kernel.rpartition(":")
-    try:
-        if not module_ref or not name:
-            raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")
-        found = status(load(module_ref), name, args.target)
-    except PortError as exc:
-        out.print(f"[red]hybrid port status:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        return 1
+    if not module_ref or not name:
+        raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")
+    found = status(load(module_ref), name, args.target)
     table = Table(title=f"{found.kernel} on {found.target}: {found.instructions} instructions")
     for column in ("function", "language", "lines", "instructions", "share"):
         table.add_column(column, justify="right" if column in ("instructions", "share") else "left")

@@ -199,8 +199,10 @@ def test_cli_writes_the_port_and_says_how_to_run_its_test(tmp_path, capsys):
     assert "fill in its inputs() first" in out and "still Triton inside the port: tests.port_kernels.halve" in out
     assert f"run: pytest {tmp_path / 'test_port_centered_square_gfx942.py'}" in out
     assert "NUM_WARPS = gl.constexpr(8)" in (tmp_path / "centered_square_gluon_gfx942.py").read_text()
-    assert cli.main(["port", "start", "tests/port_kernels.py:orphan", "--target", "sm90a", "-o", str(tmp_path)]) == 1
-    assert "hybrid port start: which kernel calls tests.port_kernels.orphan?" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:   # a port that cannot start is a user error: one line, status 2
+        cli.main(["port", "start", "tests/port_kernels.py:orphan", "--target", "sm90a", "-o", str(tmp_path)])
+    error, = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and error.startswith("hybrid: error: which kernel calls tests.port_kernels.orphan?")
     with pytest.raises(SystemExit):
         cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm75"])
     assert "invalid choice: 'sm75'" in capsys.readouterr().err

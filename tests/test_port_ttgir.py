@@ -187,8 +187,10 @@ def test_port_status_command_prints_the_table_and_refuses_cleanly(capsys):
     assert main(["port", "status", "examples/softmax.py:softmax_triton", "--target", "sm80"]) == 0
     out = capsys.readouterr().out
     assert "row_stats" in out and "triton (to port)" in out and "still Triton" in out
-    assert main(["port", "status", "examples/softmax.py:nothing_here", "--target", "sm80"]) == 1
-    assert "no JIT kernel named 'nothing_here'" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        main(["port", "status", "examples/softmax.py:nothing_here", "--target", "sm80"])
+    error, = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and error.startswith("hybrid: error: ") and "no JIT kernel named 'nothing_here'" in error
 
 
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])

@@ -16,7 +16,7 @@ from triton.runtime import JITFunction
 
 from interop.triton.frontend import GluonJITFunction
 
-from ..attribution import NONE, instructions, kernel_instructions
+from ..attribution import NONE, by_owner, kernel_instructions, line_instructions
 from .compare import as_hybrid
 from .errors import PortError, shown
 from .launch import build_for_problem, run_variant
@@ -86,7 +86,7 @@ def status(module, kernel_name: str, target: str) -> Status:
                   if file == resolved and first <= int(line) <= last]
         return min(inside)[1] if inside else NONE   # the innermost (a nested function's own lines)
 
-    counts = instructions(built.assembly, built.name, owner)
+    counts = by_owner(line_instructions(built.assembly, built.name), owner)
     rows = [FunctionStatus(qualified(fn), "gluon" if isinstance(fn, GluonJITFunction) else "triton",
                            f"{shown(ranges[qualified(fn)][0])}:{ranges[qualified(fn)][1]}-{ranges[qualified(fn)][2]}",
                            counts[qualified(fn)]) for fn in functions]
