@@ -48,7 +48,9 @@ _NARROWED = "; moved past the cast that narrows it"
 def _into_triton_code(cc) -> set[str]:
     """The boundaries whose conversion feeds Triton code (a Triton region's inputs, a Gluon
     region's results), whose layouts Triton chose and may change; Gluon code keeps its author's."""
-    return {p.tag for p in cc.planned if (cc.regions[p.region].language == "triton") == (p.direction == "in")}
+    language = {r.index: r.language for r in cc.regions}
+    return {p.tag for p in cc.planned
+            if p.region in language and (language[p.region] == "triton") == (p.direction == "in")}
 
 
 def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
