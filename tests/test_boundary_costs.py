@@ -20,6 +20,7 @@ import hybrid
 from examples.layouts import tile_layout
 from interop import stitch
 from interop.resources import instructions
+from interop.triton import compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -46,6 +47,9 @@ def zero_acc_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK
 
 
 SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
+#: Triton 3.6 and 3.7 leave a Triton host's Gluon region inside its opaque ``scf.if`` (its result
+#: reaches the host's code through the ``if``, so no cast follows the conversion in its block).
+KEEPS_REGION_IN_ITS_IF = compat.TRITON_MAJOR_MINOR < (3, 8)
 TILES = {"BM": 64, "BN": 64, "BK": 32}
 
 
@@ -92,6 +96,8 @@ def test_a_hex_literal_keeps_every_bit():
     assert stitch._scalar("f32", hex(bits)) == struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
+@pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 9), reason="3.6/3.7 keep the Gluon region in its scf.if; 3.8 lays "
+                    "the host's store out in the region's layout (the conversion moves past the cast, and stays)")
 @pytest.mark.parametrize("target", ["sm80", "sm90a"])
 def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target):
     """bench/parity.py's matmul_activation, Triton host: the Gluon leaky_relu returns the MMA
@@ -102,12 +108,12 @@ def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target
     port = next(p for p in parity_ports.PORTS if p.name == "matmul_activation" and p.direction == "triton->gluon")
     builds = port.builds(target)
     fb, pure = builds["hybrid"], builds["triton"]
+    assert fb.metadata.shared == pure.metadata.shared
     result, = [b for b in fb.boundaries if b.direction == "out"]
     assert result.conversions == 0 and "moved past the casts" in result.reason, result
     assert re.search(r"arith\.truncf %\S+ : tensor<\d+x\d+xf32, #mma> to tensor<\d+x\d+xf16, #mma>", fb.asm["ttgir"])
     assert fb.asm["ttgir"].count("ttg.convert_layout") == pure.asm["ttgir"].count("ttg.convert_layout")
     assert instructions(fb.asm) == instructions(pure.asm)
-    assert fb.metadata.shared == pure.metadata.shared
 
 
 @gluon.jit
@@ -125,6 +131,8 @@ def narrowing_host(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.const
     tl.store(y_ptr + rows, tl.sum(y, axis=1))
 
 
+@pytest.mark.skipif(KEEPS_REGION_IN_ITS_IF, reason="Triton 3.6 keeps a Triton host's Gluon region in its scf.if: "
+                                                 "its conversion has no cast after it in its block to move past")
 @pytest.mark.parametrize("boundaries", ["convert", "auto"])
 def test_a_boundary_that_stays_moves_past_the_cast_that_narrows_it(boundaries):
     """The Gluon function returns its author's layout; the host casts to fp16 and reduces: the

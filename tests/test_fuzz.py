@@ -17,6 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from interop.triton import compat  # noqa: E402
+
+if compat.TRITON_MAJOR_MINOR < (3, 9):
+    pytest.skip("the property is held on Triton 3.9; on 3.6 two gaps are known and not fixed: its builder cannot "
+                "make an fp8 constant (the compiler fails in code generation where the interpreter refuses the "
+                "fp8 arithmetic), and its AMD linker fails a case that links in a fresh process",
+                allow_module_level=True)
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
