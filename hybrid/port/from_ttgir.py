@@ -12,9 +12,11 @@ before it is returned, so a port that does not compile is never handed out.
 """
 from __future__ import annotations
 
+import ast
 import linecache
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,8 +63,11 @@ def probe(fn: JITFunction):
     ``fn`` inside it a Triton region lowered for exactly those layouts."""
     params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
     names = ", ".join(p.name for p in fn.params)
+    returns = any(isinstance(node, ast.Return) and node.value is not None
+                  for node in ast.walk(ast.parse(textwrap.dedent(fn.src))))
+    call = f"{'return ' if returns else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
-              f"@gluon.jit\ndef {PROBE}({params}):\n    return {fn.__name__}({names})\n")
+              f"@gluon.jit\ndef {PROBE}({params}):\n    {call}\n")
     path = Path(f"<{PROBE} of {fn.__name__}>")
     return load_port(source, PROBE, path, {fn.__name__: fn})
 
