@@ -234,20 +234,20 @@ def _fold_constant_conversions(module, builder) -> set[str]:
 
     The bindings read no float attribute, so each constant's value is read from the printed
     module (MLIR prints floats exactly, in hex where decimal would not round-trip)."""
-    values = _splat_values(str(module))
     constants: set[int] = set()
     conversions: list = []
 
-    def visit(op):
+    def visit(op):   # (ops come after the constants they use)
         if op.get_name() == "arith.constant":
             constants.add(op.get_result(0).id())
-        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in values:
+        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) and op.get_operand(0).id() in constants:
             conversions.append(op)
 
     module.walk(visit)
+    values = _splat_values(str(module)) if conversions else {}   # printed only where there is one to read
     folded = set()
     for op in conversions:
-        if op.get_operand(0).id() not in constants:
+        if op.get_str_attr(TAG) not in values:   # not a splat, or its tag converts other values too
             continue
         element, value = values[op.get_str_attr(TAG)]
         builder.set_insertion_point_after(op)
