@@ -250,3 +250,15 @@ def test_the_probe_of_a_function_that_returns_nothing_calls_it_as_a_statement():
     assert "    return row_moments_triton(" in probe(row_moments_triton).src
     body = probe(normalize).src.splitlines()[-1]
     assert body.strip().startswith("normalize(") and "return" not in body
+
+
+def test_a_loop_carrying_an_async_wgmma_accumulator_ports_and_builds():
+    """attention's KV loop on sm90a, pipelined: the loop carries the async wgmma's result, which
+    Gluon types as a warpgroup_mma_accumulator, so the carried value starts as one
+    (``warpgroup_mma_init``); the port used to fail to build ("Loop carried variable changed type")."""
+    from bench import port_parity
+    from hybrid.port import from_ttgir
+    fn, kernel, signature, constexprs, options = next(c for c in port_parity.cases("sm90a")
+                                                      if c[0].__name__ == "kv_loop")
+    ported = from_ttgir.port(kernel, fn, signature, constexprs, "sm90a", **options)   # built once inside
+    assert "= warpgroup_mma_init(" in ported.source and "is_async=True" in ported.source

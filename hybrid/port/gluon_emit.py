@@ -541,14 +541,20 @@ def _for(e: Emitter, op: Op, indent: int) -> None:
     iv, lb, ub, step = head.group(1), *(e.value(v) for v in head.group(2, 3, 4))
     carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", head.group(5) or "")
     kept = [k for k, (_, init) in enumerate(carried) if e.values.get(init) != "None"]   # async tokens: dropped
+    ops = list(op.regions[0].ops)
+    yielded = ops.pop()
+    # An async wgmma's result is a warpgroup_mma_accumulator in Gluon: a value the loop carries from
+    # one (a pipelined dot's accumulator) starts as one too.
+    async_dots = {r for o in ops if o.name == "ttng.warp_group_dot" and o.attr("isAsync") == "true" for r in o.results}
     for k, (arg, init) in enumerate(carried):
-        if k in kept:
+        if k in kept and yielded.operands[k] in async_dots:
+            e.imports.add(HOPPER.format("warpgroup_mma_init"))
+            e.bind(arg, f"warpgroup_mma_init({e.value(init)})", indent)
+        elif k in kept:
             e.bind(arg, e.value(init), indent)
         else:
             e.values[arg] = "None"
     e.lines.append("    " * indent + f"for {e.bind(iv)} in range({lb}, {ub}, {step}):")
-    ops = list(op.regions[0].ops)
-    yielded = ops.pop()
     e.block(Block([], ops), indent + 1)
     targets = [e.values[carried[k][0]] for k in kept]
     values = [e.value(yielded.operands[k]) for k in kept]
