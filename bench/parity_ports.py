@@ -17,7 +17,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples import attention
+from examples import attention, tma_stage
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
@@ -189,6 +189,25 @@ def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM
     gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)
 
 
+# -- tma_stage's Gluon load stage against an all-Triton kernel that also loads through a descriptor --
+@triton.jit
+def stage_triton_desc(x_ptr, y_ptr, n_rows, BM: tl.constexpr, BN: tl.constexpr):
+    """examples/tma_stage.py's kernel in Triton with a device-side tensor descriptor: TMA through
+    shared memory where the target has it (sm90a, sm100a), as the Gluon stage; plain loads elsewhere."""
+    row0 = tl.program_id(0) * BM
+    desc = tl.make_tensor_descriptor(x_ptr, [n_rows, BN], [BN, 1], [BM, BN])
+    y = tma_stage.row_softmax(desc.load([row0, 0]))
+    rows = row0 + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
+
+
+def _tma_stage_descriptors(target: str) -> dict:
+    return {"hybrid": tma_stage.build(target),
+            "triton": compile_pure(stage_triton_desc, tma_stage.SIGNATURE, {"BM": tma_stage.BM, "BN": tma_stage.BN},
+                                   target, tma_stage.NUM_WARPS)}
+
+
 @dataclass(frozen=True)
 class Port:
     name: str
@@ -248,5 +267,6 @@ PORTS = (
     Port("matmul_activation_mma_store", "gluon->triton", lambda t: _matmul_act(t, "gluon, MMA-layout store")),
     Port("layernorm", "gluon->triton", _layernorm),
     Port("attention_inner_loop", "gluon->triton", _attention),
+    Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]
