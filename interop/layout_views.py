@@ -9,14 +9,12 @@ MMA, dot operand, linear) is drawn as the compiler places it.
 from __future__ import annotations
 
 import functools
-import os
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import movement
-from .triton.bindings import gluon_ir, ir
+from .triton.bindings import gluon_ir, ir, parse_module
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,10 @@ def placement(layout: str, shape: tuple, dtype: str, num_warps: int, warp_size: 
     tensor = f"tensor<{'x'.join(map(str, shape))}x{dtype}, {layout}>"
     text = (f'module attributes {{"ttg.num-warps" = {num_warps} : i32, "ttg.threads-per-warp" = {warp_size} : i32, '
             f'"ttg.num-ctas" = 1 : i32}} {{\n  tt.func public @f(%a: {tensor}) {{ tt.return }}\n}}\n')
-    with tempfile.NamedTemporaryFile("w", suffix=".ttgir", delete=False) as f:
-        f.write(text)
     try:
-        module = ir.parse_mlir_module(f.name, context)
+        module = parse_module(text, context)
     except Exception as exc:   # MLIR's parse error: not a layout this Triton knows
         raise ValueError(f"cannot parse {tensor}: {exc}") from None
-    finally:
-        os.unlink(f.name)
     gluon_layout = builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
     linear = movement.linear(builder, gluon_layout, list(shape))
     element, warps, lanes = movement.holders(linear, list(shape))
