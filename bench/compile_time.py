@@ -8,7 +8,7 @@ in-process caches cleared and its on-disk cache folder emptied before every comp
 over ``--repeats`` of each, hybrid and pure Triton interleaved in one process so that both see
 the same machine load. Warm: the second compile of the same kernel in a new process (a first
 process builds everything into fresh cache folders, a second one times the builds again).
-``--profile`` prints each row's per-stage breakdown (``interop.timing``; the median cold
+``--profile`` prints each row's per-stage breakdown (``interop.instrumentation.timing``; the median cold
 compile's). Goals: median ratio <= 1.25, every row <= 1.5, warm <= 1/20 of cold.
 """
 from __future__ import annotations

@@ -30,7 +30,7 @@ from rich.table import Table  # noqa: E402
 
 from bench.output import write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
-from interop.resources import resources  # noqa: E402
+from interop.instrumentation.resources import resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 #: The suite, by kernel family: copies, row reductions, matmuls (and a shared-memory handoff), attention.

@@ -27,7 +27,7 @@ from rich.console import Console  # noqa: E402
 from bench.kernels import PURE, SUITE, case_label, cases, environment, load, variants  # noqa: E402
 from bench.output import table, write_json  # noqa: E402
 from bench.parity_ports import PORTS  # noqa: E402
-from interop.resources import instructions, resources  # noqa: E402
+from interop.instrumentation.resources import instructions, resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 INSTRUCTION_GOAL = 1.02   # hybrid / all-Triton instructions, at most

@@ -3,7 +3,7 @@
     python bench/profiling.py [--targets all] [--json PATH]
 
 Each example's hybrid kernel is built plain and as a Proton-instrumented launch builds it (a
-scope per region instance and one around the kernel, ``interop.instrument``). Static figures
+scope per region instance and one around the kernel, ``interop.instrumentation.instrument``). Static figures
 from the binaries, for every target: machine instructions, registers, shared memory (Proton's
 per-warp record buffer), binary size. On a GPU each example also runs profiled (checked against
 its reference, per-region shares from the trace) and is timed plain and profiled (``do_bench``
@@ -29,9 +29,9 @@ from bench.output import table, write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid import profile  # noqa: E402
 from hybrid.attribution import kernel_instructions  # noqa: E402
-from interop.resources import resources  # noqa: E402
+from interop.instrumentation.resources import resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
-from interop import instrument  # noqa: E402
+from interop.instrumentation import instrument
 from interop.errors import SharedMemoryError  # noqa: E402
 
 GOAL = 1.05   # profiled / plain time, at most

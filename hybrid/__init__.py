@@ -42,10 +42,10 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 _EXPORTS = {
     "Boundary": ("interop.boundary", "Boundary"),
     "RegionError": ("interop.errors", "RegionError"),
-    "shared": ("interop.handoff", "shared"),
-    "takes": ("interop.handoff", "takes"),
+    "shared": ("interop.boundaries.handoff", "shared"),
+    "takes": ("interop.boundaries.handoff", "takes"),
     "boundary_mode": ("interop.setting", "boundary_mode"),
-    "stage": ("interop.stage", "stage"),
+    "stage": ("interop.lowering.stage", "stage"),
     "TARGETS": ("interop.targets", "TARGETS"),
     "FusedBinary": ("hybrid.compiler", "FusedBinary"),
     "compile": ("hybrid.compiler", "compile"),

@@ -16,7 +16,7 @@ from collections import Counter
 from interop.boundary import TAG
 from interop.locations import op_lines
 from interop.region import Region
-from interop.resources import resources
+from interop.instrumentation.resources import resources
 
 from .report import Report
 

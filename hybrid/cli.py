@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import hybrid
-from interop import constexpr_text, request
+from interop.entry import constexpr_text, request
 from interop.targets import TARGETS
 from interop.triton.frontend import CompilationError
 from scheduler import Cache, build, plan
@@ -178,7 +178,7 @@ def results_table(results: list) -> Table:
 
 
 def check_jobs(jobs) -> None:
-    """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.request``)
+    """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.entry.request``)
     before anything builds: targets, options, constexpr values (a usage error, not a failed build)."""
     for job in jobs:
         target = request.check_target(job.target)

@@ -9,12 +9,20 @@ from dataclasses import dataclass, field
 import triton
 from triton.backends.compiler import GPUTarget
 
-from interop import arch, instrument, records, request, setting, stages_hook, targets, timing
+from interop.lowering import arch
+
+from interop.instrumentation import instrument, timing
+
+from interop import records, targets
+
+from interop.entry import request, stages_hook
+
+from interop import setting
 from interop.boundary import Boundary
 from interop.errors import SharedMemoryError
 from interop.region import Region
 from interop.setting import BuildSettings
-from interop.source import HybridGluonSource, HybridTritonSource
+from interop.entry.source import HybridGluonSource, HybridTritonSource
 from interop.triton import compat
 from interop.triton.bindings import ir
 from interop.triton.frontend import make_backend
@@ -86,12 +94,12 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     ``divisible`` names integer arguments known to be multiples of 16 (strides, sizes), as the JIT
     specializes such values at launch, so that the build is the one a launch with them gets.
     The build settings (``interop.setting``): ``boundaries`` is how boundary conversions are
-    planned (``interop.planner``): ``"auto"``, or forced to ``"convert"`` (Triton's conversions)
+    planned (``interop.boundaries.planner``): ``"auto"``, or forced to ``"convert"`` (Triton's conversions)
     or ``"shared"`` (shared-memory handoffs). ``instrument_regions`` builds the binary a
     Proton-instrumented launch gets: Proton scopes per region and for the kernel (regions in
-    pipelined loops timed per ``loops``: ``"total"`` or ``"iteration"``, ``interop.instrument``),
+    pipelined loops timed per ``loops``: ``"total"`` or ``"iteration"``, ``interop.instrumentation.instrument``),
     lowered by Proton's own passes. A setting not given (None) is the enclosing block's
-    (``hybrid.boundary_mode(...)``, ``interop.instrument.forced()``, ``hybrid.profile.profiling()``)
+    (``hybrid.boundary_mode(...)``, ``interop.instrumentation.instrument.forced()``, ``hybrid.profile.profiling()``)
     or the default (``"auto"``, not instrumented, ``"total"``); one given wins over any block.
     """
     constexprs = dict(constexprs or {})
@@ -165,7 +173,7 @@ def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target:
     as text: every region inlined, boundaries folded. With ``instrument_regions`` each region
     instance is bracketed by a Proton ``proton.record`` start/end pair, as under Proton's
     instrumentation mode, with regions in pipelined loops timed per ``loops``
-    (``interop.instrument``). Settings not given are the enclosing blocks', as in ``compile``."""
+    (``interop.instrumentation.instrument``). Settings not given are the enclosing blocks', as in ``compile``."""
     constexprs = dict(constexprs or {})
     gpu_target = request.check_request(kernel, signature, constexprs, target, options)
     settings = setting.resolve(boundaries=boundaries, instrument_regions=instrument_regions, loops=loops)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from triton.runtime import JITFunction, KernelInterface
 
 from interop import setting
-from interop.source import HybridGluonSource, HybridTritonSource
+from interop.entry.source import HybridGluonSource, HybridTritonSource
 from interop.triton.frontend import GluonJITFunction, backends
 
 

@@ -2,7 +2,7 @@
 
 ``profiling()`` runs a block under Proton's instrumentation backend: hybrid kernels launched in
 it are built with a Proton scope per region instance and one around the kernel
-(``interop.instrument``), Proton's runtime collects each warp's records, and Proton writes its
+(``interop.instrumentation.instrument``), Proton's runtime collects each warp's records, and Proton writes its
 Chrome trace (per CTA and warp lanes, for Perfetto). ``analyze()`` turns that trace into
 per-region figures: for every warp of every CTA of every launch, the cycles each scope took
 (summed over its calls: a region in a loop is called once per iteration), the kernel's cycles,
@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from interop import instrument, setting
+from interop.instrumentation import instrument
+
+from interop import setting
 
 SCHEMA = 1
 _PID = re.compile(r"^(?P<kernel>.*) Core(?P<core>\d+) CTA(?P<cta>\d+)$")
@@ -189,7 +191,7 @@ def profiling(name: str | Path = "hybrid-profile", loops: str = "total", mode: s
     """Profile hybrid kernels launched in this block per region (needs a GPU). Proton writes
     ``<name>.chrome_trace``; the result's ``kernels`` are set when the block ends. ``loops``:
     ``"total"`` times a pipelined loop holding a region as a whole, ``"iteration"`` times the
-    region in every iteration (``interop.instrument``); ``mode``: Proton's instrumentation mode."""
+    region in every iteration (``interop.instrumentation.instrument``); ``mode``: Proton's instrumentation mode."""
     import triton.profiler as proton
     result = Profile(Path(f"{name}.chrome_trace"), loops)
     with setting.using(loops=loops):

@@ -151,7 +151,7 @@ def print_table(summaries: list[dict], out: Console | None = None, wide: bool = 
 
 
 def timing_table(timing, title: str) -> Table:
-    """An ``interop.timing.Timing`` as a table: each stage's own time, calls and share, costliest first."""
+    """A ``Timing`` (``interop.instrumentation.timing``) as a table: each stage's own time, calls and share."""
     out = Table(title=f"{title}: {timing.total:.3f} s" + "".join(f", {cache} cache hits {n}"
                                                               for cache, n in sorted(timing.hits.items())))
     for column in ("stage", "ms", "calls", "share"):

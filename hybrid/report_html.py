@@ -15,7 +15,7 @@ mailed or attached to a CI run). Per kernel:
   figures beside the hybrid kernel's;
 - per target and boundary, the layouts on both sides drawn as element grids (the cell's colour is
   the warp that holds the element, its shade and number the lane, as Gluon's layout views show
-  them; ``interop.layout_views``), and what moving between them costs.
+  them; ``interop.boundaries.layout_views``), and what moving between them costs.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import triton
 
-from interop.layout_views import placement
+from interop.boundaries.layout_views import placement
 
 from .report import short_layout
 

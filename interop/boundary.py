@@ -41,7 +41,7 @@ class Boundary:
     barriers: int = 0            # barriers its conversions need (a shared-memory round trip)
     fences: int = 0              # async-proxy fences a handoff added
     shuffles: int = 0            # warp shuffles per thread its conversions need
-    cost: int = 0                # the planner's modelled cost (``interop.planner``), on the first boundary it covers
+    cost: int = 0                # the modelled cost (``interop.boundaries.planner``), on the first boundary it covers
 
     def to_json(self) -> dict:
         data = asdict(self)

@@ -113,7 +113,7 @@ class TargetError(CompilationError, ValueError):
     """Gluon code uses an op its target does not have (wgmma on sm100a, TMA on AMD, ...).
 
     Raised where the op is written, by the compiler and by the interpreter alike, with the op,
-    the ``file:line in function`` and the targets that have it (``interop.arch``). A
+    the ``file:line in function`` and the targets that have it (``interop.lowering.arch``). A
     ``CompilationError``, so that code generators pass it through intact.
     """
 
@@ -153,7 +153,7 @@ class SharedMemoryError(ValueError):
 
 class RequestError(ValueError):
     """A compile or launch request that cannot be built as given: a signature, constexpr, option or
-    target. Names the argument, the value and what is allowed (``interop.request``)."""
+    target. Names the argument, the value and what is allowed (``interop.entry.request``)."""
 
 
 class RequestTypeError(RequestError, TypeError):

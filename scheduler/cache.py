@@ -21,6 +21,7 @@ from pathlib import Path
 from interop import cache_entries
 from interop.cache_entries import CorruptEntry, sha256_json
 from interop.caches import STITCH_VERSION, default_root
+from interop.targets import resolve
 from interop.triton import compat
 
 from .planning import Spec
@@ -75,7 +76,7 @@ def job_key(spec: Spec) -> str:
         "format": FORMAT, "kernel": spec.fn.__name__, "source": spec.fn.cache_key, "files": files,
         "signature": spec.signature, "constexprs": spec.constexprs_json, "options": spec.options,
         "target": spec.job.target, "triton": compat.TRITON_VERSION, "stitch": STITCH_VERSION,
-        "compiler": compat.compiler_fingerprint(spec.job.target)})
+        "compiler": compat.compiler_fingerprint(resolve(spec.job.target))})
 
 
 class Cache:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from triton.runtime import Autotuner, Config
 
-from interop import constexpr_text
+from interop.entry import constexpr_text
 from interop.cache_entries import sha256_json
 from interop.targets import TARGETS
 

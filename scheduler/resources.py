@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from interop.resources import registers_and_spills
+from interop.instrumentation.resources import registers_and_spills
 
 #: Triton metadata the loader needs, with the value that means "not used" where a backend or
 #: release leaves a key out (AMD has no ``launch_pdl``).

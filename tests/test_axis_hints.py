@@ -19,9 +19,9 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from examples.layouts import compile_pure, vector_layout
 
-from interop import axis_hints
-from interop.axis_hints import AxisFacts
-from interop.resources import instructions
+from interop.lowering import axis_hints
+from interop.lowering.axis_hints import AxisFacts
+from interop.instrumentation.resources import instructions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

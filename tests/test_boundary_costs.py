@@ -18,8 +18,8 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples.layouts import tile_layout
-from interop import stitch
-from interop.resources import instructions
+from interop.stitching import stitch
+from interop.instrumentation.resources import instructions
 from interop.triton import compat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import hybrid
-from interop import cache_entries, caches, lowering_cache
+from interop import cache_entries, caches
+from interop.lowering import lowering_cache
 from scheduler import Cache, InlineExecutor, build, plan
 from tests.test_compile_time import _build
 

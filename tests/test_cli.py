@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hybrid import cli
-from interop import constexpr_text
+from interop.entry import constexpr_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from interop import caches, lowering_cache, timing
+from interop import caches
+from interop.lowering import lowering_cache
+from interop.instrumentation import timing
 from interop.targets import TARGETS
 from interop.triton.frontend import make_backend
 from interop.triton.language import core as tl

@@ -153,7 +153,7 @@ def test_metadata_reads_like_tritons(built):
     ``fb.asm`` instead."""
     import json
 
-    from interop.stages_hook import TTIR_KEY
+    from interop.entry.stages_hook import TTIR_KEY
 
     fb = built("reduce", "sm90a")
     triton_md = fb.kernel.metadata

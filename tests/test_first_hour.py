@@ -14,7 +14,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from hybrid import cli
 from hybrid.jit_functions import gpu_driver_active
-from interop import constexpr_text
+from interop.entry import constexpr_text
 from scheduler.planning import module_constexprs
 
 ROOT = Path(__file__).resolve().parents[1]

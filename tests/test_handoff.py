@@ -197,7 +197,7 @@ def test_planned_shared_layout_avoids_the_readers_bank_conflicts(target):
 
 
 def test_swizzle_plan_reaches_the_ideal_for_rows_written_and_columns_read():
-    from interop import swizzle
+    from interop.boundaries import swizzle
     context = ir.context()
     ir.load_dialects(context)
     builder = gluon_ir.GluonOpBuilder(context)

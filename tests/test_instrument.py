@@ -7,7 +7,7 @@ import pytest
 from examples import matmul_gluon_epilogue, softmax, softmax_gluon_stats, tile_matmul
 import hybrid
 from hybrid.compiler import stitched_ir
-from interop import instrument
+from interop.instrumentation import instrument
 from interop.records import decode
 from interop.locations import op_lines
 from tests import kernels, triton_hosts

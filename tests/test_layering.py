@@ -156,8 +156,42 @@ def test_the_compiler_core_has_no_import_circle():
     """A circle (source -> compile_context -> triton_regions -> lowering_cache -> source, through a
     lazy import) makes the order modules load in matter; none is left."""
     graph = module_imports({p: t for p, t in _project().items() if p.startswith("interop/")})
-    assert "interop.lowering_cache" in graph["interop.triton_regions"]
+    assert "interop.lowering.lowering_cache" in graph["interop.lowering.triton_regions"]
     assert not cycles(graph), "\n".join(" -> ".join(c) for c in cycles(graph))
+
+
+# interop's steps, lowest first: each imports only from its own step and those before it. Triton's
+# layer and the shared records and errors (interop/*.py) come first; lowering drives stitching and
+# the boundaries; the entry (request, sources, hooks) drives lowering.
+STEPS = ("triton", "", "instrumentation", "stitching", "boundaries", "lowering", "entry")
+
+
+def step_of(module: str) -> str:
+    """``interop.lowering.arch`` -> ``lowering``; ``interop.errors`` -> ``''``."""
+    parts = module.split(".") + [""]
+    return parts[1] if parts[1] in STEPS else ""
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {d}" for m, ds in graph.items() for d in ds
+                  if STEPS.index(step_of(d)) > STEPS.index(step_of(m)))
+
+
+def test_interop_steps_import_one_way():
+    """The folder tree is the pipeline: a module never imports from a later step, so each package
+    reads (and tests) without the ones that drive it."""
+    trees = {p: t for p, t in _project().items() if p.startswith("interop/")}
+    packages = {p.split("/")[1] for p in trees if p.count("/") == 2}
+    assert packages == set(STEPS) - {""}, "a package of interop/ missing from STEPS (or a step without a package)"
+    graph = module_imports(trees)
+    assert not upward_imports(graph), "imports against interop's steps:\n" + "\n".join(upward_imports(graph))
+
+
+def test_the_step_check_finds_an_upward_import():
+    trees = {"interop/boundaries/planner.py": ast.parse("from ..lowering import arch"),
+             "interop/lowering/arch.py": ast.parse("from ..errors import TargetError"),
+             "interop/errors.py": ast.parse("")}
+    assert upward_imports(module_imports(trees)) == ["interop.boundaries.planner -> interop.lowering.arch"]
 
 
 def test_the_circle_check_finds_lazy_imports():

@@ -1,4 +1,4 @@
-"""What a layout conversion moves (``interop.movement``), checked against the instructions
+"""What a layout conversion moves (``interop.boundaries.movement``), checked against the instructions
 Triton emits for that very conversion in a one-conversion Gluon kernel."""
 import math
 
@@ -8,8 +8,8 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from interop import movement
-from interop.scratch import ScratchProbe
+from interop.boundaries import movement
+from interop.boundaries.scratch import ScratchProbe
 from interop.targets import TARGETS
 from interop.triton.bindings import gluon_ir, ir
 from interop.triton.frontend import GluonASTSource, make_backend

@@ -1,4 +1,4 @@
-"""The boundary planner (``interop.planner``): its choice, its rewrite and its records, on the
+"""The boundary planner (``interop.boundaries.planner``): its choice, its rewrite and its records, on the
 boundary cases of ``bench/boundaries.py`` compiled for real targets."""
 import re
 

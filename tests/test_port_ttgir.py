@@ -17,7 +17,7 @@ from examples import softmax  # noqa: E402
 from examples.layernorm import row_moments_triton  # noqa: E402
 from examples.layouts import row_layout, tile_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
-from interop.resources import instructions, resources  # noqa: E402
+from interop.instrumentation.resources import instructions, resources  # noqa: E402
 
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}

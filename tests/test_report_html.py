@@ -14,7 +14,7 @@ import pytest
 import hybrid
 from examples import layernorm, softmax
 from hybrid import report_html
-from interop.layout_views import placement
+from interop.boundaries.layout_views import placement
 from tests.png import read_png
 
 ROOT = Path(__file__).resolve().parents[1]

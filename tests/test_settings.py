@@ -4,7 +4,8 @@ import pytest
 
 import hybrid
 from hybrid.compiler import hybrid_source, stitched_ir
-from interop import instrument, setting
+from interop.instrumentation import instrument
+from interop import setting
 from interop.setting import BuildSettings
 from tests import kernels
 

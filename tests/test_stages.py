@@ -10,8 +10,8 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from hybrid.compiler import specialization, stitched_ir
-from interop import stages_hook
-from interop.source import HybridGluonSource
+from interop.entry import stages_hook
+from interop.entry.source import HybridGluonSource
 from interop.targets import TARGETS
 from interop.triton import compat
 from interop.triton.frontend import ASTSource, GluonASTSource

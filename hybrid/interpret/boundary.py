@@ -15,7 +15,7 @@ import inspect
 
 from triton.experimental.gluon import language as gl
 
-from interop import handoff
+from interop.boundaries import handoff
 from interop.triton.language import TritonSemantic
 from interop.triton.language import core as tl
 

@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 import triton.language as tl
 
-from interop import request
+from interop.entry import request
 from interop.errors import LayoutError, RegionError, TargetError
 from interop.targets import current_gpu_target, name_of
 from interop.validate import check_constexpr_layouts
@@ -101,7 +101,7 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
 
 
 def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps: int) -> None:
-    """The launch's share of the request checks (``interop.request``): constexpr layouts and
+    """The launch's share of the request checks (``interop.entry.request``): constexpr layouts and
     values, and element types of tensor arguments the target lacks (fp8e4nv on sm80)."""
     check_constexpr_layouts(kernel, {(i, ): call_args[name] for i, name in enumerate(kernel.arg_names)
                                      if name in constexprs}, target.warp_size,

@@ -22,7 +22,7 @@ import triton.language as tl
 from triton.runtime import JITFunction
 
 import hybrid
-from interop import arch
+from interop.lowering import arch
 from interop.errors import NoResult, RegionError, TargetError, nested_region
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
@@ -76,7 +76,7 @@ def semantic_for(language: str, num_warps: int, builder):
 
 def _dynamic(member):
     """``member`` called with the running frame's semantic (where it takes one, as the code
-    generator passes it), after the architecture check the compiler makes (``interop.arch``)."""
+    generator passes it), after the architecture check the compiler makes (``interop.lowering.arch``)."""
     feature = arch.feature_of_builtin(member)
     takes_semantic = _takes_semantic(member)
     name = arch.builtin_name(member)

@@ -119,7 +119,7 @@ def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> d
     """Instructions (SASS or AMDGCN), registers and shared memory of both kernels built for
     ``target`` as this launch specializes them."""
     import hybrid
-    from interop.resources import instructions, resources
+    from interop.instrumentation.resources import instructions, resources
 
     from .launch import build_arguments
     try:

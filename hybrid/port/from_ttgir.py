@@ -1,7 +1,7 @@
 """A port at machine-code parity: the Gluon that Triton's compiler produced for one call site.
 
 A Gluon kernel calling a ``@triton.jit`` function is built with the function's lowering recorded
-(``interop.triton_regions.recording_lowerings``): the region's TritonGPU IR after Triton's own
+(``interop.lowering.triton_regions.recording_lowerings``): the region's TritonGPU IR after Triton's own
 passes, for that call site's argument types, constexprs, ``num_warps``, ``num_stages`` and the
 host's layouts. A Triton kernel calls the function through a Gluon ``probe`` instead, which
 makes the call a Gluon region and the function a Triton region inside it, lowered for the
@@ -22,9 +22,9 @@ from pathlib import Path
 
 from triton.runtime import JITFunction
 
-from interop import triton_regions
+from interop.lowering import triton_regions
 from interop.boundary import TAG
-from interop.lower_triton import REGION_FUNCTION
+from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.triton.frontend import GluonJITFunction
 
 from .compare import as_hybrid, with_region

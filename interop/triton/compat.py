@@ -205,16 +205,15 @@ def tmem_reg_layout(element_ty, shape: list, block: tuple, num_warps: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _backend_hash(target: str) -> str:
+def _backend_hash(target) -> str:
     from triton.compiler.compiler import make_backend
-
-    from interop.targets import TARGETS
-    return make_backend(TARGETS[target]).hash()
+    return make_backend(target).hash()
 
 
-def compiler_fingerprint(target: str) -> str:
+def compiler_fingerprint(target) -> str:
     """What changes a binary besides sources and options, as Triton's own cache key sees it: the
-    backend toolchain (ptxas / LLVM versions) and the cache-invalidating environment variables."""
+    backend toolchain (ptxas / LLVM versions) and the cache-invalidating environment variables,
+    for a ``GPUTarget`` (this layer imports nothing of the project's)."""
     from triton._C.libtriton import get_cache_invalidating_env_vars
     return f"{_backend_hash(target)}|{sorted(get_cache_invalidating_env_vars().items())}"
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import instrument, opaque, timing
-from .boundary import TAG, is_shared, shape_and_dtype, tag
-from .region import Region
-from .triton.bindings import gluon_ir
+from ..instrumentation import instrument, timing
+from ..stitching import opaque
+from ..boundary import TAG, is_shared, shape_and_dtype, tag
+from ..region import Region
+from ..triton.bindings import gluon_ir
 
 SINK = "hybrid.gluon.in."
 PRODUCER = "hybrid.gluon.out."

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from triton.backends.compiler import GPUTarget
 from triton.runtime import JITFunction
 
-from . import arch
-from .errors import RequestError, RequestTypeError
-from .targets import TARGETS, resolve
-from .triton.frontend import make_backend
+from ..lowering import arch
+from ..errors import RequestError, RequestTypeError
+from ..targets import TARGETS, resolve
+from ..triton.frontend import make_backend
 
 #: scalar type names a signature may use (``*`` before one is a pointer, ``*k`` a const pointer)
 SCALAR_TYPES = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp8e4nv", "fp8e4b8", "fp8e5",
@@ -108,7 +108,7 @@ def check_type(name: str, ty) -> None:
 
 
 def check_dtypes(signature: Mapping, target: GPUTarget) -> None:
-    """Element types the target has (``interop.arch``'s dtype rows), as the compiler needs them."""
+    """Element types the target has (``interop.lowering.arch``'s dtype rows), as the compiler needs them."""
     for name, ty in signature.items():
         if isinstance(ty, str):
             arch.check_dtype(element(ty), target, f"argument {name!r} ({ty})")

@@ -7,9 +7,10 @@ holds nothing but the conversion; rounds and barriers follow from it (``movement
 """
 from __future__ import annotations
 
-from . import caches, diagnostics, timing
-from .triton import compat
-from .triton.bindings import gluon_ir, ir
+from .. import caches, diagnostics
+from ..instrumentation import timing
+from ..triton import compat
+from ..triton.bindings import gluon_ir, ir
 
 #: scratch bytes by (target, warps, warp size, PTX version, source type, result type): the same
 #: layout pair meets again in later compiles (the printed types hold layouts and shapes whole)

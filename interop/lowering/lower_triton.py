@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arguments, axis_hints, diagnostics, opaque, stitch
-from .triton import compat
-from .triton.bindings import gluon_ir, ir, parse_module
-from .triton.frontend import Language
-from .triton.frontend import code_generator as _cg
-from .triton.frontend import make_backend
-from .triton.language import core as tl
+from . import arguments, axis_hints
+from ..stitching import opaque
+from .. import diagnostics
+from ..stitching import stitch
+from ..triton import compat
+from ..triton.bindings import gluon_ir, ir, parse_module
+from ..triton.frontend import Language
+from ..triton.frontend import code_generator as _cg
+from ..triton.frontend import make_backend
+from ..triton.language import core as tl
 
 REGION_FUNCTION = "hybrid_region"
 BODY_FUNCTION = "hybrid_region_body"

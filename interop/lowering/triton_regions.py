@@ -15,16 +15,22 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from . import (arch, arguments, axis_hints, instrument, interception, locations, lowering_cache, movement, opaque,
-               stitch, swizzle, timing, validate)
+from . import arch, arguments, axis_hints, lowering_cache
+from ..stitching import opaque
+from .. import validate
+from ..instrumentation import instrument, timing
+from . import interception
+from .. import locations
+from ..boundaries import movement, swizzle
+from ..stitching import stitch
 from .assemble import assemble
-from .boundary import layout_of, tag
-from .errors import NoResult, RegionError, as_region_error
+from ..boundary import layout_of, tag
+from ..errors import NoResult, RegionError, as_region_error
 from .lower_triton import LoweredRegion, lower_triton_function
-from .region import CallSite, Region
-from .triton import compat
-from .triton.frontend import code_generator as _cg
-from .triton.language import core as tl
+from ..region import CallSite, Region
+from ..triton import compat
+from ..triton.frontend import code_generator as _cg
+from ..triton.language import core as tl
 
 #: While ``recording_lowerings`` runs: each Triton call's function and its lowering, in call order.
 _recorded: list | None = None

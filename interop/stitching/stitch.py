@@ -11,9 +11,11 @@ import re
 import struct
 from dataclasses import dataclass
 
-from . import diagnostics, opaque, sinking
-from .boundary import TAG, tag
-from .triton.bindings import gluon_ir, ir, passes
+from .. import diagnostics
+from . import opaque
+from . import sinking
+from ..boundary import TAG, tag
+from ..triton.bindings import gluon_ir, ir, passes
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
 SINK = "hybrid.sink"

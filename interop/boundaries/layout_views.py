@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import movement
-from .triton.bindings import gluon_ir, ir, parse_module
+from ..triton.bindings import gluon_ir, ir, parse_module
 
 
 @dataclass(frozen=True)

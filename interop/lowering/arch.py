@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Container
 
-from .errors import ARCH_HINT, TargetError
-from .movement import element_bits, tile_bytes
-from .triton.language import is_builtin
+from ..errors import ARCH_HINT, TargetError
+from ..boundaries.movement import element_bits, tile_bytes
+from ..triton.language import is_builtin
 
 GLUON_LANGUAGE = "triton.experimental.gluon.language."
 
@@ -228,7 +228,7 @@ def misplaced_ops(module, target) -> list[Misplaced]:
     module.walk(visit)
     if not found:
         return []
-    from .locations import op_lines
+    from ..locations import op_lines
     lines = {}
     for name, where, _ in op_lines(str(module)):
         lines.setdefault(name, where)

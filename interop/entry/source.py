@@ -12,15 +12,20 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from . import arch, caches, diagnostics, interception, records, setting, stages_hook, timing
+from ..lowering import arch
+from .. import caches, diagnostics, records
+from ..lowering import interception
+from .. import setting
+from . import stages_hook
+from ..instrumentation import timing
 from .compile_context import CompileContext
-from .errors import ARCH_HINT, LayoutError, NoResultError, TargetError, raised_within
-from .gluon_regions import finish_triton_host
-from .setting import BuildSettings
-from .triton.bindings import ir
-from .triton.frontend import ASTSource, CompilationError, GluonASTSource
-from .triton_regions import finish_gluon_host
-from .validate import check_constexpr_layouts
+from ..errors import ARCH_HINT, LayoutError, NoResultError, TargetError, raised_within
+from ..lowering.gluon_regions import finish_triton_host
+from ..setting import BuildSettings
+from ..triton.bindings import ir
+from ..triton.frontend import ASTSource, CompilationError, GluonASTSource
+from ..lowering.triton_regions import finish_gluon_host
+from ..validate import check_constexpr_layouts
 
 class _Settled:
     """A mixed kernel's source carries its build settings (``setting``): given, or for a JIT
@@ -100,7 +105,7 @@ def _finish_triton_host(cc: CompileContext, context, module):
 
 
 def _check_ops(module, target, kernel: str) -> None:
-    """Every op of ``module`` is one ``target`` has (``interop.arch``): a ``TargetError`` names
+    """Every op of ``module`` is one ``target`` has (``interop.lowering.arch``): a ``TargetError`` names
     the first of each missing feature and its line, before the backend fails on it."""
     misplaced = arch.misplaced_ops(module, target)
     if misplaced:

@@ -8,11 +8,14 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
-from . import arch, instrument, movement, planner, stitch, timing
-from .boundary import Boundary, PlannedBoundary, layout_of
-from .errors import RegionError
-from .scratch import ScratchProbe
-from .triton.bindings import gluon_ir
+from . import arch
+from ..instrumentation import instrument, timing
+from ..boundaries import movement, planner
+from ..stitching import stitch
+from ..boundary import Boundary, PlannedBoundary, layout_of
+from ..errors import RegionError
+from ..boundaries.scratch import ScratchProbe
+from ..triton.bindings import gluon_ir
 
 
 @timing.timed("stitching")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import timing
-from .boundary import shape_and_dtype
-from .triton.language import DistributedLinearLayout, layout_to_ir
+from ..instrumentation import timing
+from ..boundary import shape_and_dtype
+from ..triton.language import DistributedLinearLayout, layout_to_ir
 
 #: movement kinds, cheapest first
 ORDER = ("none", "registers", "shuffles", "shared")

@@ -17,7 +17,7 @@ import re
 
 from triton.experimental.gluon import language as gl
 
-from .boundary import TAG
+from ..boundary import TAG
 
 #: The casts a conversion moves past, and how the builder makes each in another layout.
 _CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}

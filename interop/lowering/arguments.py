@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 
-from .triton.language import core as tl
+from ..triton.language import core as tl
 
 
 def bind(fn, args, kwargs) -> list:

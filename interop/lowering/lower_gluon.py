@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
-from . import timing
-from .triton import compat
-from .triton.bindings import ir
-from .triton.frontend import code_generator as _cg
-from .triton.frontend import make_backend
-from .triton.language import core as tl
+from ..instrumentation import timing
+from ..triton import compat
+from ..triton.bindings import ir
+from ..triton.frontend import code_generator as _cg
+from ..triton.frontend import make_backend
+from ..triton.language import core as tl
 
 #: the function a probe build creates
 PROBE = "hybrid_gluon_probe"

@@ -24,10 +24,10 @@ import contextvars
 from dataclasses import dataclass
 from typing import Callable
 
-from . import timing
-from .triton import compat
-from .triton.bindings import ir
-from .triton.frontend import Language
+from ..instrumentation import timing
+from ..triton import compat
+from ..triton.bindings import ir
+from ..triton.frontend import Language
 
 #: Module attribute of a Triton host awaiting its Gluon regions; its value is the source's hash.
 MARK = "hybrid.triton_host"

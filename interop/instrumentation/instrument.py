@@ -25,7 +25,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Iterator
 
-from . import setting
+from .. import setting
 
 KERNEL_SCOPE = "kernel"
 #: Ops that wait on work a pipeliner left in flight across iterations.
@@ -57,12 +57,12 @@ def around(builder, region, on: bool) -> Iterator[None]:
 
 
 def record(builder, name: str, start: bool) -> None:
-    from .triton.proton import triton_proton
+    from ..triton.proton import triton_proton
     triton_proton.create_proton_record(builder, start, name)
 
 
 def load_dialect(context) -> None:
-    from .triton.proton import triton_proton
+    from ..triton.proton import triton_proton
     triton_proton.load_dialects(context)
 
 

@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .triton import compat
+from ..triton import compat
 
 _MAX = 1 << 30   # attributes are i32; any power of two is a sound lower bound of a larger one
 _BYTES = {"i1": 1, "i8": 1, "f8E4M3FN": 1, "f8E5M2": 1, "f8E4M3FNUZ": 1, "f8E5M2FNUZ": 1, "i16": 2, "f16": 2,

@@ -7,7 +7,7 @@ overrides raise ``ValueError`` instead; the code generator reports it at the op'
 """
 from __future__ import annotations
 
-from .triton.bindings import gluon_ir
+from ..triton.bindings import gluon_ir
 
 
 class GuardedGluonBuilder(gluon_ir.GluonOpBuilder):

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
-from . import (arch, arguments, diagnostics, handoff, interception, locations, lower_gluon, movement, opaque, stitch,
-               swizzle, timing, triton_host, validate)
+from . import arch, arguments, lower_gluon, triton_host
+from ..stitching import opaque
+from .. import validate
+from .. import diagnostics, locations
+from ..boundaries import handoff, movement, swizzle
+from . import interception
+from ..stitching import stitch
+from ..instrumentation import timing
 from .assemble import assemble
-from .boundary import is_shared
-from .errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
-from .region import CallSite
-from .triton import compat
-from .triton.bindings import gluon_ir
-from .triton.frontend import code_generator as _cg
-from .triton.language import core as tl
+from ..boundary import is_shared
+from ..errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
+from ..region import CallSite
+from ..triton import compat
+from ..triton.bindings import gluon_ir
+from ..triton.frontend import code_generator as _cg
+from ..triton.language import core as tl
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
          "convert them explicitly inside the Gluon function to the layouts it needs")

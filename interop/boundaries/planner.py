@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
 
-from . import movement, stitch, swizzle, timing
-from .boundary import TAG, shape_and_dtype
-from .triton.bindings import gluon_ir
+from . import movement, swizzle
+from ..stitching import stitch
+from ..instrumentation import timing
+from ..boundary import TAG, shape_and_dtype
+from ..triton.bindings import gluon_ir
 
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take

@@ -17,7 +17,8 @@ from itertools import product
 import numpy as np
 from triton.experimental.gluon import language as gl
 
-from . import caches, timing
+from .. import caches
+from ..instrumentation import timing
 from .movement import linear, span
 
 _BANKS, _WORD, _WAVEFRONT = 32, 4, 128

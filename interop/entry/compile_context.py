@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import stitch
-from .boundary import Boundary, PlannedBoundary, layout_of, shape_and_dtype
-from .instrument import Scopes
-from .region import CallSite, Region
-from .setting import BuildSettings
+from ..stitching import stitch
+from ..boundary import Boundary, PlannedBoundary, layout_of, shape_and_dtype
+from ..instrumentation.instrument import Scopes
+from ..region import CallSite, Region
+from ..setting import BuildSettings
 
 
 @dataclass
@@ -35,8 +35,8 @@ class CompileContext:
     def __post_init__(self) -> None:
         self.scopes = Scopes(self.settings)
         # imported here: each direction's module takes this context
-        from .gluon_regions import GluonRegions
-        from .triton_regions import TritonRegions
+        from ..lowering.gluon_regions import GluonRegions
+        from ..lowering.triton_regions import TritonRegions
         self.triton = TritonRegions(self)
         self.gluon = GluonRegions(self)
 

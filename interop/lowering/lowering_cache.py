@@ -28,12 +28,13 @@ from typing import Callable
 
 from triton.runtime import JITFunction
 
-from . import cache_entries, caches, timing
-from .cache_entries import CorruptEntry
+from .. import cache_entries, caches
+from ..instrumentation import timing
+from ..cache_entries import CorruptEntry
 from .lower_triton import REGION_FUNCTION, LoweredRegion, lowered_region
-from .triton import compat
-from .triton.bindings import parse_module
-from .triton.language import core as tl
+from ..triton import compat
+from ..triton.bindings import parse_module
+from ..triton.language import core as tl
 
 
 @dataclass(frozen=True)

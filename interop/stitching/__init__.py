@@ -1,0 +1,2 @@
+"""Stitching at the ttg level: splice lowered regions into the host, inline, connect results, fold
+and sink boundary conversions, verify."""
