@@ -75,6 +75,8 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif boundary_tag in folded.loaded and not remaining:
         reason = "loaded from shared memory straight in the region's layout (no conversion)"
         fields["handoff"] = "shared"
+    elif boundary_tag in folded.stored and not remaining:
+        reason = "stored into the host's shared buffer as the region produced it (no conversion)"
     elif boundary_tag in folded.constants and not remaining:
         reason = "a splat constant, made in the layout wanted (no conversion)"
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:

@@ -58,9 +58,12 @@ def highest_pow2_divisor(value: int) -> int:
 class HostValues:
     """The ops of a host module by the values they define, and the kernel arguments' attributes."""
 
-    def __init__(self, module, kernel_args: dict[int, list]):
+    def __init__(self, module, kernel_args: dict[int, list], outer: dict[int, int] | None = None):
+        """``outer``: value ids that stand for other values of ``module`` (a Gluon region's
+        arguments for its Triton host's operands), whose facts are theirs."""
         self._defining: dict[int, object] = {}
         self._kernel_args = kernel_args
+        self._outer = outer or {}
         self._memo: dict[int, AxisFacts] = {}
         self._printed = None if compat.reads_operation_attributes() else _PrintedIntegers(str(module))
 
@@ -85,6 +88,7 @@ class HostValues:
 
     def _derive(self, value_id: int, shape: list[int]) -> AxisFacts:
         rank = len(shape)
+        value_id = self._outer.get(value_id, value_id)
         if value_id in self._kernel_args:
             divisibility = dict(self._kernel_args[value_id]).get("tt.divisibility", 1)
             return AxisFacts((1, ), (highest_pow2_divisor(divisibility), ), (1, ))

@@ -41,6 +41,7 @@ class GluonRegions:
         self.cc = compile_context
         self._calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
+        self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -162,11 +163,21 @@ class GluonRegions:
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
+        self._operands[name] = [value.id() for value in ports.operands]
         with as_region_error(call.region.function, call.region.call_site, _HINT):
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
                                                            name=name)
         return function, wants, plans
+
+    def operands_of(self, gen) -> dict[int, int]:
+        """While ``gen`` builds a Gluon region of this Triton host: its arguments' value ids ->
+        the host operands they receive (a Triton region it calls takes the host's axis facts
+        and kernel-argument specialization through them); otherwise empty."""
+        operands = self._operands.get(getattr(gen, "function_name", None))
+        if operands is None or gen.fn is None or gen.fn.get_num_args() != len(operands):
+            return {}
+        return {gen.fn.args(i).id(): operand for i, operand in enumerate(operands)}
 
     def _plan_boundaries(self, call: triton_host.GluonCall, wants: list, plans: dict, ports: triton_host.Ports,
                          produced: list[str]) -> None:

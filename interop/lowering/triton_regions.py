@@ -151,14 +151,17 @@ class TritonRegions:
 
     def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
-        (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
+        (``[]`` for any other value, and while probing: a probe's module has no kernel). In a
+        Gluon region of a Triton host, an argument of the region stands for the Triton host's
+        operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes."""
         if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.cc.kernel_arg_attrs and self._kernel_args is None:
             kernel = gen.module.get_function(gen.module.get_entry_func_name())
             self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.cc.kernel_arg_attrs)}
-        known = self._kernel_args or {}
-        return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+        known, outer = self._kernel_args or {}, self.cc.gluon.operands_of(gen)
+        return [known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
+                for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
 
     def _hints(self, gen, leaves: list) -> list[str]:
         """Per tensor leaf, what Triton's axis analysis may know of the host's value
@@ -166,7 +169,7 @@ class TritonRegions:
         tensors = [leaf for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         if not tensors:
             return []
-        host = axis_hints.HostValues(gen.module, self._kernel_args or {})
+        host = axis_hints.HostValues(gen.module, self._kernel_args or {}, self.cc.gluon.operands_of(gen))
         return [host.hints(leaf.handle) for leaf in tensors]
 
     @timing.timed("Triton region lowering")

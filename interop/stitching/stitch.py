@@ -164,6 +164,7 @@ def inline(module, context) -> None:
 class Folded:
     """The boundaries whose conversion ``fold_boundary_conversions`` replaced, by tag."""
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
+    stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``)
 
@@ -215,10 +216,11 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
     constants = _fold_constant_conversions(module, builder)
     moved = sinking.sink_past_casts(module, builder, set(movable) - constants)
     loaded = _fold_into_shared_loads(module, builder)
-    if loaded or constants or moved:
+    stored = _fold_into_shared_stores(module, builder)
+    if loaded or stored or constants or moved:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
-    return Folded(frozenset(loaded), frozenset(constants), moved)
+    return Folded(frozenset(loaded), frozenset(stored), frozenset(constants), moved)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.
@@ -334,6 +336,48 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
         builder.set_insertion_point_after(load)
         load_instead(builder, op, load.get_operand(0))
         folded.add(op.get_str_attr(TAG))
+    return folded
+
+
+def _fold_into_shared_stores(module, builder) -> set[str]:
+    """A boundary conversion whose only users store it into shared memory (``local_alloc``, as a
+    Triton host stages a ``tl.dot`` operand) is dropped: the allocs store the unconverted value,
+    since what a buffer holds does not depend on the registers it came from (Triton's own
+    ``alloc(convert(x)) -> alloc(x)``, which Gluon's canonicalizer leaves out). Not from a dot
+    operand layout, which ``local_alloc`` cannot store (Triton's exception too).
+
+    Such a buffer is immutable, and the host's loads of it in the same block are moved to right
+    after the store: Triton placed them at their use (the ``tl.dot``), because in its own kernel
+    the math between load and use had pulled them up to the store; without that math the buffer
+    would stay allocated across the other operand's staging (more shared memory than all-Triton).
+    Returns the tags."""
+    users: dict[int, list] = {}   # value id -> ops using it
+    conversions: list = []
+
+    def visit(op):
+        for i in range(op.get_num_operands()):
+            users.setdefault(op.get_operand(i).id(), []).append(op)
+        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+            conversions.append(op)
+
+    module.walk(visit)
+    folded = set()
+    for op in conversions:
+        source, result = op.get_operand(0), op.get_result(0)
+        uses = users.get(result.id(), [])
+        if not uses or "#ttg.dot_op" in str(source.get_type()) \
+                or any(u.get_name() != "ttg.local_alloc" or u.get_num_operands() != 1 for u in uses):
+            continue
+        result.replace_all_uses_with(source)
+        folded.add(op.get_str_attr(TAG))
+        for alloc in uses:
+            buffer = alloc.get_result(0)
+            for load in users.get(buffer.id(), []):
+                if load.get_name() == "ttg.local_load" and load.get_block().id() == alloc.get_block().id():
+                    builder.set_insertion_point_after(alloc)
+                    early = builder.create_local_load(load.get_result(0).get_type(), buffer)
+                    early.set_loc(load.get_result(0).get_loc())
+                    load.get_result(0).replace_all_uses_with(early)
     return folded
 
 
