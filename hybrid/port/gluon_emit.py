@@ -1,9 +1,8 @@
 """TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
 
 Every layout the IR names becomes a constant at the top of the port's function (``BLOCKED``,
-``MMA``, ...; an MFMA layout a parameter arrives in is taken from it, ``x.type.layout``),
-every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
-``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
+``MMA``, ...), every op one Gluon call with that layout spelled out where Gluon needs it
+(``gl.arange``, ``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
 source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
 reassigned at the end of the body, and each run of ops is preceded by the Triton source line
 it came from. Building the Gluon source the rules write gives back the very ops they were read
@@ -124,8 +123,6 @@ def _linear_shape(attrs: dict[str, str]) -> list[int]:
 class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
     aliases: dict[str, str]
-    given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
-    taken: dict[str, str] = field(default_factory=dict)      # Python name -> the parameter it was taken from
     imports: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
@@ -144,13 +141,7 @@ class Layouts:
             k += 1
             name = f"{base}_{k}"
         self.names[key] = name
-        given = self.given.get(text) if "amd_mfma<" in body else None
-        # an MFMA layout a parameter arrives in is taken from it: Gluon compares layouts by value, and
-        # the host's MFMA object (tiles_per_warp as parsed) is not the one a constructor would give
-        if given:
-            self.taken[name] = given
-        self.defs.append(f"{name}: gl.constexpr = {given}.type.layout   # {expr}" if given else
-                         f"{name}: gl.constexpr = {expr}")
+        self.defs.append(f"{name}: gl.constexpr = {expr}")
         return name
 
     def _inline_name(self, body: str) -> str:
@@ -186,10 +177,8 @@ class Layouts:
             args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
                     f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
                     f"warps_per_cta={attrs['warpsPerCTA']}")
-            # printed only when not all ones; parsed back, the default has instrShape's length, Gluon's
-            # the tensor's rank: the two print alike but are different attributes, so say it
-            ones = [1] * (attrs["instrShape"].count(",") + 1)
-            args += f", tiles_per_warp={attrs.get('tilesPerWarp', ones)}"
+            if "tilesPerWarp" in attrs:   # printed only when not all ones, Gluon's default
+                args += f", tiles_per_warp={attrs['tilesPerWarp']}"
             if "elementBitWidth" in attrs:
                 args += f", element_bitwidth={attrs['elementBitWidth']}"
             return f"gl.amd.AMDMFMALayout({args})"
