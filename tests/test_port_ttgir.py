@@ -316,3 +316,20 @@ def test_an_mfma_attribute_read_back_from_text_spells_the_default_tiles_per_warp
     tiled = "#ttg.amd_mfma<{version = 3, warpsPerCTA = [4, 1], instrShape = [16, 16, 16], isTransposed = true, " \
             "tilesPerWarp = [2, 2]}>"
     assert with_mfma_tiles_spelled(tiled) == tiled
+
+
+def test_a_dot_staged_by_an_in_thread_transpose_into_rotating_shared_memory_ports_at_parity_on_gfx942(tmp_path):
+    """tile_matmul's ``tl.dot`` on gfx942: Triton stages B through ``amdg.in_thread_transpose`` into
+    ``#ttg.amd_rotating_shared`` memory, neither of which Gluon 3.9 names. The port writes the
+    transpose as the conversion it lowers to and the layout as the ``gl.SharedLinearLayout`` of
+    the same map; swapped back in, the kernel has the same machine code (it was refused)."""
+    from examples import tile_matmul
+    from hybrid.port.launch import build_for_problem, run_variant
+    target = "gfx942"
+    kernel = tile_matmul.matmul_kernel
+    signature, constexprs, options = build_for_problem(tile_matmul, "matmul_kernel",
+                                                       run_variant(tile_matmul, "matmul_kernel"), target)
+    ported, before, after = _parity(tile_matmul.tile_matmul, kernel, signature, constexprs, target, tmp_path,
+                                    **options)
+    assert after == before, (before, after)
+    assert "gl.SharedLinearLayout(offset_bases=" in ported.source and "mfma(" in ported.source

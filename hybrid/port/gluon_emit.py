@@ -119,6 +119,28 @@ def _linear_shape(attrs: dict[str, str]) -> list[int]:
     return [1 << max((b[d] for b in bases), default=0).bit_length() if bases else 1 for d in range(rank)]
 
 
+def _rotating_offset_bases(attrs: dict[str, str], shape: list[int]) -> list[list[int]]:
+    """The offset bases of ``#ttg.amd_rotating_shared`` for a tile of ``shape`` (its trailing
+    dimensions where the allocation has buffers in front), as Triton's
+    ``sharedToLinearLayoutAMDRotating`` builds them: a swizzle like ``swizzled_shared``'s whose
+    phase is XORed with the block number (``perPhase * maxPhase`` rows a block), every block
+    rotating it. Written as ``gl.SharedLinearLayout`` it addresses every element where the
+    rotating layout does, and Triton lowers both through that linear layout."""
+    vec, per_phase, max_phase = (int(attrs[k]) for k in ("vec", "perPhase", "maxPhase"))
+    order = ast.literal_eval(attrs["order"])
+    shape = list(shape[-len(order):])
+    col, row = order[0], order[1]
+    bases = []
+    for step in (1 << k for k in range(shape[col].bit_length() - 1)):
+        bases.append([step if d == col else 0 for d in range(len(shape))])
+    for step in (1 << k for k in range(shape[row].bit_length() - 1)):
+        phase = (step // per_phase) % max_phase ^ (step // max_phase // per_phase) % max_phase
+        bases.append([step if d == row else (vec * phase) % shape[col] if d == col else 0 for d in range(len(shape))])
+    for dim in order[2:]:
+        bases += [[1 << k if d == dim else 0 for d in range(len(shape))] for k in range(shape[dim].bit_length() - 1)]
+    return bases
+
+
 @dataclass
 class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
@@ -189,6 +211,8 @@ class Layouts:
         if which == "swizzled_shared":
             return (f"gl.SwizzledSharedLayout(vec={attrs['vec']}, per_phase={attrs['perPhase']}, "
                     f"max_phase={attrs['maxPhase']}, order={attrs['order']})")
+        if which == "amd_rotating_shared" and shape is not None:   # no Gluon class: the same map, as a linear layout
+            return f"gl.SharedLinearLayout(offset_bases={_rotating_offset_bases(attrs, shape)})"
         if which == "nvmma_shared":   # of the tiles: a multi-buffered allocation shares it with its slices
             return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
                     f"{attrs['elementBitWidth']}, rank=2, transposed="
@@ -644,6 +668,12 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
                       e.where(op))
 
 
+def _in_thread_transpose(e: Emitter, op: Op, indent: int) -> str:
+    """AMD's register transpose before a shared-memory store: each element stays in the thread that
+    holds it, only its register moves, which is what a conversion between the two layouts lowers to."""
+    return f"gl.convert_layout({e.value(op.operands[0])}, {e.layout(op.types.split('->')[-1], op)})"
+
+
 def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
     e.imports.add(HOPPER.format("fence_async_shared"))
     cluster = "cluster=True" if op.attr("bCluster") == "true" else ""
@@ -775,5 +805,6 @@ RULES = {
     "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
     "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
     "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
-    "amdg.buffer_store": _buffer_access, "tt.extern_elementwise": _extern_elementwise,
+    "amdg.buffer_store": _buffer_access, "amdg.in_thread_transpose": _in_thread_transpose,
+    "tt.extern_elementwise": _extern_elementwise,
 }
