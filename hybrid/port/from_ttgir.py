@@ -132,11 +132,8 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     entry = []   # each tensor in the layout the kernel gave it when the port was written
     for ssa, ty in module.args:
         if ty.startswith("tensor<"):
-            layout = TensorType.parse(ty).layout
-            emitter.layouts.given.setdefault(layout, params[ssa])
-            name = emitter.layouts.name(layout, TensorType.parse(ty).shape)
-            if emitter.layouts.taken.get(name) != params[ssa]:   # a no-op for the layout it had then
-                entry.append(f"    {params[ssa]} = gl.convert_layout({params[ssa]}, {name})")
+            name = emitter.layouts.name(TensorType.parse(ty).layout, TensorType.parse(ty).shape)
+            entry.append(f"    {params[ssa]} = gl.convert_layout({params[ssa]}, {name})")   # a no-op for it
     try:
         emitter.block(module.body, 1)
     except Unsupported as exc:

@@ -1,9 +1,8 @@
 """TritonGPU IR -> Gluon source: one rule per op, in one table (``RULES``), like a lowering table.
 
 Every layout the IR names becomes a constant at the top of the port's function (``BLOCKED``,
-``MMA``, ...; an MFMA layout a parameter arrives in is taken from it, ``x.type.layout``),
-every op one Gluon call with that layout spelled out where Gluon needs it (``gl.arange``,
-``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
+``MMA``, ...), every op one Gluon call with that layout spelled out where Gluon needs it
+(``gl.arange``, ``gl.full``, ``gl.convert_layout``), values keep the names Triton's printer gave them (the
 source variable, from the op's location), ``scf.for`` is a Python loop with its carried values
 reassigned at the end of the body, and each run of ops is preceded by the Triton source line
 it came from. Building the Gluon source the rules write gives back the very ops they were read
@@ -120,12 +119,32 @@ def _linear_shape(attrs: dict[str, str]) -> list[int]:
     return [1 << max((b[d] for b in bases), default=0).bit_length() if bases else 1 for d in range(rank)]
 
 
+def _rotating_offset_bases(attrs: dict[str, str], shape: list[int]) -> list[list[int]]:
+    """The offset bases of ``#ttg.amd_rotating_shared`` for a tile of ``shape`` (its trailing
+    dimensions where the allocation has buffers in front), as Triton's
+    ``sharedToLinearLayoutAMDRotating`` builds them: a swizzle like ``swizzled_shared``'s whose
+    phase is XORed with the block number (``perPhase * maxPhase`` rows a block), every block
+    rotating it. Written as ``gl.SharedLinearLayout`` it addresses every element where the
+    rotating layout does, and Triton lowers both through that linear layout."""
+    vec, per_phase, max_phase = (int(attrs[k]) for k in ("vec", "perPhase", "maxPhase"))
+    order = ast.literal_eval(attrs["order"])
+    shape = list(shape[-len(order):])
+    col, row = order[0], order[1]
+    bases = []
+    for step in (1 << k for k in range(shape[col].bit_length() - 1)):
+        bases.append([step if d == col else 0 for d in range(len(shape))])
+    for step in (1 << k for k in range(shape[row].bit_length() - 1)):
+        phase = (step // per_phase) % max_phase ^ (step // max_phase // per_phase) % max_phase
+        bases.append([step if d == row else (vec * phase) % shape[col] if d == col else 0 for d in range(len(shape))])
+    for dim in order[2:]:
+        bases += [[1 << k if d == dim else 0 for d in range(len(shape))] for k in range(shape[dim].bit_length() - 1)]
+    return bases
+
+
 @dataclass
 class Layouts:
     """The layouts a port names, each once, in an order where parents come first."""
     aliases: dict[str, str]
-    given: dict[str, str] = field(default_factory=dict)      # layout text -> the parameter that arrives in it
-    taken: dict[str, str] = field(default_factory=dict)      # Python name -> the parameter it was taken from
     imports: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
@@ -144,13 +163,7 @@ class Layouts:
             k += 1
             name = f"{base}_{k}"
         self.names[key] = name
-        given = self.given.get(text) if "amd_mfma<" in body else None
-        # an MFMA layout a parameter arrives in is taken from it: Gluon compares layouts by value, and
-        # the host's MFMA object (tiles_per_warp as parsed) is not the one a constructor would give
-        if given:
-            self.taken[name] = given
-        self.defs.append(f"{name}: gl.constexpr = {given}.type.layout   # {expr}" if given else
-                         f"{name}: gl.constexpr = {expr}")
+        self.defs.append(f"{name}: gl.constexpr = {expr}")
         return name
 
     def _inline_name(self, body: str) -> str:
@@ -186,10 +199,8 @@ class Layouts:
             args = (f"version={attrs['version']}, instr_shape={attrs['instrShape']}, "
                     f"transposed={'True' if attrs.get('isTransposed') == 'true' else 'False'}, "
                     f"warps_per_cta={attrs['warpsPerCTA']}")
-            # printed only when not all ones; parsed back, the default has instrShape's length, Gluon's
-            # the tensor's rank: the two print alike but are different attributes, so say it
-            ones = [1] * (attrs["instrShape"].count(",") + 1)
-            args += f", tiles_per_warp={attrs.get('tilesPerWarp', ones)}"
+            if "tilesPerWarp" in attrs:   # printed only when not all ones, Gluon's default
+                args += f", tiles_per_warp={attrs['tilesPerWarp']}"
             if "elementBitWidth" in attrs:
                 args += f", element_bitwidth={attrs['elementBitWidth']}"
             return f"gl.amd.AMDMFMALayout({args})"
@@ -200,6 +211,8 @@ class Layouts:
         if which == "swizzled_shared":
             return (f"gl.SwizzledSharedLayout(vec={attrs['vec']}, per_phase={attrs['perPhase']}, "
                     f"max_phase={attrs['maxPhase']}, order={attrs['order']})")
+        if which == "amd_rotating_shared" and shape is not None:   # no Gluon class: the same map, as a linear layout
+            return f"gl.SharedLinearLayout(offset_bases={_rotating_offset_bases(attrs, shape)})"
         if which == "nvmma_shared":   # of the tiles: a multi-buffered allocation shares it with its slices
             return (f"gl.NVMMASharedLayout(swizzle_byte_width={attrs['swizzlingByteWidth']}, element_bitwidth="
                     f"{attrs['elementBitWidth']}, rank=2, transposed="
@@ -655,6 +668,12 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
                       e.where(op))
 
 
+def _in_thread_transpose(e: Emitter, op: Op, indent: int) -> str:
+    """AMD's register transpose before a shared-memory store: each element stays in the thread that
+    holds it, only its register moves, which is what a conversion between the two layouts lowers to."""
+    return f"gl.convert_layout({e.value(op.operands[0])}, {e.layout(op.types.split('->')[-1], op)})"
+
+
 def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
     e.imports.add(HOPPER.format("fence_async_shared"))
     cluster = "cluster=True" if op.attr("bCluster") == "true" else ""
@@ -786,5 +805,6 @@ RULES = {
     "ttng.warp_group_dot_wait": _warp_group_dot_wait, "ttng.tmem_alloc": _tmem_alloc, "ttng.tmem_store": _tmem_store,
     "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
     "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
-    "amdg.buffer_store": _buffer_access, "tt.extern_elementwise": _extern_elementwise,
+    "amdg.buffer_store": _buffer_access, "amdg.in_thread_transpose": _in_thread_transpose,
+    "tt.extern_elementwise": _extern_elementwise,
 }
