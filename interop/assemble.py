@@ -9,7 +9,7 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 from __future__ import annotations
 
 from . import arch, instrument, movement, planner, stitch, timing
-from .boundary import Boundary, PlannedBoundary, layout_of
+from .boundary import CONSTANT_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from .errors import RegionError
 from .scratch import ScratchProbe
 from .triton.bindings import gluon_ir
@@ -73,7 +73,7 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         reason = "loaded from shared memory straight in the region's layout (no conversion)"
         fields["handoff"] = "shared"
     elif boundary_tag in folded.constants and not remaining:
-        reason = "a splat constant, made in the layout wanted (no conversion)"
+        reason = CONSTANT_IN_PLACE
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")
