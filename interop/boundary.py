@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, fields
 
 #: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
 TAG = "hybrid.boundary"
+#: The reason of an input boundary whose value, a splat constant, was made in the layout the
+#: region wanted (``stitch.fold_boundary_conversions``): a port reads it to tell its caller.
+CONSTANT_IN_PLACE = "a splat constant, made in the layout wanted (no conversion)"
 
 
 def tag(region_index: int, direction: str, index: int) -> str:

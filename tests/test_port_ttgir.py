@@ -2,6 +2,7 @@
 Gluon kernel's call of a ``@triton.jit`` function. Swapped back in, the kernel builds to the same
 machine code (real builds for each target, no GPU needed); the port computes what the Triton
 function computed (interpreter); what it cannot write is refused with the op and its line."""
+import re
 from pathlib import Path
 
 import pytest
@@ -333,3 +334,46 @@ def test_a_dot_staged_by_an_in_thread_transpose_into_rotating_shared_memory_port
                                     **options)
     assert after == before, (before, after)
     assert "gl.SharedLinearLayout(offset_bases=" in ported.source and "mfma(" in ported.source
+
+
+def _conversions(fb) -> int:
+    """Layout conversions that change the layout, in a build's final TritonGPU IR (Gluon keeps a
+    conversion to the layout a value already has in the IR; it lowers to nothing)."""
+    found = re.findall(r"ttg\.convert_layout %\S+(?: \{[^}]*\})? : (tensor<[^\n]*?>) -> (tensor<[^\n]*?>) loc",
+                       fb.asm["ttgir"])
+    return sum(source != result for source, result in found)
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90a", "sm100a", "gfx950"])
+def test_attentions_pipelined_kv_loop_ports_at_parity_once_its_caller_makes_its_constants_in_the_ports_layouts(
+        target, tmp_path):
+    """The KV loop's port has the region's ops: the loop Triton software-pipelined (stages, buffers,
+    cp.async copies and waits; wgmma on sm90a, tcgen05 and tensor memory on sm100a). What the port
+    cannot have is the boundary's folding: the kernel passes ``acc``, ``m_i`` and ``l_i`` as splat
+    constants in its own layout, which the hybrid build makes in the loop's layouts at no cost, and
+    Gluon converts as written. The port names them with their layouts (``constant_inputs``); a
+    caller that makes them there builds to the region's machine code."""
+    from examples import attention
+    from tests import ttgir_port_kernels as k
+    options = {"divisible": attention.DIVISIBLE, **attention.options(target, 64)}
+    layout = tile_layout(target, options["num_warps"])
+    tiles = {key: v for key, v in attention.tiles(target, 64).items() if key in ("BM", "BN")}
+    as_written = {"HEAD_DIM": 64, **tiles, "L": layout, "ACC_L": layout, "ROW_L": gl.SliceLayout(1, layout)}
+    ported = from_ttgir.port(k.attention_kernel, attention.kv_loop, attention.SIGNATURE, as_written, target, **options)
+    assert set(ported.constant_inputs) == {"acc", "m_i", "l_i"}, ported.constant_inputs
+    made_there = {**as_written, "ACC_L": eval(ported.constant_inputs["acc"], {"gl": gl}),
+                  "ROW_L": eval(ported.constant_inputs["m_i"], {"gl": gl})}
+    assert ported.constant_inputs["l_i"] == ported.constant_inputs["m_i"]
+    region = hybrid.compile(k.attention_kernel, attention.SIGNATURE, as_written, target, **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(k.attention_kernel, attention.kv_loop, candidate), attention.SIGNATURE,
+                             made_there, target, **options)
+    (instructions, _, shared, _), after = _figures(region), _figures(swapped)
+    assert after[0] <= instructions * 1.02 and after[2] <= shared, (_figures(region), after)
+    assert _conversions(swapped) <= _conversions(region), (_conversions(region), _conversions(swapped))
+    # the caller as written: each constant is converted once, straight to the loop's layout, and nothing else
+    as_is = hybrid.compile(with_region(k.attention_kernel, attention.kv_loop, candidate), attention.SIGNATURE,
+                           as_written, target, **options)
+    assert _conversions(as_is) == _conversions(region) + len(ported.constant_inputs)
+    for call in MMA_CALLS[target] + ("for ", ) + (("async_copy.", ) if target.startswith("sm") else ()):
+        assert call in ported.source, call

@@ -8,6 +8,7 @@ from triton.experimental.gluon import language as gl
 from triton.language.extra import libdevice
 
 import hybrid
+from examples.attention import kv_loop
 
 SIGNATURE = {"x_ptr": "*fp32", "bits_ptr": "*i32", "y_ptr": "*fp32", "total_ptr": "*fp32", "n": "i32"}
 BLOCK = 256
@@ -36,3 +37,29 @@ def mixed_kernel(x_ptr, bits_ptr, y_ptr, total_ptr, n, BLOCK: gl.constexpr, L: g
 def layout(target: str) -> gl.BlockedLayout:
     from interop.targets import TARGETS
     return gl.BlockedLayout([2], [TARGETS[target].warp_size], [4], [0])
+
+
+@hybrid.jit
+@gluon.jit
+def attention_kernel(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
+                     L: gl.constexpr, ACC_L: gl.constexpr, ROW_L: gl.constexpr):
+    """``bench/parity_ports.attention_gluon_host`` with the layouts of the KV loop's initial values
+    (``acc`` in ``ACC_L``, ``m_i`` and ``l_i`` in ``ROW_L``) named by the caller: the kernel a
+    port's ``constant_inputs`` say how to write."""
+    base = gl.program_id(1).to(gl.int64) * N_CTX * HEAD_DIM
+    offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
+    LT: gl.constexpr = gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
+                                        [1, L.warps_per_cta[0]], [0, 1])   # L transposed: K^T's columns
+    q = gl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
+    k_ptrs = (K + base + gl.arange(0, BN, layout=gl.SliceLayout(0, LT))[None, :] * HEAD_DIM
+              + gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, LT))[:, None])
+    v_ptrs = V + base + gl.arange(0, BN, layout=gl.SliceLayout(1, L))[:, None] * HEAD_DIM + offs_d[None, :]
+    m_i = gl.full([BM], float("-inf"), gl.float32, layout=ROW_L)
+    l_i = gl.full([BM], 1.0, gl.float32, layout=ROW_L)
+    acc = gl.zeros([BM, HEAD_DIM], gl.float32, layout=ACC_L)
+    acc, m_i, l_i = kv_loop(acc, m_i, l_i, q, k_ptrs, v_ptrs, offs_m, gl.arange(0, BN, layout=gl.SliceLayout(0, L)),
+                            sm_scale * 1.44269504, 0, N_CTX, HEAD_DIM, BN, False)
+    l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
+    o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
+    gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)

@@ -17,13 +17,13 @@ import linecache
 import os
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton.runtime import JITFunction
 
 from interop.lowering import triton_regions
-from interop.boundary import TAG
+from interop.boundary import CONSTANT_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.triton.frontend import GluonJITFunction
 
@@ -31,7 +31,7 @@ from .compare import as_hybrid, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, TensorType, Unsupported
 from .names import jit_function
-from .ttgir_text import parse
+from .ttgir_text import parse, users
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
 TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
@@ -52,6 +52,11 @@ class TtgirPort:
     source: str
     function: str          # module.name of the Triton function ported
     target: str
+    #: The parameters the kernel passes as splat constants, each with the layout the port computes
+    #: it in (a Gluon expression): the kernel with the Triton region made them there at its
+    #: boundary; Gluon converts a constant as written, so a caller that makes one in that layout
+    #: leaves the kernel the region's machine code.
+    constant_inputs: dict[str, str] = field(default_factory=dict)
 
 
 PROBE = "hybrid_port_probe"
@@ -97,9 +102,33 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
         if called is fn or getattr(called, "fn", None) is fn.fn:
             region = next((r.index for r in built.regions
                            if r.language == "triton" and r.function == fn.__name__), None)
-            return lowered, text, leaf_names, shared_handoffs(built.asm["ttgir"], region)
+            return lowered, text, leaf_names, Crossings(shared_handoffs(built.asm["ttgir"], region),
+                                                        constant_inputs(built.boundaries, region))
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
+
+
+@dataclass(frozen=True)
+class Crossings:
+    """How the kernel the port is written for moved the region's inputs across its boundary,
+    by input leaf index: what the port does the same way, or tells its caller."""
+    handoffs: dict[int, str]     # handed over through shared memory, in that shared layout (the planner's choice)
+    constants: frozenset[int]    # splat constants the kernel made in the layout the region wanted
+
+
+def constant_inputs(boundaries, region: int | None) -> frozenset[int]:
+    """The input leaves of ``region`` that the built kernel passed as splat constants and made
+    in the layout the region wanted, so that they cost no conversion there."""
+    return frozenset(b.index for b in boundaries
+                     if b.region == region and b.direction == "in" and b.reason == CONSTANT_IN_PLACE)
+
+
+def _converted_to(module, argument: str) -> str | None:
+    """The one layout every use of ``argument`` in the region converts it to, if that is all the
+    region does with it (then the port converts it once, from whatever layout it arrives in)."""
+    found = {TensorType.parse(op.types.split("->")[-1]).layout if op.name == "ttg.convert_layout" else None
+             for op in users(module.body, argument)}
+    return found.pop() if len(found) == 1 and None not in found else None
 
 
 def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
@@ -114,10 +143,13 @@ def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
 
 
 def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
-         num_warps: int, written_by: str = "", handoffs: dict[int, str] | None = None) -> str:
-    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned.
-    ``handoffs``: the leaves (by index) the kernel hands over through shared memory in that layout;
-    the port converts them the same way."""
+         num_warps: int, written_by: str = "", crossings: Crossings | None = None) -> tuple[str, dict[str, str]]:
+    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned;
+    and, per parameter the kernel passes as a splat constant, the layout the port computes it in
+    (a Gluon expression: made there by the caller, it costs no conversion).
+    ``crossings``: how the kernel moved each input across the boundary; an input handed over
+    through shared memory is handed over the same way in the port."""
+    crossings = crossings or Crossings({}, frozenset())
     module = parse(text, REGION_FUNCTION)
     scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
     tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
@@ -126,14 +158,22 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
                         f"scalars and constexprs")
     params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
     emitter = Emitter(module, params)
+    types = dict(module.args)
     tensor_ssa = [ssa for ssa, ty in module.args if ty.startswith("tensor<")]
-    tensor_leaves = [k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor]
-    emitter.handoffs = {ssa: (handoffs or {})[k] for ssa, k in zip(tensor_ssa, tensor_leaves) if k in (handoffs or {})}
-    entry = []   # each tensor in the layout the kernel gave it when the port was written
-    for ssa, ty in module.args:
-        if ty.startswith("tensor<"):
-            name = emitter.layouts.name(TensorType.parse(ty).layout, TensorType.parse(ty).shape)
-            entry.append(f"    {params[ssa]} = gl.convert_layout({params[ssa]}, {name})")   # a no-op for it
+    leaf_of = dict(zip(tensor_ssa, (k for k, is_tensor in enumerate(lowered.leaf_is_tensor) if is_tensor)))
+    emitter.handoffs = {ssa: crossings.handoffs[k] for ssa, k in leaf_of.items() if k in crossings.handoffs}
+    entry, constants = [], {}
+    for ssa in tensor_ssa:
+        ty, name = TensorType.parse(types[ssa]), params[ssa]
+        wanted = None if ssa in emitter.handoffs else _converted_to(module, ssa)
+        layout = emitter.layouts.name(wanted or ty.layout, ty.shape)
+        if wanted:   # the region only converts it: the port converts it once, straight to that layout
+            emitter.converted_on_entry[ssa] = wanted
+            if leaf_of[ssa] in crossings.constants:
+                constants[name] = emitter.layouts.expression(layout)
+                entry += [f"    # {name}: {kernel_name} passes a splat constant, made in {layout} at the Triton "
+                          f"region's boundary;", f"    # a caller that makes it in {layout} leaves no conversion here"]
+        entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
     try:
         emitter.block(module.body, 1)
     except Unsupported as exc:
@@ -153,7 +193,7 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     parts = [header,
              *emitter.helpers,
              f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
-    return "\n\n\n".join(part for part in parts if part) + "\n"
+    return "\n\n\n".join(part for part in parts if part) + "\n", constants
 
 
 def load_port(source: str, name: str, path: Path, scope: dict | None = None):
@@ -172,9 +212,9 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     once before it is returned (a failure is a ``PortError``)."""
     import hybrid
     name = name or f"{fn.__name__}_gluon_{target}"
-    lowered, text, leaf_names, handoffs = capture(kernel, fn, signature, constexprs, target, **options)
-    source = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
-                  options.get("num_warps", 4), written_by, handoffs)
+    lowered, text, leaf_names, crossings = capture(kernel, fn, signature, constexprs, target, **options)
+    source, constants = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
+                             options.get("num_warps", 4), written_by, crossings)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)
@@ -183,7 +223,7 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
-    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target)
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants)
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -148,6 +148,7 @@ class Layouts:
     imports: set[str] = field(default_factory=set)
     names: dict[str, str] = field(default_factory=dict)      # layout text (+ shape for linear) -> Python name
     defs: list[str] = field(default_factory=list)
+    constructors: dict[str, str] = field(default_factory=dict)   # Python name -> its constructor expression
 
     def name(self, text: str, shape: list[int] | None = None) -> str:
         if "linear<" in self.aliases.get(text, text):   # a linear layout is built for its shape: the one its bases span
@@ -164,7 +165,15 @@ class Layouts:
             name = f"{base}_{k}"
         self.names[key] = name
         self.defs.append(f"{name}: gl.constexpr = {expr}")
+        self.constructors[name] = expr
         return name
+
+    def expression(self, name: str) -> str:
+        """The layout ``name`` as one Gluon expression, the layouts it is built from spelled out
+        (what a caller writes to make a value in it)."""
+        return re.sub(r"\b[A-Z][A-Z0-9_]*\b",
+                      lambda m: self.expression(m.group()) if m.group() in self.constructors else m.group(),
+                      self.constructors[name])
 
     def _inline_name(self, body: str) -> str:
         kind = re.match(r"#ttg\.(\w+)<", body)
@@ -243,6 +252,7 @@ class Emitter:
         self.outputs: dict[int, str] = {}               # sink index -> Python expression
         self.producers: dict[str, Op] = {}              # SSA value -> the op that defined it
         self.handoffs: dict[str, str] = {}              # argument SSA value -> shared layout it is handed over in
+        self.converted_on_entry: dict[str, str] = {}    # argument SSA value -> the layout it was converted to on entry
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -482,8 +492,11 @@ def _program_id(e: Emitter, op: Op, indent: int) -> str:
     return f"gl.{'program_id' if op.name == 'tt.get_program_id' else 'num_programs'}({AXES[axis]})"
 
 
-def _convert_layout(e: Emitter, op: Op, indent: int) -> str:
+def _convert_layout(e: Emitter, op: Op, indent: int) -> str | None:
     source, target = op.operands[0], e.layout(op.types.split('->')[-1], op)
+    if e.converted_on_entry.get(source) == TensorType.parse(op.types.split("->")[-1]).layout:
+        e.values[op.results[0]] = e.value(source)   # an argument the port converted straight to this layout
+        return None
     if source in e.handoffs:   # an argument the kernel hands over through shared memory: the port does the same
         ty = TensorType.parse(op.types.split("->")[0])
         shared = e.layouts.name(e.handoffs[source], ty.shape)

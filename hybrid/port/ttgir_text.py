@@ -59,6 +59,17 @@ class Module:
     body: Block
 
 
+def users(block: Block, value: str) -> list[Op]:
+    """The ops of ``block`` and of the regions nested in it that take ``value`` as an operand."""
+    found = []
+    for op in block.ops:
+        if value in op.operands:
+            found.append(op)
+        for region in op.regions:
+            found += users(region, value)
+    return found
+
+
 def signature_split(text: str) -> tuple[str, str]:
     """``text`` split at its last top-level `` : `` (outside ``<>``, ``{}``, ``()``, ``[]``)."""
     depth, cut = 0, -1

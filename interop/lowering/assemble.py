@@ -12,7 +12,7 @@ from . import arch
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
 from ..stitching import stitch
-from ..boundary import Boundary, PlannedBoundary, layout_of
+from ..boundary import CONSTANT_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from ..errors import RegionError
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
@@ -78,7 +78,7 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif boundary_tag in folded.stored and not remaining:
         reason = "stored into the host's shared buffer as the region produced it (no conversion)"
     elif boundary_tag in folded.constants and not remaining:
-        reason = "a splat constant, made in the layout wanted (no conversion)"
+        reason = CONSTANT_IN_PLACE
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")
