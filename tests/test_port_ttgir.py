@@ -377,3 +377,53 @@ def test_attentions_pipelined_kv_loop_ports_at_parity_once_its_caller_makes_its_
     assert _conversions(as_is) == _conversions(region) + len(ported.constant_inputs)
     for call in MMA_CALLS[target] + ("for ", ) + (("async_copy.", ) if target.startswith("sm") else ()):
         assert call in ported.source, call
+
+
+def test_a_constant_the_call_passed_is_a_constexpr_of_the_port_that_refuses_another_value(tmp_path):
+    """Triton folds a constant argument into the region's IR (``range(0, hi)`` for attention's
+    ``lo``): the port is only right for that value, so it takes the parameter as a constexpr and
+    asserts it; another value, or a runtime one, is a compile error naming it, never a silently
+    wrong kernel."""
+    from tests import ttgir_port_kernels as k
+    signature, options = {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"num_warps": 4}
+    constexprs = {"BLOCK": 128, "L": k.layout("sm80")}
+    ported = from_ttgir.port(k.shift_kernel, k.shifted, signature, constexprs, "sm80", **options)
+    assert "shift: gl.constexpr" in ported.source and "gl.static_assert(shift == 0" in ported.source
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    with pytest.raises(Exception) as two:
+        hybrid.compile(k.shift_by_two_kernel, signature, {**constexprs, "SHIFTED": candidate}, "sm80", **options)
+    assert "was written for shift == 0" in _chain(two.value)
+    with pytest.raises(Exception) as runtime:
+        hybrid.compile(k.shift_by_runtime_kernel, {**signature, "shift": "fp32"}, {**constexprs, "SHIFTED": candidate},
+                       "sm80", **options)
+    assert "was written for shift == 0" in _chain(runtime.value)   # the assert's line, shown with the error
+
+
+def _chain(exc: BaseException) -> str:
+    """An exception's message and its causes'."""
+    text = ""
+    while exc is not None:
+        text, exc = text + f"{type(exc).__name__}: {exc}\n", exc.__cause__ or exc.__context__
+    return text
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_tile_producer_ported_into_a_triton_kernel_loads_and_stages_its_tile_as_all_triton_does(target, tmp_path):
+    """mma_handoff's ``scaled_rows`` (loads a tile, scales it, returns it to a ``tl.dot``), ported
+    and swapped into the all-Triton kernel. Its region inside the probe takes the kernel's
+    specialization of the pointers it is passed (``tt.divisibility``), so its loads are as wide as
+    all-Triton's; the host only stores the tile into shared memory for the dot, so the boundary
+    conversion is dropped (the buffer holds the same data from any layout) and the host reads it
+    back right away, as all-Triton does. It was 1.23x (sm80) and 1.41x (gfx942) the instructions."""
+    from examples import mma_handoff as m
+    from hybrid.port.compare import as_hybrid
+    tiles, options = {"BM": m.BM, "BN": m.BN, "K": m.K}, {"num_warps": m.NUM_WARPS, "divisible": m.DIVISIBLE}
+    before = _figures(hybrid.compile(as_hybrid(m.mma_triton), m.SIGNATURE, tiles, target, **options))
+    ported = from_ttgir.port(m.mma_triton, m.scaled_rows, m.SIGNATURE, tiles, target, **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(m.mma_triton, m.scaled_rows, candidate), m.SIGNATURE, tiles, target,
+                             **options)
+    after = _figures(swapped)
+    assert after[0] <= before[0] * 1.02 and after[2] <= before[2] and after[3] == 0, (before, after)
+    out, = [b for b in swapped.boundaries if b.direction == "out"]
+    assert out.conversions == 0 and "stored into the host's shared buffer" in out.reason, out

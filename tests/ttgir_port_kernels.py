@@ -63,3 +63,30 @@ def attention_kernel(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl
     l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
     o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
     gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)
+
+
+@triton.jit
+def shifted(x, shift):
+    return x + shift
+
+
+@hybrid.jit
+@gluon.jit
+def shift_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
+    """Calls ``shifted`` with the constant 0: Triton folds it into the region's IR."""
+    offs = gl.arange(0, BLOCK, layout=L)
+    gl.store(y_ptr + offs, shifted(gl.load(x_ptr + offs), 0))
+
+
+@hybrid.jit
+@gluon.jit
+def shift_by_two_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr, SHIFTED: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=L)
+    gl.store(y_ptr + offs, SHIFTED(gl.load(x_ptr + offs), 2))
+
+
+@hybrid.jit
+@gluon.jit
+def shift_by_runtime_kernel(x_ptr, y_ptr, shift, BLOCK: gl.constexpr, L: gl.constexpr, SHIFTED: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=L)
+    gl.store(y_ptr + offs, SHIFTED(gl.load(x_ptr + offs), shift))

@@ -23,6 +23,7 @@ from pathlib import Path
 from triton.runtime import JITFunction
 
 from interop.lowering import triton_regions
+from interop.lowering.triton_regions import RecordedCall
 from interop.boundary import CONSTANT_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.triton.frontend import GluonJITFunction
@@ -98,12 +99,12 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             os.environ.pop("TRITON_ALWAYS_COMPILE")
         else:
             os.environ["TRITON_ALWAYS_COMPILE"] = always
-    for called, lowered, text, leaf_names in recorded:
-        if called is fn or getattr(called, "fn", None) is fn.fn:
+    for call in recorded:
+        if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn:
             region = next((r.index for r in built.regions
                            if r.language == "triton" and r.function == fn.__name__), None)
-            return lowered, text, leaf_names, Crossings(shared_handoffs(built.asm["ttgir"], region),
-                                                        constant_inputs(built.boundaries, region))
+            return call, Crossings(shared_handoffs(built.asm["ttgir"], region),
+                                   constant_inputs(built.boundaries, region))
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
 
@@ -142,15 +143,17 @@ def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
     return {int(m.group(1)): aliases.get(m.group(2), m.group(2)) for m in found}
 
 
-def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str, port_name: str, kernel_name: str,
-         num_warps: int, written_by: str = "", crossings: Crossings | None = None) -> tuple[str, dict[str, str]]:
+def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kernel_name: str, num_warps: int,
+         written_by: str = "", crossings: Crossings | None = None) -> tuple[str, dict[str, str]]:
     """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned;
     and, per parameter the kernel passes as a splat constant, the layout the port computes it in
     (a Gluon expression: made there by the caller, it costs no conversion).
     ``crossings``: how the kernel moved each input across the boundary; an input handed over
-    through shared memory is handed over the same way in the port."""
+    through shared memory is handed over the same way in the port. A parameter the call passed a
+    constant for was folded into the IR: the port takes it as a constexpr and asserts the value."""
     crossings = crossings or Crossings({}, frozenset())
-    module = parse(text, REGION_FUNCTION)
+    lowered, leaf_names = call.lowered, call.leaf_names
+    module = parse(call.text, REGION_FUNCTION)
     scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
     tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
     if any("[" in n for n in leaf_names):
@@ -184,8 +187,11 @@ def emit(fn: JITFunction, lowered, text: str, leaf_names: list[str], target: str
     results = [emitter.outputs[j] for j in sorted(emitter.outputs)]
     layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
     body = layouts + entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
-    constexprs = {p.name for p in fn.params if p.is_constexpr}
+    constexprs = {p.name for p in fn.params if p.is_constexpr} | set(call.specialized)
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
+    body = [f"    gl.static_assert({name} == {value!r}, \"{port_name} was written for {name} == {value!r}, the "
+            f"constant {kernel_name} passes: port the function again for another value\")"
+            for name, value in call.specialized.items()] + body
     header = HEADER.rstrip("\n").format(
         function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
         written=f"\n\nWritten by: {written_by}" if written_by else "",
@@ -212,9 +218,9 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     once before it is returned (a failure is a ``PortError``)."""
     import hybrid
     name = name or f"{fn.__name__}_gluon_{target}"
-    lowered, text, leaf_names, crossings = capture(kernel, fn, signature, constexprs, target, **options)
-    source, constants = emit(fn, lowered, text, leaf_names, target, name, kernel.__name__,
-                             options.get("num_warps", 4), written_by, crossings)
+    call, crossings = capture(kernel, fn, signature, constexprs, target, **options)
+    source, constants = emit(fn, call, target, name, kernel.__name__, options.get("num_warps", 4), written_by,
+                             crossings)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)

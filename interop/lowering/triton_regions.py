@@ -32,16 +32,24 @@ from ..triton import compat
 from ..triton.frontend import code_generator as _cg
 from ..triton.language import core as tl
 
-#: While ``recording_lowerings`` runs: each Triton call's function and its lowering, in call order.
-_recorded: list | None = None
+@dataclass(frozen=True)
+class RecordedCall:
+    """A Triton call's lowering, kept by ``recording_lowerings`` for ``hybrid port``."""
+    fn: object                    # the ``@triton.jit`` function called
+    lowered: LoweredRegion
+    text: str                     # its module printed with locations, before the splice moves its body
+    leaf_names: list[str]         # the names of its runtime arguments, in order
+    specialized: dict             # a non-constexpr parameter the call passed a constant for -> that value
+
+
+#: While ``recording_lowerings`` runs: each Triton call's lowering, in call order.
+_recorded: list[RecordedCall] | None = None
 
 
 @contextlib.contextmanager
 def recording_lowerings():
-    """Within the block, every Triton region a Gluon host calls is appended, as ``(fn, lowered,
-    text, leaf_names)`` (its ``LoweredRegion``, its module printed with locations before the splice
-    moves its body, and the names of its runtime arguments), to the list this yields: what
-    ``hybrid port`` writes back out as Gluon."""
+    """Within the block, every Triton region a Gluon host calls is appended, as a ``RecordedCall``,
+    to the list this yields: what ``hybrid port`` writes back out as Gluon."""
     global _recorded
     outer, _recorded = _recorded, []
     try:
@@ -132,7 +140,9 @@ class TritonRegions:
         self.cc.ttir[region.index] = lowered.ttir
         leaves = arguments.leaves(args, fn.arg_names)
         if _recorded is not None:
-            _recorded.append((fn, lowered, str(lowered.module), [name for name, _ in leaves]))
+            constants = {p.name: arg.value for p, arg in zip(fn.params, args)
+                         if not p.is_constexpr and isinstance(arg, tl.constexpr)}
+            _recorded.append(RecordedCall(fn, lowered, str(lowered.module), [name for name, _ in leaves], constants))
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors
