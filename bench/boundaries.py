@@ -3,7 +3,8 @@
     python bench/boundaries.py [--targets all] [--cases NAME;NAME] [--tiles N] [--json PATH]
 
 For every case of ``bench/boundary_cases.py`` and every target the kernel is built three ways:
-``auto`` (the planner), ``convert`` (every boundary conversion left to Triton: registers,
+``auto`` (the planner: the cheaper modelled way that adds no shared memory), ``convert`` (every
+boundary conversion left to Triton: registers,
 shuffles or a round trip through scratch) and ``shared`` (every one handed off through a planned
 shared buffer). Static figures come from the binaries: shared memory, barriers, shared-memory
 stores and loads, shuffles, and the planner's modelled cost. On a GPU each is also checked

@@ -14,7 +14,9 @@ Costs are shared-memory wavefronts plus instructions per warp: a shuffle counts 
 trip its stores and loads in the best swizzle for the pair (Triton picks its scratch swizzle to
 the same end), a barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
 handoff keeps its whole tile live, so it is only weighed while the tile fits in ``BUDGET`` of
-the target's shared memory. Register permutations cost nothing and are never handed off.
+the target's shared memory, and (in ``auto``) never where the handoffs would raise the kernel's
+shared memory: then a large tile that Triton converts in rounds through a smaller scratch stays
+Triton's. Register permutations cost nothing and are never handed off.
 
 Modes (``setting.BuildSettings.boundaries``): ``auto`` (the cheaper way), ``convert`` and ``shared``
 (force one way, to compare).
@@ -29,7 +31,7 @@ from . import movement, swizzle
 from ..stitching import stitch
 from ..instrumentation import timing
 from ..boundary import TAG, shape_and_dtype
-from ..triton.bindings import gluon_ir
+from ..triton.bindings import gluon_ir, parse_module
 
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
@@ -61,7 +63,22 @@ def plan(module, context, probe, way: str = "auto",
          shared_limit: int | None = None) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
     """Choose for every value with boundary conversions in ``module`` and rewrite the handed-off
     ones into ``local_alloc`` + ``local_load``s (tagged like the conversions they replace).
-    Returns the choices and, per boundary tag, the conversions left (in program order)."""
+    Returns the choices and, per boundary tag, the conversions left (in program order).
+
+    In ``auto``, the plan is tried on a copy first: where its handoffs would raise the kernel's
+    shared memory (Triton's allocation of the whole module, lifetimes and reuse included) above
+    the plan that converts everything, a tile is handed off only if it takes no more shared
+    memory than Triton's conversion of it (which stages a large tile in rounds)."""
+    compact = False
+    if way == "auto":
+        trial = parse_module(str(module), context)
+        if any(c.way == "handoff" for c in _plan(trial, context, probe, way, shared_limit, False)[0]):
+            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(module)
+    return _plan(module, context, probe, way, shared_limit, compact)
+
+
+def _plan(module, context, probe, way: str, shared_limit: int | None,
+          compact: bool) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
     builder = gluon_ir.GluonOpBuilder(context)
     conversions: list = []
 
@@ -80,7 +97,7 @@ def plan(module, context, probe, way: str = "auto",
                    if moves[i].kind in ("shuffles", "shared") or (way == "shared" and moves[i].kind != "none")]
         if movable:
             choices.append(_weigh(builder, [conversions[i] for i in movable], [moves[i] for i in movable], way,
-                                  shared_limit))
+                                  shared_limit, compact))
             if choices[-1].way == "handoff":
                 handed.update(movable)
     live: dict[str, list[LiveConversion]] = {}
@@ -94,7 +111,7 @@ def plan(module, context, probe, way: str = "auto",
     return choices, live
 
 
-def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) -> Choice:
+def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool) -> Choice:
     source = ops[0].get_operand(0)
     shape, dtype = shape_and_dtype(str(source.get_type()))
     bits = movement.element_bits(dtype)
@@ -106,13 +123,17 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None) 
     handing = shared.cost + BARRIER
     tile = movement.tile_bytes(shape, bits)
     fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
+    bounded = compact and tile > max(m.shared_bytes for m in moves)   # more than Triton's rounds take
+    fits = fits and not bounded
     if way == "auto":
         way = "shared" if fits and handing < converting else "convert"
     tags = tuple(dict.fromkeys(op.get_str_attr(TAG) for op in ops))
     kinds = ", ".join(f"{m.kind}" + (f" in {(m.barriers + 1) // 2} rounds" if m.barriers > 1 else "") for m in moves)
     if way == "convert":
+        why = (f"; a handoff would keep the whole {tile} B tile and raise the kernel's shared memory"
+               if bounded and handing < converting else "")
         return Choice("convert", tags, converting, handing, 0, "",
-                      f"Triton's conversion ({kinds}; modelled cost {converting} against {handing} for a handoff)")
+                      f"Triton's conversion ({kinds}; modelled cost {converting} against {handing} for a handoff{why})")
     if dtype not in _ELEMENTS:
         raise ValueError(f"boundaries='shared': a {dtype} tensor cannot be handed off in shared memory")
     layout = _hand_off(builder, ops, shared.layout, list(shape), dtype)
