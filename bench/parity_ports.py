@@ -15,9 +15,11 @@ import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia import blackwell
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
-from examples import attention, tma_stage
+from examples import attention, mma_handoff, tma_stage
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
@@ -208,6 +210,68 @@ def _tma_stage_descriptors(target: str) -> dict:
                                    target, tma_stage.NUM_WARPS)}
 
 
+# -- mma_handoff with the MMA's A operand where all-Triton keeps it: registers (wgmma), tensor memory (tcgen05) --
+@hybrid.takes(a="AL", b=hybrid.shared("SB"))
+@gluon.jit
+def wgmma_tile_a_in_registers(a, b, AL: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: gl.constexpr,
+                              BN: gl.constexpr):
+    """sm90a: A arrives as a wgmma register operand (the host converts it, as all-Triton does
+    through shared memory), B in NVMMA shared memory."""
+    acc = warpgroup_mma(a, b, gl.zeros([BM, BN], gl.float32, ACC), is_async=True)
+    return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+
+
+@hybrid.takes(a="AL", b=hybrid.shared("SB"))
+@gluon.jit
+def tcgen05_tile_a_in_tmem(a, b, AL: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: gl.constexpr,
+                           BN: gl.constexpr):
+    """sm100a: A is stored into tensor memory from registers (``tcgen05.st``), B in NVMMA shared memory."""
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    a_tmem = blackwell.allocate_tensor_memory(gl.float16, a.type.shape, blackwell.TensorMemoryLayout(
+        block=(BM, a.type.shape[1]), col_stride=1), a)
+    acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], blackwell.TensorMemoryLayout(block=(BM, BN),
+                                                                                             col_stride=1))
+    blackwell.tcgen05_mma(a_tmem, b, acc, use_acc=False)
+    blackwell.tcgen05_commit(bar)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
+    return acc.load(ACC)
+
+
+@hybrid.jit
+@triton.jit
+def mma_a_operand_kernel(a_ptr, s_ptr, b_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, K: tl.constexpr,
+                         MMA: tl.constexpr, AL: tl.constexpr, SB: tl.constexpr, ACC: tl.constexpr):
+    """examples/mma_handoff.py's kernel with A handed over where all-Triton's MMA reads it."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a = mma_handoff.scaled_rows(a_ptr, s_ptr, M, pid_m, BM, K)
+    b = mma_handoff.b_tile(b_ptr, N, pid_n, BN, K)
+    if MMA == "wgmma":
+        c = wgmma_tile_a_in_registers(a, b, AL, SB, ACC, BM, BN)
+    elif MMA == "tcgen05":
+        c = tcgen05_tile_a_in_tmem(a, b, AL, SB, ACC, BM, BN)
+    else:
+        c = tl.dot(a, b)
+    mma_handoff.store_c(c_ptr, c, M, N, pid_m, pid_n, BM, BN)
+
+
+def _mma_a_operand(target: str) -> dict:
+    m = mma_handoff
+    given = m.constexprs(target)
+    if given["MMA"] == "wgmma":
+        a_layout = gl.DotOperandLayout(operand_index=0, parent=given["ACC"], k_width=2)
+    elif given["MMA"] == "tcgen05":
+        a_layout = gl.BlockedLayout([1, m.K], [32, 1], [m.NUM_WARPS, 1], [0, 1])   # tcgen05.st 32x32b
+    else:
+        a_layout = None
+    constexprs = {**{k: given[k] for k in ("BM", "BN", "K", "MMA", "SB", "ACC")}, "AL": a_layout}
+    return {"hybrid": hybrid.compile(mma_a_operand_kernel, m.SIGNATURE, constexprs, target, num_warps=m.NUM_WARPS,
+                                     divisible=m.DIVISIBLE),
+            "triton": m.build_triton(target)}
+
+
 @dataclass(frozen=True)
 class Port:
     name: str
@@ -268,5 +332,6 @@ PORTS = (
     Port("layernorm", "gluon->triton", _layernorm),
     Port("attention_inner_loop", "gluon->triton", _attention),
     Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
+    Port("mma_handoff_a_operand", "triton->gluon", _mma_a_operand),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]

@@ -150,3 +150,21 @@ def test_a_boundary_that_stays_moves_past_the_cast_that_narrows_it(boundaries):
     else:
         moved = re.findall(r'ttg\.convert_layout %\S+ \{hybrid\.boundary = "0:out:0"\} : tensor<64x64x(\w+),', ttgir)
         assert result.conversions == 1 and moved == ["f16"], moved
+
+
+def test_a_wgmma_a_operand_handed_over_in_registers_takes_what_all_triton_takes():
+    """bench/parity.py's mma_handoff_a_operand row on sm90a: mma_handoff with the wgmma's A operand
+    declared in registers (``DotOperandLayout``) where all-Triton keeps it, B in NVMMA shared
+    memory. The kernel's shared memory is all-Triton's (the A conversion and the result's return
+    to the store each go through scratch in rounds, as all-Triton's own do; no 32 KiB buffer for
+    the result), instructions within 2%; its two boundary conversions are those two."""
+    import parity_ports
+
+    builds = parity_ports._mma_a_operand("sm90a")
+    hybrid_build, triton_build = builds["hybrid"], builds["triton"]
+    assert hybrid_build.metadata.shared == triton_build.metadata.shared
+    assert instructions(hybrid_build.asm) / instructions(triton_build.asm) <= 1.02
+    a_in, b_in, out = sorted(hybrid_build.boundaries, key=lambda b: (b.direction, b.index))
+    assert (a_in.handoff, a_in.conversions, b_in.handoff, out.handoff, out.conversions) == (
+        "convert", 1, "shared", "convert", 1)
+    assert "#ttg.dot_op" in a_in.to_layout

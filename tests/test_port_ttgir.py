@@ -19,6 +19,7 @@ from examples.layernorm import row_moments_triton  # noqa: E402
 from examples.layouts import row_layout, tile_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from interop.instrumentation.resources import instructions, resources  # noqa: E402
+from tests.test_boundary_costs import KEEPS_REGION_IN_ITS_IF  # noqa: E402
 
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
@@ -407,6 +408,8 @@ def _chain(exc: BaseException) -> str:
     return text
 
 
+@pytest.mark.skipif(KEEPS_REGION_IN_ITS_IF, reason="Triton 3.6/3.7 keep a Triton host's Gluon region in its scf.if: "
+                                                 "the boundary conversion reaches the host's store through the if")
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
 def test_a_tile_producer_ported_into_a_triton_kernel_loads_and_stages_its_tile_as_all_triton_does(target, tmp_path):
     """mma_handoff's ``scaled_rows`` (loads a tile, scales it, returns it to a ``tl.dot``), ported
