@@ -204,8 +204,27 @@ def stage_triton_desc(x_ptr, y_ptr, n_rows, BM: tl.constexpr, BN: tl.constexpr):
     tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
 
 
+@hybrid.jit
+@gluon.jit
+def stage_kernel_as_descriptors(x_ptr, y_ptr, n_rows, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr,
+                                TMA: gl.constexpr):
+    """examples/tma_stage.py's kernel doing what a descriptor load does on each target: the TMA
+    stage through shared memory where the target has TMA, a plain load into registers elsewhere
+    (where the example's stage still goes through shared memory, by design)."""
+    row0 = gl.program_id(0) * BM
+    rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    if TMA:
+        x = tma_stage.stage_tile(x_ptr, n_rows, row0, BM, BN, L, TMA).load(L)
+    else:
+        x = gl.load(x_ptr + rows[:, None] * BN + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
+    y = gl.convert_layout(tma_stage.row_softmax(x), L)   # the Triton region
+    gl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
+
+
 def _tma_stage_descriptors(target: str) -> dict:
-    return {"hybrid": tma_stage.build(target),
+    return {"hybrid": hybrid.compile(stage_kernel_as_descriptors, tma_stage.SIGNATURE, tma_stage.constexprs(target),
+                                     target, num_warps=tma_stage.NUM_WARPS),
             "triton": compile_pure(stage_triton_desc, tma_stage.SIGNATURE, {"BM": tma_stage.BM, "BN": tma_stage.BN},
                                    target, tma_stage.NUM_WARPS)}
 
