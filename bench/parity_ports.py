@@ -19,7 +19,7 @@ from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
-from examples import attention, mma_handoff, tma_stage
+from examples import attention, mma_handoff, softmax, tma_stage
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
@@ -229,6 +229,36 @@ def _tma_stage_descriptors(target: str) -> dict:
                                    target, tma_stage.NUM_WARPS)}
 
 
+# -- softmax_gluon_stats with the Gluon statistics computed in the layout the Triton host hands over --
+@gluon.jit
+def row_stats_in_host_layout(x, n_cols, BN: gl.constexpr):
+    """examples/softmax_gluon_stats.py's statistics without the author's ``convert_layout``: the
+    masking and both reductions in the layout the tile arrives in (Gluon code generic over it)."""
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, x.type.layout))
+    x = gl.where(cols[None, :] < n_cols, x, float("-inf"))
+    m = gl.max(x, axis=1)
+    return m, gl.sum(gl.exp(x - m[:, None]), axis=1)
+
+
+@hybrid.jit
+@triton.jit
+def softmax_host_layout_stats(x_ptr, y_ptr, n_rows, n_cols, stride, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, BN)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    offsets = rows[:, None] * stride + cols[None, :]
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    m, s = row_stats_in_host_layout(x, n_cols, BN)
+    tl.store(y_ptr + offsets, tl.exp(x - m[:, None]) / s[:, None], mask=mask)
+
+
+def _softmax_host_layout_stats(target: str) -> dict:
+    tiles = {"BM": softmax.BM, "BN": softmax.BN}
+    return {"hybrid": hybrid.compile(softmax_host_layout_stats, softmax.SIGNATURE, tiles, target,
+                                     num_warps=softmax.NUM_WARPS),
+            "triton": softmax.build_triton(target)}
+
+
 # -- mma_handoff with the MMA's A operand where all-Triton keeps it: registers (wgmma), tensor memory (tcgen05) --
 @hybrid.takes(a="AL", b=hybrid.shared("SB"))
 @gluon.jit
@@ -352,5 +382,6 @@ PORTS = (
     Port("attention_inner_loop", "gluon->triton", _attention),
     Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
     Port("mma_handoff_a_operand", "triton->gluon", _mma_a_operand),
+    Port("softmax_gluon_stats_host_layout", "triton->gluon", _softmax_host_layout_stats),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]

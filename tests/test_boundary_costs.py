@@ -182,3 +182,17 @@ def test_a_gluon_load_stage_doing_what_a_descriptor_load_does_costs_what_all_tri
     assert hybrid_build.metadata.shared == triton_build.metadata.shared == 0
     assert sum(b.conversions for b in hybrid_build.boundaries) == 0
     assert instructions(hybrid_build.asm) / instructions(triton_build.asm) <= 1.02
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_gluon_row_statistics_in_the_layout_they_arrive_in_cost_what_all_triton_costs(target):
+    """bench/parity.py's softmax_gluon_stats_host_layout row: the Gluon statistics written over the
+    layout the Triton host hands over (no author's conversion) return in its slices, so nothing
+    is converted back and the kernel is all-Triton's, instruction for instruction."""
+    import parity_ports
+
+    builds = parity_ports._softmax_host_layout_stats(target)
+    hybrid_build, triton_build = builds["hybrid"], builds["triton"]
+    assert sum(b.conversions for b in hybrid_build.boundaries) == 0
+    assert hybrid_build.metadata.shared == triton_build.metadata.shared
+    assert instructions(hybrid_build.asm) == instructions(triton_build.asm)
