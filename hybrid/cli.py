@@ -124,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
+    _kernel_arguments(s)
     s.add_argument("--translator", action="store_true",
                    help="write upstream's translation (one layout per rank) even where the port from Triton's IR serves")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
@@ -134,12 +135,29 @@ def parser() -> argparse.ArgumentParser:
                                       "examples/softmax.py:softmax_triton --target sm90a")
     st.add_argument("kernel", metavar="MODULE:KERNEL", help="path/to/module.py:kernel or package.module:kernel")
     st.add_argument("--target", required=True, choices=list(TARGETS))
+    _kernel_arguments(st)
     k = commands.add_parser("keygen", help="make an ed25519 key pair for signing bundles",
                             description="Writes KEY (the private key, PEM, readable by you only) and KEY.pub (the "
                                         "public key to list in load_bundle(..., trusted_keys=[...])). Example: "
                                         "hybrid keygen ~/.config/triton-hybrid/team.key")
     k.add_argument("key", metavar="KEY", help="where to write the private key (the public one goes to KEY.pub)")
     return top
+
+
+def _kernel_arguments(p: argparse.ArgumentParser) -> None:
+    """How ``hybrid port`` builds the kernel when its module has no ``problem()``/``run()``."""
+    p.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
+                   help="the kernel's argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE): with "
+                        "--constexpr, the kernel is built from these instead of its module's problem()/run()")
+    p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
+                   help="the kernel's compile-time values, as for hybrid build (over the module's constexprs(target))")
+    p.add_argument("--num-stages", type=int, help="the kernel's num_stages (default: the module's or Triton's)")
+
+
+def _given(args):
+    from hybrid.port.launch import Given
+    return Given(assignments(args.signature, str), assignments(args.constexpr, constexpr_text.job_value),
+                 {} if args.num_stages is None else {"num_stages": args.num_stages})
 
 
 def _job_arguments(p: argparse.ArgumentParser) -> None:
@@ -424,7 +442,8 @@ def _profile(args, out: Console) -> int:
 
 def _port_start(args, out: Console) -> int:
     from hybrid.port import start
-    files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator)
+    files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator,
+                  _given(args))
     how = ("from the IR Triton's passes produced for its call (same machine code once swapped in)"
            if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
                                         f"{files.translated_because}")
@@ -447,7 +466,7 @@ def _port_status(args, out: Console) -> int:
     module_ref, _, name = args.kernel.rpartition(":")
     if not module_ref or not name:
         raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")
-    found = status(load(module_ref), name, args.target)
+    found = status(load(module_ref), name, args.target, _given(args))
     table = Table(title=f"{found.kernel} on {found.target}: {found.instructions} instructions")
     for column in ("function", "language", "lines", "instructions", "share"):
         table.add_column(column, justify="right" if column in ("instructions", "share") else "left")

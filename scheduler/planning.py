@@ -189,12 +189,17 @@ def resolve(job: Job) -> Spec:
                   **{k: constexpr_text.value(v) for k, v in job.constexprs.items()}}
     given = {**getattr(module, "SIGNATURE", {}), **job.signature}
     signature = {a: given[a] for a in fn.arg_names if a in given and a not in constexprs}
-    _check_complete(job, fn, signature, constexprs)
-    module_options = getattr(module, "options", None)
-    divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
-    options = {**(module_options(job.target) if callable(module_options) else {}), **divisible,
-               **{k: v for k, v in tuned.items() if k not in fn.arg_names}, **job.options}
+    check_complete(job.kernel, fn, signature, constexprs)
+    options = {**module_options(module, job.target), **{k: v for k, v in tuned.items() if k not in fn.arg_names},
+               **job.options}
     return Spec(job, fn, signature, constexprs, options, config)
+
+
+def module_options(module, target: str) -> dict:
+    """The module's ``options(target)`` and ``DIVISIBLE`` arguments, as ``hybrid.compile`` keywords."""
+    defaults = getattr(module, "options", None)
+    divisible = {"divisible": list(module.DIVISIBLE)} if getattr(module, "DIVISIBLE", ()) else {}
+    return {**(defaults(target) if callable(defaults) else {}), **divisible}
 
 
 def module_constexprs(module, kernel: str, target: str, arg_names) -> dict:
@@ -212,8 +217,9 @@ def module_constexprs(module, kernel: str, target: str, arg_names) -> dict:
     return {k: v for k, v in (values or {}).items() if k in arg_names}
 
 
-def _check_complete(job: Job, fn, signature: dict, constexprs: dict) -> None:
-    """Every argument has a type or a value, or the message says where each comes from."""
+def check_complete(ref: str, fn, signature: dict, constexprs: dict) -> None:
+    """Every argument of ``fn`` (the kernel ``ref`` names) has a type or a value, or the
+    message says where each comes from."""
     constexpr_args = {fn.arg_names[i] for i in getattr(fn, "constexprs", ())}
     missing = [a for a in fn.arg_names if a not in signature and a not in constexprs]
     if not missing:
@@ -227,7 +233,7 @@ def _check_complete(job: Job, fn, signature: dict, constexprs: dict) -> None:
     if values:
         parts.append(f"no value for constexpr {', '.join(values)}: pass --constexpr {values[0]}=VALUE or define "
                      f"constexprs(target) in the module")
-    raise ValueError(f"{display_ref(job.kernel)}: " + "; ".join(parts))
+    raise ValueError(f"{display_ref(ref)}: " + "; ".join(parts))
 
 
 def jit_kernels(module) -> list[str]:

@@ -209,3 +209,29 @@ def test_cli_writes_the_port_and_says_how_to_run_its_test(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm75"])
     assert "invalid choice: 'sm75'" in capsys.readouterr().err
+
+
+def test_a_kernel_without_problem_and_run_ports_from_its_ir_with_the_arguments_given(tmp_path, capsys):
+    """A kernel of one's own, written as upstream's tutorials are (no problem()/run()): the
+    command is given the kernel's types and constexprs, as ``hybrid build`` is, and writes the
+    port from Triton's IR; types missing from what is given and the module's SIGNATURE are one
+    line naming the flag."""
+    assert cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm80",
+                     "--kernel", "k_centered", "--constexpr", "BM=4,BN=64", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "from the IR Triton's passes produced for its call" in out
+    port = (tmp_path / "centered_square_gluon_sm80.py").read_text()
+    assert "gl.BlockedLayout(" in port and "--constexpr 'BM=4,BN=64'" in port   # the command that wrote it
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm80", "--kernel",
+                  "k_centered", "--signature", "n=i32", "--constexpr", "BM=4", "-o", str(tmp_path / "again")])
+    error, = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and "no value for constexpr BN: pass --constexpr BN=VALUE" in error, error
+    assert not (tmp_path / "again").exists()
+
+
+def test_port_status_builds_a_kernel_without_problem_and_run_from_the_arguments_given(capsys):
+    assert cli.main(["port", "status", "tests/port_kernels.py:k_centered", "--target", "sm80",
+                     "--constexpr", "BM=4,BN=64"]) == 0
+    out = capsys.readouterr().out
+    assert "tests.port_kernels.centered_square" in out and "triton (to port)" in out

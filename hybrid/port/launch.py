@@ -13,7 +13,7 @@ import ast
 import contextlib
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Iterator
 
@@ -171,3 +171,47 @@ def build_for_problem(module: ModuleType, kernel: str, variant: str, target: str
     with capture_launch(module, kernel) as recorder:
         module.run(variant, module.problem(*module.CHECK_SIZE, **device), target)
     return build_arguments(recorder.kernel, recorder.launch.args, recorder.launch.kwargs)
+
+
+@dataclass(frozen=True)
+class Given:
+    """A kernel's build arguments given on the command line (``--signature``, ``--constexpr``,
+    ``--num-stages``): types, constexpr values as a job carries them (``constexpr_text.job_value``)
+    and ``hybrid.compile`` options."""
+    signature: dict = field(default_factory=dict)
+    constexprs: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.signature or self.constexprs or self.options)
+
+    def flags(self) -> str:
+        """The command-line flags that give these (for the command a port records)."""
+        values = [f"{k}={v.get('expr', v) if isinstance(v, dict) else v}" for k, v in self.constexprs.items()]
+        parts = [f" --signature {','.join(f'{k}={v}' for k, v in self.signature.items())}" if self.signature else "",
+                 f" --constexpr '{','.join(values)}'" if values else ""]
+        parts += [f" --{k.replace('_', '-')} {v}" for k, v in self.options.items()]
+        return "".join(parts)
+
+
+def build_as_given(module: ModuleType, kernel, target: str, signature: dict, constexprs: dict,
+                   options: dict) -> tuple[dict, dict, dict]:
+    """(signature, constexprs, options) of ``kernel`` as ``hybrid build`` resolves a job: the
+    given types and values over the module's ``SIGNATURE`` and ``constexprs(target)``, its
+    ``options(target)`` and ``DIVISIBLE``. For a kernel whose module has no ``problem()``/``run()``
+    (a kernel of one's own, written as upstream's tutorials are)."""
+    from interop.entry import constexpr_text
+    from scheduler.planning import check_complete, module_constexprs, module_options
+
+    from .errors import PortError
+    from .names import jit_function
+    fn = jit_function(kernel)
+    values = {**module_constexprs(module, fn.__name__, target, fn.arg_names),
+              **{k: constexpr_text.value(v) for k, v in constexprs.items()}}
+    given = {**getattr(module, "SIGNATURE", {}), **signature}
+    types = {a: given[a] for a in fn.arg_names if a in given and a not in values}
+    try:
+        check_complete(f"{module.__name__}:{fn.__name__}", fn, types, values)
+    except ValueError as exc:
+        raise PortError(str(exc)) from None
+    return types, values, {**module_options(module, target), **options}

@@ -23,7 +23,7 @@ from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
 from .from_ttgir import port
-from .launch import build_for_problem
+from .launch import Given, build_as_given, build_for_problem
 from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
@@ -54,11 +54,15 @@ class PortFiles:
 
 
 def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Path("ports"),
-          num_warps: int = 4, translator: bool = False) -> PortFiles:
+          num_warps: int = 4, translator: bool = False, given: Given | None = None) -> PortFiles:
     """Port ``spec`` (``path/to/module.py:fn`` or ``package.module:fn``) for ``target``; write the
     port and its compare test into ``out_dir``. ``kernel`` names the calling kernel the test runs
     (found in the module when there is exactly one). ``translator``: write upstream's translation
-    even where the port from Triton's IR would serve. Raises ``PortError`` before writing anything."""
+    even where the port from Triton's IR would serve. ``given``: the kernel's build arguments
+    (``--signature``, ``--constexpr``, ...), over the module's ``SIGNATURE``/``constexprs(target)``;
+    without them the kernel is built as the module's ``run()`` launches it on ``problem()``.
+    Raises ``PortError`` before writing anything."""
+    given = given or Given()
     if target not in TARGETS:
         raise PortError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
     if num_warps < 1 or num_warps & (num_warps - 1):
@@ -75,8 +79,8 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                   num_warps=num_warps, port_path=out_dir / f"{port_name}.py",
                   test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
-                          f"--num-warps {num_warps}", variant=inputs_variant(module, host.fn.__name__))
-    port_text, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name)
+                          f"--num-warps {num_warps}{given.flags()}", variant=inputs_variant(module, host.fn.__name__))
+    port_text, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name, given)
     still_triton: tuple[str, ...] = ()
     if port_text is None:   # the translator serves what the IR port cannot (yet)
         port = translate(fn, target, port_name)
@@ -92,13 +96,25 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                      translated_because=translated_because)
 
 
-def _from_ir(ctx: Context, port_name: str) -> tuple[str | None, str]:
-    """The port written from Triton's IR for the kernel's launch on the module's ``problem()``
-    (``from_ttgir``), or None and why not."""
-    if ctx.variant is None:
-        return None, f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__} to build it from"
+def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[str | None, str]:
+    """The port written from Triton's IR (``from_ttgir``) for the kernel built with ``given``
+    arguments (over the module's defaults) or, with none given, for its launch on the module's
+    ``problem()``; or None and why not."""
+    if given or ctx.variant is None:
+        try:   # arguments the command was given must build: a mistake there is the user's to fix
+            signature, constexprs, options = build_as_given(ctx.module, ctx.kernel, ctx.target, given.signature,
+                                                            given.constexprs, given.options)
+        except PortError as exc:
+            if given:
+                raise
+            return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
+                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr")
+    else:
+        signature = None
     try:
-        signature, constexprs, options = build_for_problem(ctx.module, ctx.kernel.fn.__name__, ctx.variant, ctx.target)
+        if signature is None:
+            signature, constexprs, options = build_for_problem(ctx.module, ctx.kernel.fn.__name__, ctx.variant,
+                                                               ctx.target)
         options.setdefault("num_warps", ctx.num_warps)
         ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
                       written_by=ctx.command, **options)

@@ -19,7 +19,7 @@ from interop.triton.frontend import GluonJITFunction
 from ..attribution import NONE, by_owner, kernel_instructions, line_instructions
 from .compare import as_hybrid
 from .errors import PortError, shown
-from .launch import build_for_problem, run_variant
+from .launch import Given, build_as_given, build_for_problem, run_variant
 from .names import jit_callees, jit_function, qualified
 from .render import has_problem
 
@@ -63,15 +63,19 @@ def _lines(fn: JITFunction) -> tuple[str, int, int]:
     return str(Path(inspect.getsourcefile(fn.fn)).resolve()), first, first + len(lines) - 1
 
 
-def status(module, kernel_name: str, target: str) -> Status:
+def status(module, kernel_name: str, target: str, given: Given | None = None) -> Status:
+    """``kernel_name``'s functions, built with ``given`` arguments (over the module's defaults)
+    or, with none given, as the module's ``run()`` launches it on ``problem()``."""
+    given = given or Given()
     kernel = jit_function(getattr(module, kernel_name, None))
     if not isinstance(kernel, JITFunction):
         raise PortError(f"{module.__name__} has no JIT kernel named {kernel_name!r}")
     variant = run_variant(module, kernel_name) if has_problem(module) else None
-    if variant is None:
-        raise PortError(f"{module.__name__} has no problem()/run() launching {kernel_name}: status builds the kernel "
-                        f"as its run() launches it")
-    signature, constexprs, options = build_for_problem(module, kernel_name, variant, target)
+    if given or variant is None:
+        signature, constexprs, options = build_as_given(module, kernel, target, given.signature, given.constexprs,
+                                                        given.options)
+    else:
+        signature, constexprs, options = build_for_problem(module, kernel_name, variant, target)
     import hybrid
     built = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     functions = reachable(kernel)
