@@ -208,6 +208,69 @@ def _tma_stage_descriptors(target: str) -> dict:
                                    target, tma_stage.NUM_WARPS)}
 
 
+
+# -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
+#    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
+#    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
+#    taking descriptors as arguments cannot be a region: bench/RESULTS.md, port parity, says why.)
+@triton.jit
+def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, start_pid, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """The tutorial kernel's body (no epilogue subtiling, no warp specialization): program
+    ``start_pid`` walks every NUM_SMS-th output tile, A and B tiles loaded and C stored through
+    device-made descriptors (TMA where the target has it), B stored N-major as in the tutorial."""
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        offs_am = pid_m * BM
+        offs_bn = pid_n * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BK
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_bn, offs_k])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
+
+
+@triton.jit
+def matmul_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                 BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """All Triton: one program per SM (launched on NUM_SMS programs)."""
+    persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, tl.program_id(0), BM, BN, BK, GROUP_M, NUM_SMS)
+
+
+@hybrid.jit
+@gluon.jit
+def matmul_descriptor_persistent_gluon_host(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl.constexpr, BN: gl.constexpr,
+                                            BK: gl.constexpr, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr):
+    """The same kernel with a Gluon host: the helper is a Triton region."""
+    persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, gl.program_id(0), BM, BN, BK, GROUP_M, NUM_SMS)
+
+
+PERSISTENT_SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+PERSISTENT_CONSTEXPRS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}
+PERSISTENT_DIVISIBLE = ("M", "N", "K")
+
+
 @dataclass(frozen=True)
 class Port:
     name: str

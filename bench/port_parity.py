@@ -4,7 +4,7 @@
 
 Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
 the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
-``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too), and
+``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``; in a Gluon host, and ``add``, ``leaky_relu`` and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
 ``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
 the port and their machine code compared: SASS (``cuobjdump``) or
@@ -68,6 +68,9 @@ def cases(target: str) -> list[tuple]:
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
          {"divisible": attention.DIVISIBLE, **options}),
+        *((pp.persistent_tiles_desc, kernel, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
+           {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
+          for kernel in (pp.matmul_descriptor_persistent_gluon_host, pp.matmul_descriptor_persistent)),
     ]
 
 
