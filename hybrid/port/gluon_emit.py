@@ -405,10 +405,9 @@ def _broadcast(e: Emitter, op: Op, indent: int) -> str:
     # keeps its operand's layout, so the vector the operand was expanded from is converted to the
     # slice of the result's layout (free where the two agree) and expanded into it.
     target = e.layout(op.types.split("->")[-1], op)
-    producer = e.producers.get(op.operands[0])
-    if producer is not None and producer.name == "tt.expand_dims":
-        axis = producer.attr("axis").split(":")[0].strip()
-        vector = e.value(producer.operands[0])
+    expanded = _expansion(e.producers.get(op.operands[0]))
+    if expanded is not None:
+        vector, axis = e.value(expanded[0]), expanded[1]
         return (f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis})"
                 f".broadcast_to({result.shape})")
     if "linear<" in e.module.aliases.get(result.layout, result.layout):   # a linear layout is made for one shape
@@ -851,17 +850,34 @@ def _trans(e: Emitter, op: Op, indent: int) -> str:
            f"{e.layout(op.types.split('->')[-1], op)})"
 
 
-def _reshape(e: Emitter, op: Op, indent: int) -> str:
-    """A reshape that only adds a unit dimension to a slice of its result's layout is
-    ``expand_dims`` (the same placement); any other is Gluon's reshape converted to the IR's layout."""
+def _expansion(op: Op | None) -> tuple[str, int] | None:
+    """(the vector, the axis) where ``op`` adds a unit dimension to a vector in a slice of its
+    result's layout: ``tt.expand_dims``, or a ``tt.reshape`` that does only that (Triton's
+    descriptor loads lowered to pointers reshape their offsets so)."""
+    if op is None or op.name not in ("tt.expand_dims", "tt.reshape"):
+        return None
+    if op.name == "tt.expand_dims":
+        return op.operands[0], int(op.attr("axis").split(":")[0].strip())
     if "allow_reorder" in op.rest or "efficient_layout" in op.rest:
-        raise Unsupported(op, "a reshape that may reorder elements", e.where(op))
+        return None
     source, result = (TensorType.parse(t) for t in op.types.split("->"))
     sliced = re.match(r"#ttg\.slice<\{dim = (\d+), parent = (#\w+)\}>$", source.layout or "")
     if sliced and sliced.group(2) == result.layout:
         axis = int(sliced.group(1))
         if result.shape == source.shape[:axis] + [1] + source.shape[axis:]:
-            return f"gl.expand_dims({e.value(op.operands[0])}, {axis})"
+            return op.operands[0], axis
+    return None
+
+
+def _reshape(e: Emitter, op: Op, indent: int) -> str:
+    """A reshape that only adds a unit dimension to a slice of its result's layout is
+    ``expand_dims`` (the same placement); any other is Gluon's reshape converted to the IR's layout."""
+    if "allow_reorder" in op.rest or "efficient_layout" in op.rest:
+        raise Unsupported(op, "a reshape that may reorder elements", e.where(op))
+    expanded = _expansion(op)
+    if expanded is not None:
+        return f"gl.expand_dims({e.value(expanded[0])}, {expanded[1]})"
+    result = TensorType.parse(op.types.split("->")[-1])
     return f"gl.convert_layout(gl.reshape({e.value(op.operands[0])}, {result.shape}), " \
            f"{e.layout(op.types.split('->')[-1], op)})"
 

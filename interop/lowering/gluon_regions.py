@@ -162,7 +162,7 @@ class GluonRegions:
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
-        with as_region_error(call.region.function, call.region.call_site, _HINT):
+        with as_region_error(call.region.function, call.region.call_site, _HINT), cc.triton.forwarding(ports.operands):
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
                                                            name=name)

@@ -72,6 +72,7 @@ class TritonRegions:
         self._spare: dict[str, LoweredRegion] = {}   # lowered during a dry visit, for the real visit
         self._results: dict[int, tuple[Region, int]] = {}   # a region result's value id -> (region, result index)
         self._kernel_args: dict | None = None   # the host kernel's argument value ids -> their attributes
+        self._host_operands: list = []   # while a Triton host's Gluon function is built: the host values it takes
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs, probing: bool):
@@ -149,15 +150,30 @@ class TritonRegions:
         self._plan_boundaries(region, lowered, leaves)
         return results
 
+    @contextlib.contextmanager
+    def forwarding(self, host_operands: list):
+        """While a Gluon function of a Triton host is built: its arguments are ``host_operands``
+        (the host's values, one per argument), so a scalar it passes on unchanged into a Triton
+        region is known as the host kernel argument it is (nested regions keep its specialization)."""
+        outer, self._host_operands = self._host_operands, list(host_operands)
+        try:
+            yield
+        finally:
+            self._host_operands = outer
+
     def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
-        """Per scalar leaf, the specialization attributes of the host kernel argument it is
-        (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
+        """Per scalar leaf, the specialization attributes of the host kernel argument it is,
+        directly or as an argument of the Gluon function (in a Triton host) the kernel passed it
+        to (``[]`` for any other value, and while probing: a probe's module has no kernel)."""
         if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.cc.kernel_arg_attrs and self._kernel_args is None:
             kernel = gen.module.get_function(gen.module.get_entry_func_name())
             self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.cc.kernel_arg_attrs)}
-        known = self._kernel_args or {}
+        known = dict(self._kernel_args or {})
+        if self._host_operands and gen.fn is not None and gen.fn.get_num_args() == len(self._host_operands):
+            known.update((gen.fn.args(i).id(), known.get(value.id(), []))
+                         for i, value in enumerate(self._host_operands))
         return [known.get(leaf.handle.id(), []) for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
 
     def _hints(self, gen, leaves: list) -> list[str]:
