@@ -410,9 +410,9 @@ def _broadcast(e: Emitter, op: Op, indent: int) -> str:
         vector, axis = e.value(expanded[0]), expanded[1]
         return (f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis})"
                 f".broadcast_to({result.shape})")
-    if "linear<" in e.module.aliases.get(result.layout, result.layout):   # a linear layout is made for one shape
-        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
-    return f"gl.convert_layout({e.value(op.operands[0])}, {target}).broadcast_to({result.shape})"
+    # into a linear layout (made for the result's shape): only where the operand is already placed so
+    trivial = ", assert_trivial=True" if "linear<" in e.module.aliases.get(result.layout, result.layout) else ""
+    return f"gl.convert_layout({e.value(op.operands[0])}, {target}{trivial}).broadcast_to({result.shape})"
 
 
 def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
@@ -621,11 +621,20 @@ def _local_store(e: Emitter, op: Op, indent: int) -> None:
 
 
 def _async_copy(e: Emitter, op: Op, indent: int) -> None:
+    """cp.async zero-fills masked elements, so on NVIDIA the copy's ``other`` (zeros) is implied; an
+    AMD direct-to-LDS copy writes masked elements only with it, so there the port passes it on
+    (CDNA4's ``global_load_to_shared``)."""
     e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
-    operands = [e.value(v) for v in op.operands]
-    mask = _mask(operands[2] if len(operands) > 2 else None)
-    copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
-    e.lines.append("    " * indent + f"async_copy.{copy}({operands[1]}, {operands[0]}{mask})")
+    ptr, buffer = (e.value(v) for v in op.operands[:2])
+    named = dict(re.findall(r"\b(mask|other) (%[\w$.\-]+(?:#\d+)?)", signature_split(" " + op.rest)[0]))
+    mask = _mask(e.value(named["mask"]) if "mask" in named else None)
+    if e.module.target.startswith("hip:"):
+        e.imports.add("from triton.experimental.gluon.language.amd.cdna4 import async_copy as cdna4_async_copy")
+        other = f", other={e.value(named['other'])}" if "other" in named else ""
+        e.lines.append("    " * indent + f"cdna4_async_copy.global_load_to_shared({buffer}, {ptr}{mask}{other})")
+    else:
+        copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
+        e.lines.append("    " * indent + f"async_copy.{copy}({buffer}, {ptr}{mask})")
     e.values[op.results[0]] = "None"
 
 
@@ -847,7 +856,7 @@ def _trans(e: Emitter, op: Op, indent: int) -> str:
     (the same placement where Triton inferred it too) keeps the types the IR has."""
     order = re.search(r"order = array<i32: ([\d, ]+)>", op.rest).group(1)
     return f"gl.convert_layout(gl.permute({e.value(op.operands[0])}, [{order}]), " \
-           f"{e.layout(op.types.split('->')[-1], op)})"
+           f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
 
 
 def _expansion(op: Op | None) -> tuple[str, int] | None:
@@ -879,7 +888,7 @@ def _reshape(e: Emitter, op: Op, indent: int) -> str:
         return f"gl.expand_dims({e.value(expanded[0])}, {expanded[1]})"
     result = TensorType.parse(op.types.split("->")[-1])
     return f"gl.convert_layout(gl.reshape({e.value(op.operands[0])}, {result.shape}), " \
-           f"{e.layout(op.types.split('->')[-1], op)})"
+           f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
 
 def _buffer_access(e: Emitter, op: Op, indent: int) -> str | None:
     """AMD buffer loads and stores: a scalar base pointer and a tensor of offsets."""
