@@ -262,3 +262,57 @@ def test_a_loop_carrying_an_async_wgmma_accumulator_ports_and_builds():
                                                       if c[0].__name__ == "kv_loop")
     ported = from_ttgir.port(kernel, fn, signature, constexprs, "sm90a", **options)   # built once inside
     assert "= warpgroup_mma_init(" in ported.source and "is_async=True" in ported.source
+
+
+PERSISTENT = (pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS)
+
+
+def test_a_descriptor_persistent_matmul_ports_as_tma_at_parity(tmp_path):
+    """Tutorial 09's descriptor persistent matmul on sm90a: the device-made descriptors, the
+    pipelined TMA loads on mbarriers and the TMA store of the epilogue are written as Gluon's TMA
+    calls, and the kernel builds to the same machine code with the port swapped in."""
+    ported, before, after = _parity(pp.persistent_tiles_desc, pp.matmul_descriptor_persistent_gluon_host,
+                                    *PERSISTENT, "sm90a", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
+    assert after == before, (before, after)
+    for call in ("tma.make_tensor_descriptor(", "tma.async_load(", "mbarrier.expect(", "mbarrier.wait(",
+                 "tma.async_store(", "tma.store_wait(0)", "tma.store_wait(0, read_only=False)", ".permute([1, 0])",
+                 "warpgroup_mma("):
+        assert call in ported.source, call
+    assert ported.source.count("tma.make_tensor_descriptor(") == 3   # A, B and C, made once before the tile loop
+
+
+def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_specialization(tmp_path):
+    """On sm80 Triton lowers descriptor loads to plain loads, which vectorize only where the
+    kernel's scalars are known divisible by 16: the helper, lowered inside the probe's Gluon
+    function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
+    from hybrid.port.compare import as_hybrid
+    kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
+    _, text, _, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    region = next(line for line in text.splitlines() if "@hybrid_region(" in line)
+    assert region.count("tt.divisibility = 16") == 6, region   # a_ptr, b_ptr, c_ptr, M, N, K; not start_pid
+    ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(kernel, pp.persistent_tiles_desc, candidate), *PERSISTENT, "sm80", **options)
+    assert _figures(swapped) == _figures(hybrid.compile(as_hybrid(kernel), *PERSISTENT, "sm80", **options))
+
+
+@triton.jit
+def _descriptor_add_helper(x_ptr, n, row0, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[n, BN], strides=[BN, 1], block_shape=[BM, BN])
+    desc.atomic_add([row0, 0], tl.full((BM, BN), 1.0, tl.float32))
+
+
+@hybrid.jit
+@gluon.jit
+def _descriptor_add_host(x_ptr, n, BM: gl.constexpr, BN: gl.constexpr):
+    _descriptor_add_helper(x_ptr, n, gl.program_id(0) * BM, BM, BN)
+
+
+def test_a_descriptor_op_the_port_does_not_write_is_refused_with_its_line():
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(_descriptor_add_host, _descriptor_add_helper, {"x_ptr": "*fp32", "n": "i32"},
+                        {"BM": 64, "BN": 64}, "sm90a", num_warps=4)
+    message = str(caught.value)
+    assert "ttng.async_tma_reduce" in message, message
+    assert f"test_port_ttgir.py:{_descriptor_add_helper.fn.__code__.co_firstlineno + 3}" in message, message
+    assert "Nothing was written" in message
