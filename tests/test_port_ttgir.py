@@ -316,3 +316,13 @@ def test_a_descriptor_op_the_port_does_not_write_is_refused_with_its_line():
     assert "ttng.async_tma_reduce" in message, message
     assert f"test_port_ttgir.py:{_descriptor_add_helper.fn.__code__.co_firstlineno + 3}" in message, message
     assert "Nothing was written" in message
+
+
+def test_on_amd_an_async_copy_keeps_its_other_value(tmp_path):
+    """gfx950 lowers the persistent matmul's descriptor loads to masked direct-to-LDS copies whose
+    masked elements are written only with the copy's ``other`` (zeros, as a descriptor reads out of
+    bounds): the port passes it on, and builds to the kernel's registers and shared memory."""
+    ported, before, after = _parity(pp.persistent_tiles_desc, pp.matmul_descriptor_persistent_gluon_host,
+                                    *PERSISTENT, "gfx950", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
+    assert "cdna4_async_copy.global_load_to_shared(" in ported.source and ", other=" in ported.source
+    assert after[0] <= before[0] * 1.02 and after[1:] == before[1:], (before, after)
