@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
 
 import hybrid
 from examples import attention, tma_stage
@@ -264,6 +265,49 @@ def matmul_descriptor_persistent_gluon_host(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl
                                             BK: gl.constexpr, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr):
     """The same kernel with a Gluon host: the helper is a Triton region."""
     persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, gl.program_id(0), BM, BN, BK, GROUP_M, NUM_SMS)
+
+
+
+@triton.jit
+def k_loop_desc(a_desc, b_desc, offs_am, offs_bn, k_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tutorial's K loop: one output tile's fp32 accumulator, A and B loaded through the
+    descriptors the caller made."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_tiles):
+        offs_k = ki * BK
+        a = a_desc.load([offs_am, offs_k])
+        b = b_desc.load([offs_bn, offs_k])
+        acc = tl.dot(a, b.T, acc)
+    return acc
+
+
+@triton.jit
+def store_tile_desc(c_desc, acc, offs_cm, offs_cn):
+    """The tutorial's epilogue: the accumulator as fp16, stored through C's descriptor."""
+    c_desc.store([offs_cm, offs_cn], acc.to(tl.float16))
+
+
+@hybrid.jit
+@gluon.jit
+def matmul_descriptor_persistent_gluon_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl.constexpr, BN: gl.constexpr,
+                                           BK: gl.constexpr, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr):
+    """The tutorial's kernel with a Gluon host that makes the TMA descriptors (sm90a, sm100a) and
+    hands them to the K loop and the epilogue, Triton helpers as upstream wrote them."""
+    start_pid = gl.program_id(0)
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_tiles = gl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    ab_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BK], gl.float16)
+    c_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
+    a_desc = tma.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK], ab_layout)
+    b_desc = tma.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK], ab_layout)
+    c_desc = tma.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN], c_layout)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        acc = k_loop_desc(a_desc, b_desc, pid_m * BM, pid_n * BN, k_tiles, BM, BN, BK)
+        store_tile_desc(c_desc, acc, pid_m * BM, pid_n * BN)
 
 
 PERSISTENT_SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
