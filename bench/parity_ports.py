@@ -20,7 +20,7 @@ from triton.experimental.gluon.language.nvidia.hopper import tma
 import hybrid
 from examples import attention, tma_stage
 from examples.layernorm import row_moments_triton
-from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
+from examples.layouts import compile_pure, has_tma, row_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
 
 NUM_WARPS = 4
@@ -315,6 +315,16 @@ PERSISTENT_CONSTEXPRS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_SMS"
 PERSISTENT_DIVISIBLE = ("M", "N", "K")
 
 
+def _persistent_descriptors(target: str) -> dict:
+    """Where the target has TMA, the Gluon host makes the descriptors for the Triton K loop and
+    epilogue; elsewhere the descriptors are made in the Triton region (Gluon has none there)."""
+    host = matmul_descriptor_persistent_gluon_tma if has_tma(target) else matmul_descriptor_persistent_gluon_host
+    return {"hybrid": hybrid.compile(host, PERSISTENT_SIGNATURE, PERSISTENT_CONSTEXPRS, target, num_warps=NUM_WARPS,
+                                     divisible=PERSISTENT_DIVISIBLE),
+            "triton": compile_pure(matmul_descriptor_persistent, PERSISTENT_SIGNATURE, PERSISTENT_CONSTEXPRS, target,
+                                   NUM_WARPS, divisible=PERSISTENT_DIVISIBLE)}
+
+
 @dataclass(frozen=True)
 class Port:
     name: str
@@ -375,5 +385,6 @@ PORTS = (
     Port("layernorm", "gluon->triton", _layernorm),
     Port("attention_inner_loop", "gluon->triton", _attention),
     Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
+    Port("persistent_matmul_descriptors", "gluon->triton", _persistent_descriptors),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]
