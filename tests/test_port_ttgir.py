@@ -326,3 +326,33 @@ def test_on_amd_an_async_copy_keeps_its_other_value(tmp_path):
                                     *PERSISTENT, "gfx950", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
     assert "cdna4_async_copy.global_load_to_shared(" in ported.source and ", other=" in ported.source
     assert after[0] <= before[0] * 1.02 and after[1:] == before[1:], (before, after)
+
+
+TMA_HOST = (pp.matmul_descriptor_persistent_gluon_tma, *PERSISTENT)
+
+
+def test_a_gluon_hosts_tma_descriptor_passes_into_a_triton_region_and_its_port_takes_it(tmp_path):
+    """The tutorial's K loop as a Triton helper taking the descriptors a Gluon host made: the
+    region is lowered for the host's descriptor (its shared layout kept) and pipelined as TMA, and
+    its port takes the descriptors as parameters and builds to the same machine code."""
+    ported, before, after = _parity(pp.k_loop_desc, *TMA_HOST, "sm90a", tmp_path, num_warps=4,
+                                    divisible=pp.PERSISTENT_DIVISIBLE)
+    assert after == before, (before, after)
+    assert "def k_loop_desc_gluon_sm90a(a_desc, b_desc, offs_am, offs_bn, k_tiles," in ported.source
+    assert "tma.async_load(a_desc, [" in ported.source and "tma.make_tensor_descriptor(" not in ported.source
+
+
+@triton.jit
+def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                       GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = pp.k_loop_desc(a_desc, b_desc, 0, 0, tl.cdiv(K, BK), BM, BN, BK)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+
+def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm90a", num_warps=4)
+    assert "'a_desc' is a tensor descriptor, which a Triton kernel cannot pass into a Gluon region" \
+        in str(caught.value), caught.value
