@@ -16,12 +16,12 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import blackwell
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
 from examples import attention, mma_handoff, softmax, tma_stage
 from examples.layernorm import row_moments_triton
-from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
+from examples.layouts import compile_pure, has_tma, row_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
 
 NUM_WARPS = 4
@@ -320,6 +320,120 @@ def _mma_a_operand(target: str) -> dict:
                                      divisible=m.DIVISIBLE),
             "triton": m.build_triton(target)}
 
+# -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
+#    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
+#    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
+#    taking descriptors as arguments cannot be a region: bench/RESULTS.md, port parity, says why.)
+@triton.jit
+def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, start_pid, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """The tutorial kernel's body (no epilogue subtiling, no warp specialization): program
+    ``start_pid`` walks every NUM_SMS-th output tile, A and B tiles loaded and C stored through
+    device-made descriptors (TMA where the target has it), B stored N-major as in the tutorial."""
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        offs_am = pid_m * BM
+        offs_bn = pid_n * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BK
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_bn, offs_k])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
+
+
+@triton.jit
+def matmul_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                 BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """All Triton: one program per SM (launched on NUM_SMS programs)."""
+    persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, tl.program_id(0), BM, BN, BK, GROUP_M, NUM_SMS)
+
+
+@hybrid.jit
+@gluon.jit
+def matmul_descriptor_persistent_gluon_host(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl.constexpr, BN: gl.constexpr,
+                                            BK: gl.constexpr, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr):
+    """The same kernel with a Gluon host: the helper is a Triton region."""
+    persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, gl.program_id(0), BM, BN, BK, GROUP_M, NUM_SMS)
+
+
+
+@triton.jit
+def k_loop_desc(a_desc, b_desc, offs_am, offs_bn, k_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The tutorial's K loop: one output tile's fp32 accumulator, A and B loaded through the
+    descriptors the caller made."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for ki in range(k_tiles):
+        offs_k = ki * BK
+        a = a_desc.load([offs_am, offs_k])
+        b = b_desc.load([offs_bn, offs_k])
+        acc = tl.dot(a, b.T, acc)
+    return acc
+
+
+@triton.jit
+def store_tile_desc(c_desc, acc, offs_cm, offs_cn):
+    """The tutorial's epilogue: the accumulator as fp16, stored through C's descriptor."""
+    c_desc.store([offs_cm, offs_cn], acc.to(tl.float16))
+
+
+@hybrid.jit
+@gluon.jit
+def matmul_descriptor_persistent_gluon_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl.constexpr, BN: gl.constexpr,
+                                           BK: gl.constexpr, GROUP_M: gl.constexpr, NUM_SMS: gl.constexpr):
+    """The tutorial's kernel with a Gluon host that makes the TMA descriptors (sm90a, sm100a) and
+    hands them to the K loop and the epilogue, Triton helpers as upstream wrote them."""
+    start_pid = gl.program_id(0)
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_tiles = gl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    ab_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BK], gl.float16)
+    c_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
+    a_desc = tma.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK], ab_layout)
+    b_desc = tma.make_tensor_descriptor(b_ptr, [N, K], [K, 1], [BN, BK], ab_layout)
+    c_desc = tma.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN], c_layout)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        acc = k_loop_desc(a_desc, b_desc, pid_m * BM, pid_n * BN, k_tiles, BM, BN, BK)
+        store_tile_desc(c_desc, acc, pid_m * BM, pid_n * BN)
+
+
+PERSISTENT_SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+PERSISTENT_CONSTEXPRS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}
+PERSISTENT_DIVISIBLE = ("M", "N", "K")
+
+
+def _persistent_descriptors(target: str) -> dict:
+    """Where the target has TMA, the Gluon host makes the descriptors for the Triton K loop and
+    epilogue; elsewhere the descriptors are made in the Triton region (Gluon has none there)."""
+    host = matmul_descriptor_persistent_gluon_tma if has_tma(target) else matmul_descriptor_persistent_gluon_host
+    return {"hybrid": hybrid.compile(host, PERSISTENT_SIGNATURE, PERSISTENT_CONSTEXPRS, target, num_warps=NUM_WARPS,
+                                     divisible=PERSISTENT_DIVISIBLE),
+            "triton": compile_pure(matmul_descriptor_persistent, PERSISTENT_SIGNATURE, PERSISTENT_CONSTEXPRS, target,
+                                   NUM_WARPS, divisible=PERSISTENT_DIVISIBLE)}
+
 
 @dataclass(frozen=True)
 class Port:
@@ -383,5 +497,6 @@ PORTS = (
     Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
     Port("mma_handoff_a_operand", "triton->gluon", _mma_a_operand),
     Port("softmax_gluon_stats_host_layout", "triton->gluon", _softmax_host_layout_stats),
+    Port("persistent_matmul_descriptors", "gluon->triton", _persistent_descriptors),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]

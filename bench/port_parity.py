@@ -4,7 +4,9 @@
 
 Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
 the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
-``kv_loop``; in a Gluon host, and ``add`` and ``leaky_relu`` in their all-Triton kernels too), and
+``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, and where the target has TMA
+that matmul's ``tile_pids``, ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host
+made; in a Gluon host, and ``add``, ``leaky_relu`` and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
 ``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
 the port and their machine code compared: SASS (``cuobjdump``) or
@@ -31,7 +33,7 @@ from bench.output import table, write_json  # noqa: E402
 from bench.parity import figures  # noqa: E402
 from examples import attention  # noqa: E402
 from examples.layernorm import row_moments_triton  # noqa: E402
-from examples.layouts import row_layout, tile_layout, vector_layout  # noqa: E402
+from examples.layouts import has_tma, row_layout, tile_layout, vector_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from hybrid.port.compare import as_hybrid  # noqa: E402
 from hybrid.port.launch import build_for_problem, run_variant  # noqa: E402
@@ -68,6 +70,12 @@ def cases(target: str) -> list[tuple]:
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
          {"divisible": attention.DIVISIBLE, **options}),
+        *((pp.persistent_tiles_desc, kernel, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
+           {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
+          for kernel in (pp.matmul_descriptor_persistent_gluon_host, pp.matmul_descriptor_persistent)),
+        *((fn, pp.matmul_descriptor_persistent_gluon_tma, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
+           {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
+          for fn in ((pp.tile_pids, pp.k_loop_desc, pp.store_tile_desc) if has_tma(target) else ())),
     ]
 
 

@@ -430,3 +430,97 @@ def test_a_tile_producer_ported_into_a_triton_kernel_loads_and_stages_its_tile_a
     assert after[0] <= before[0] * 1.02 and after[2] <= before[2] and after[3] == 0, (before, after)
     out, = [b for b in swapped.boundaries if b.direction == "out"]
     assert out.conversions == 0 and "stored into the host's shared buffer" in out.reason, out
+
+
+PERSISTENT = (pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS)
+
+
+def test_a_descriptor_persistent_matmul_ports_as_tma_at_parity(tmp_path):
+    """Tutorial 09's descriptor persistent matmul on sm90a: the device-made descriptors, the
+    pipelined TMA loads on mbarriers and the TMA store of the epilogue are written as Gluon's TMA
+    calls, and the kernel builds to the same machine code with the port swapped in."""
+    ported, before, after = _parity(pp.persistent_tiles_desc, pp.matmul_descriptor_persistent_gluon_host,
+                                    *PERSISTENT, "sm90a", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
+    assert after == before, (before, after)
+    for call in ("tma.make_tensor_descriptor(", "tma.async_load(", "mbarrier.expect(", "mbarrier.wait(",
+                 "tma.async_store(", "tma.store_wait(0)", "tma.store_wait(0, read_only=False)", ".permute([1, 0])",
+                 "warpgroup_mma("):
+        assert call in ported.source, call
+    assert ported.source.count("tma.make_tensor_descriptor(") == 3   # A, B and C, made once before the tile loop
+
+
+def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_specialization(tmp_path):
+    """On sm80 Triton lowers descriptor loads to plain loads, which vectorize only where the
+    kernel's scalars are known divisible by 16: the helper, lowered inside the probe's Gluon
+    function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
+    from hybrid.port.compare import as_hybrid
+    kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
+    _, text, _, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    region = next(line for line in text.splitlines() if "@hybrid_region(" in line)
+    assert region.count("tt.divisibility = 16") == 6, region   # a_ptr, b_ptr, c_ptr, M, N, K; not start_pid
+    ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(kernel, pp.persistent_tiles_desc, candidate), *PERSISTENT, "sm80", **options)
+    assert _figures(swapped) == _figures(hybrid.compile(as_hybrid(kernel), *PERSISTENT, "sm80", **options))
+
+
+@triton.jit
+def _descriptor_add_helper(x_ptr, n, row0, BM: tl.constexpr, BN: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[n, BN], strides=[BN, 1], block_shape=[BM, BN])
+    desc.atomic_add([row0, 0], tl.full((BM, BN), 1.0, tl.float32))
+
+
+@hybrid.jit
+@gluon.jit
+def _descriptor_add_host(x_ptr, n, BM: gl.constexpr, BN: gl.constexpr):
+    _descriptor_add_helper(x_ptr, n, gl.program_id(0) * BM, BM, BN)
+
+
+def test_a_descriptor_op_the_port_does_not_write_is_refused_with_its_line():
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(_descriptor_add_host, _descriptor_add_helper, {"x_ptr": "*fp32", "n": "i32"},
+                        {"BM": 64, "BN": 64}, "sm90a", num_warps=4)
+    message = str(caught.value)
+    assert "ttng.async_tma_reduce" in message, message
+    assert f"test_port_ttgir.py:{_descriptor_add_helper.fn.__code__.co_firstlineno + 3}" in message, message
+    assert "Nothing was written" in message
+
+
+def test_on_amd_an_async_copy_keeps_its_other_value(tmp_path):
+    """gfx950 lowers the persistent matmul's descriptor loads to masked direct-to-LDS copies whose
+    masked elements are written only with the copy's ``other`` (zeros, as a descriptor reads out of
+    bounds): the port passes it on, and builds to the kernel's registers and shared memory."""
+    ported, before, after = _parity(pp.persistent_tiles_desc, pp.matmul_descriptor_persistent_gluon_host,
+                                    *PERSISTENT, "gfx950", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
+    assert "cdna4_async_copy.global_load_to_shared(" in ported.source and ", other=" in ported.source
+    assert after[0] <= before[0] * 1.02 and after[1:] == before[1:], (before, after)
+
+
+TMA_HOST = (pp.matmul_descriptor_persistent_gluon_tma, *PERSISTENT)
+
+
+def test_a_gluon_hosts_tma_descriptor_passes_into_a_triton_region_and_its_port_takes_it(tmp_path):
+    """The tutorial's K loop as a Triton helper taking the descriptors a Gluon host made: the
+    region is lowered for the host's descriptor (its shared layout kept) and pipelined as TMA, and
+    its port takes the descriptors as parameters and builds to the same machine code."""
+    ported, before, after = _parity(pp.k_loop_desc, *TMA_HOST, "sm90a", tmp_path, num_warps=4,
+                                    divisible=pp.PERSISTENT_DIVISIBLE)
+    assert after == before, (before, after)
+    assert "def k_loop_desc_gluon_sm90a(a_desc, b_desc, offs_am, offs_bn, k_tiles," in ported.source
+    assert "tma.async_load(a_desc, [" in ported.source and "tma.make_tensor_descriptor(" not in ported.source
+
+
+@triton.jit
+def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                       GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = pp.k_loop_desc(a_desc, b_desc, 0, 0, tl.cdiv(K, BK), BM, BN, BK)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+
+def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm90a", num_warps=4)
+    assert "'a_desc' is a tensor descriptor, which a Triton kernel cannot pass into a Gluon region" \
+        in str(caught.value), caught.value

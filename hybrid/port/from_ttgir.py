@@ -156,7 +156,7 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     module = parse(call.text, REGION_FUNCTION)
     scalars = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if not t]
     tensors = [n for n, t in zip(leaf_names, lowered.leaf_is_tensor) if t]
-    if any("[" in n for n in leaf_names):
+    if any(re.match(r"\w+\[", n) for n in leaf_names):   # a tuple's element (a descriptor's shape[i] is fine)
         raise PortError(f"{fn.__name__} ({where(fn)}) takes a tuple: a port from Triton's IR takes tensors, "
                         f"scalars and constexprs")
     params = {ssa: name for (ssa, _), name in zip(module.args, scalars + tensors)}
@@ -236,5 +236,5 @@ def _root_cause(exc: BaseException) -> str:
     """The innermost exception of a chain, as one line."""
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+    lines = [line for line in str(exc).strip().splitlines() if not line.strip().startswith("hint:")]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}"   # the reason, not a RegionError's hint

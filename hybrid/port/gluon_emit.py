@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from interop.triton import compat
 
-from .ttgir_text import Block, Module, Op, Where
+from .ttgir_text import Block, Module, Op, Where, signature_split
 
 DTYPES = {"f32": "gl.float32", "f16": "gl.float16", "bf16": "gl.bfloat16", "f64": "gl.float64", "i1": "gl.int1",
           "i8": "gl.int8", "i16": "gl.int16", "i32": "gl.int32", "i64": "gl.int64", "f8E4M3FN": "gl.float8e4nv",
@@ -253,6 +253,7 @@ class Emitter:
         self.producers: dict[str, Op] = {}              # SSA value -> the op that defined it
         self.handoffs: dict[str, str] = {}              # argument SSA value -> shared layout it is handed over in
         self.converted_on_entry: dict[str, str] = {}    # argument SSA value -> the layout it was converted to on entry
+        self.tensormaps: dict[str, Op] = {}             # global scratch SSA value -> the tensormap_create filling it
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -427,15 +428,14 @@ def _broadcast(e: Emitter, op: Op, indent: int) -> str:
     # keeps its operand's layout, so the vector the operand was expanded from is converted to the
     # slice of the result's layout (free where the two agree) and expanded into it.
     target = e.layout(op.types.split("->")[-1], op)
-    producer = e.producers.get(op.operands[0])
-    if producer is not None and producer.name == "tt.expand_dims":
-        axis = producer.attr("axis").split(":")[0].strip()
-        vector = e.value(producer.operands[0])
+    expanded = _expansion(e.producers.get(op.operands[0]))
+    if expanded is not None:
+        vector, axis = e.value(expanded[0]), expanded[1]
         return (f"gl.expand_dims(gl.convert_layout({vector}, gl.SliceLayout({axis}, {target})), {axis})"
                 f".broadcast_to({result.shape})")
-    if "linear<" in e.module.aliases.get(result.layout, result.layout):   # a linear layout is made for one shape
-        raise Unsupported(op, f"a broadcast from {source.layout} into {result.layout}", e.where(op))
-    return f"gl.convert_layout({e.value(op.operands[0])}, {target}).broadcast_to({result.shape})"
+    # into a linear layout (made for the result's shape): only where the operand is already placed so
+    trivial = ", assert_trivial=True" if "linear<" in e.module.aliases.get(result.layout, result.layout) else ""
+    return f"gl.convert_layout({e.value(op.operands[0])}, {target}{trivial}).broadcast_to({result.shape})"
 
 
 def _expand_dims(e: Emitter, op: Op, indent: int) -> str:
@@ -568,7 +568,8 @@ def _for(e: Emitter, op: Op, indent: int) -> None:
     carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", head.group(5) or "")
     kept = [k for k, (_, init) in enumerate(carried) if e.values.get(init) != "None"]   # async tokens: dropped
     ops = list(op.regions[0].ops)
-    yielded = ops.pop()
+    # a loop that carries nothing prints no scf.yield: its last op is the body's own
+    yielded = ops.pop() if ops and ops[-1].name == "scf.yield" else Op("scf.yield", [], "", "")
     # An async wgmma's result is a warpgroup_mma_accumulator in Gluon: a value the loop carries from
     # one (a pipelined dot's accumulator) starts as one too.
     async_dots = {r for o in ops if o.name == "ttng.warp_group_dot" and o.attr("isAsync") == "true" for r in o.results}
@@ -646,11 +647,20 @@ def _local_store(e: Emitter, op: Op, indent: int) -> None:
 
 
 def _async_copy(e: Emitter, op: Op, indent: int) -> None:
+    """cp.async zero-fills masked elements, so on NVIDIA the copy's ``other`` (zeros) is implied; an
+    AMD direct-to-LDS copy writes masked elements only with it, so there the port passes it on
+    (CDNA4's ``global_load_to_shared``)."""
     e.imports.add("from triton.experimental.gluon.language.nvidia.ampere import async_copy")
-    operands = [e.value(v) for v in op.operands]
-    mask = _mask(operands[2] if len(operands) > 2 else None)
-    copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
-    e.lines.append("    " * indent + f"async_copy.{copy}({operands[1]}, {operands[0]}{mask})")
+    ptr, buffer = (e.value(v) for v in op.operands[:2])
+    named = dict(re.findall(r"\b(mask|other) (%[\w$.\-]+(?:#\d+)?)", signature_split(" " + op.rest)[0]))
+    mask = _mask(e.value(named["mask"]) if "mask" in named else None)
+    if e.module.target.startswith("hip:"):
+        e.imports.add("from triton.experimental.gluon.language.amd.cdna4 import async_copy as cdna4_async_copy")
+        other = f", other={e.value(named['other'])}" if "other" in named else ""
+        e.lines.append("    " * indent + f"cdna4_async_copy.global_load_to_shared({buffer}, {ptr}{mask}{other})")
+    else:
+        copy = compat.gluon_async_copy().__name__   # the installed Triton's name for cp.async
+        e.lines.append("    " * indent + f"async_copy.{copy}({buffer}, {ptr}{mask})")
     e.values[op.results[0]] = "None"
 
 
@@ -759,6 +769,159 @@ def _tcgen05_mma(e: Emitter, op: Op, indent: int) -> None:
     e.lines.append("    " * indent + f"tcgen05_mma({a}, {b}, {acc}, {kwargs})")
 
 
+
+# -- tensor descriptors as TMA (device-made descriptors, async copies through them) -----------------------------------
+# Triton lowers ``tl.make_tensor_descriptor`` into four ops (a global scratch buffer, the tensormap
+# written into it, a proxy fence, the buffer read as a descriptor); Gluon's
+# ``tma.make_tensor_descriptor`` lowers into the same four, so the port writes the one call for them.
+_TMA_FILL = {"0": "zero", "1": "nan"}
+
+
+def _global_scratch(e: Emitter, op: Op, indent: int) -> None:
+    """A tensormap's storage: written by the descriptor call its ``reinterpret`` becomes."""
+    e.values[op.results[0]] = f"<tensormap {op.results[0]}>"
+
+
+def _tensormap_create(e: Emitter, op: Op, indent: int) -> None:
+    if op.operands[0] not in e.values or not e.value(op.operands[0]).startswith("<tensormap"):
+        raise Unsupported(op, "a tensormap written into memory other than its own global scratch", e.where(op))
+    e.tensormaps[op.operands[0]] = op
+
+
+def _tensormap_fence(e: Emitter, op: Op, indent: int) -> None:
+    if op.operands[0] not in e.tensormaps:
+        raise Unsupported(op, "a proxy fence of a tensormap the port did not write", e.where(op))
+
+
+def _reinterpret_descriptor(e: Emitter, op: Op, indent: int) -> str:
+    """``tma.make_tensor_descriptor(base, shape, strides, block_shape, layout)`` from the tensormap's
+    operands: its dimensions and byte strides are innermost first, the strides the element strides
+    scaled by the element's size (the scaling is the lowering's own: the port passes what was scaled)."""
+    created = e.tensormaps.get(op.operands[0])
+    if created is None:
+        raise Unsupported(op, "a descriptor read from memory the port did not write a tensormap into", e.where(op))
+    desc = re.match(r"!tt\.tensordesc<([\dx]+)x(\w+), (#[\w.]+(?:<[^>]*>)?)>", op.types.split(" to ")[-1].strip())
+    block = [int(d) for d in desc.group(1).split("x")]
+    element_bytes = int(re.search(r"\d+", desc.group(2)).group()) // 8
+    groups = [re.findall(r"%[\w$.\-]+(?:#\d+)?", g) for g in re.findall(r"\[([^\]]*)\]", created.rest.split(" : ")[0])]
+    _, dims, byte_strides, element_strides = groups   # (the box: the block, split at the swizzle width)
+    attrs = _attrs(re.search(r"\{[^}]*\}", created.rest).group(0))
+    fill = _TMA_FILL.get(attrs.get("fill_mode", "0").split(":")[0].strip())
+    if (attrs.get("interleave_layout", "0").split(":")[0].strip() != "0" or fill is None
+            or any(e.value(v) != "1" for v in element_strides)):
+        raise Unsupported(created, "a tensormap with interleaving, element strides or a fill that "
+                                   "tma.make_tensor_descriptor does not write", e.where(created))
+    strides = [_element_stride(e, created, v, element_bytes) for v in reversed(byte_strides)] + ["1"]
+    base = e.value(created.operands[1])
+    e.imports.add(HOPPER.format("tma"))
+    padding = f", padding_option=\"{fill}\"" if fill != "zero" else ""
+    return (f"tma.make_tensor_descriptor({base}, [{', '.join(e.value(v) for v in reversed(dims))}], "
+            f"[{', '.join(strides)}], {block}, {e.layouts.name(desc.group(3), block)}{padding})")
+
+
+def _element_stride(e: Emitter, op: Op, ssa: str, element_bytes: int) -> str:
+    """The element stride whose byte stride ``ssa`` is: the operand the lowering scaled (``x *
+    element_bytes``), or a constant divided by it."""
+    scaled = e.producers.get(ssa)
+    if scaled is not None and scaled.name == "arith.muli" and e.value(scaled.operands[1]) == str(element_bytes):
+        return e.value(scaled.operands[0])
+    if e.value(ssa).isdigit() and int(e.value(ssa)) % element_bytes == 0:
+        return str(int(e.value(ssa)) // element_bytes)
+    raise Unsupported(op, f"a byte stride ({e.value(ssa)}) that is not an element stride times {element_bytes}",
+                      e.where(op))
+
+
+def _coordinates(op: Op) -> tuple[str, list[str], list[str]]:
+    """``%desc[%x, %y] rest...``: the descriptor, its coordinates and the operands after them."""
+    found = re.match(r"(%[\w$.\-#]+)\[([^\]]*)\]\s*(.*)", op.rest)
+    coords = re.findall(r"%[\w$.\-]+(?:#\d+)?", found.group(2))
+    rest = re.findall(r"%[\w$.\-]+(?:#\d+)?", signature_split(" " + found.group(3))[0])
+    return found.group(1), coords, rest
+
+
+def _tma_load(e: Emitter, op: Op, indent: int) -> None:
+    if re.search(r"\{[^}]*\}", signature_split(" " + op.rest)[0]):
+        raise Unsupported(op, "a TMA load with a cache policy, eviction or multicast attribute", e.where(op))
+    desc, coords, (buffer, barrier, *pred) = _coordinates(op)
+    load, _ = compat.gluon_tma_copies()
+    e.imports.add(HOPPER.format("tma"))
+    pred_kw = f", pred={e.value(pred[0])}" if pred and e.value(pred[0]) != "True" else ""
+    e.lines.append("    " * indent + f"tma.{load.__name__}({e.value(desc)}, [{', '.join(e.value(c) for c in coords)}], "
+                                     f"{e.value(barrier)}, {e.value(buffer)}{pred_kw})")
+
+
+def _tma_store(e: Emitter, op: Op, indent: int) -> None:
+    if re.search(r"\{[^}]*\}", signature_split(" " + op.rest)[0]):
+        raise Unsupported(op, "a TMA store with a cache policy or reduction attribute", e.where(op))
+    desc, coords, (buffer, *extra) = _coordinates(op)
+    if extra:
+        raise Unsupported(op, "a TMA store with a predicate or token", e.where(op))
+    _, store = compat.gluon_tma_copies()
+    e.imports.add(HOPPER.format("tma"))
+    e.lines.append("    " * indent + f"tma.{store.__name__}({e.value(desc)}, [{', '.join(e.value(c) for c in coords)}], "
+                                     f"{e.value(buffer)})")
+
+
+def _tma_store_wait(e: Emitter, op: Op, indent: int) -> None:
+    """``store_wait(n)`` waits only for the stores' reads of shared memory by default (``read_only``)."""
+    e.imports.add(HOPPER.format("tma"))
+    pendings = op.attr("pendings").split(":")[0].strip()
+    read_only = "" if re.search(r"\bread_only\b", op.rest) else ", read_only=False"
+    e.lines.append("    " * indent + f"tma.store_wait({pendings}{read_only})")
+
+
+def _barrier_expect(e: Emitter, op: Op, indent: int) -> None:
+    e.imports.add(BLACKWELL.format("mbarrier"))
+    found = re.match(r"(%[\w$.\-#]+), (\d+)(?:, (%[\w$.\-#]+))?", op.rest)
+    pred = e.value(found.group(3)) if found.group(3) else "True"
+    e.lines.append("    " * indent + f"mbarrier.expect({e.value(found.group(1))}, {found.group(2)}"
+                                     f"{f', pred={pred}' if pred != 'True' else ''})")
+
+
+def _memdesc_trans(e: Emitter, op: Op, indent: int) -> str:
+    order = re.search(r"order = array<i32: ([\d, ]+)>", op.rest).group(1)
+    return f"{e.value(op.operands[0])}.permute([{order}])"
+
+
+def _trans(e: Emitter, op: Op, indent: int) -> str:
+    """Gluon's permute infers its result's layout; a conversion to the layout Triton gave it
+    (the same placement where Triton inferred it too) keeps the types the IR has."""
+    order = re.search(r"order = array<i32: ([\d, ]+)>", op.rest).group(1)
+    return f"gl.convert_layout(gl.permute({e.value(op.operands[0])}, [{order}]), " \
+           f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
+
+
+def _expansion(op: Op | None) -> tuple[str, int] | None:
+    """(the vector, the axis) where ``op`` adds a unit dimension to a vector in a slice of its
+    result's layout: ``tt.expand_dims``, or a ``tt.reshape`` that does only that (Triton's
+    descriptor loads lowered to pointers reshape their offsets so)."""
+    if op is None or op.name not in ("tt.expand_dims", "tt.reshape"):
+        return None
+    if op.name == "tt.expand_dims":
+        return op.operands[0], int(op.attr("axis").split(":")[0].strip())
+    if "allow_reorder" in op.rest or "efficient_layout" in op.rest:
+        return None
+    source, result = (TensorType.parse(t) for t in op.types.split("->"))
+    sliced = re.match(r"#ttg\.slice<\{dim = (\d+), parent = (#\w+)\}>$", source.layout or "")
+    if sliced and sliced.group(2) == result.layout:
+        axis = int(sliced.group(1))
+        if result.shape == source.shape[:axis] + [1] + source.shape[axis:]:
+            return op.operands[0], axis
+    return None
+
+
+def _reshape(e: Emitter, op: Op, indent: int) -> str:
+    """A reshape that only adds a unit dimension to a slice of its result's layout is
+    ``expand_dims`` (the same placement); any other is Gluon's reshape converted to the IR's layout."""
+    if "allow_reorder" in op.rest or "efficient_layout" in op.rest:
+        raise Unsupported(op, "a reshape that may reorder elements", e.where(op))
+    expanded = _expansion(op)
+    if expanded is not None:
+        return f"gl.expand_dims({e.value(expanded[0])}, {expanded[1]})"
+    result = TensorType.parse(op.types.split("->")[-1])
+    return f"gl.convert_layout(gl.reshape({e.value(op.operands[0])}, {result.shape}), " \
+           f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
+
 def _buffer_access(e: Emitter, op: Op, indent: int) -> str | None:
     """AMD buffer loads and stores: a scalar base pointer and a tensor of offsets."""
     e.imports.add("from triton.experimental.gluon.language.amd.cdna3 import buffer_load, buffer_store")
@@ -820,4 +983,9 @@ RULES = {
     "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
     "amdg.buffer_store": _buffer_access, "amdg.in_thread_transpose": _in_thread_transpose,
     "tt.extern_elementwise": _extern_elementwise,
+    "ttg.global_scratch_alloc": _global_scratch, "ttng.tensormap_create": _tensormap_create,
+    "ttng.tensormap_fenceproxy_acquire": _tensormap_fence, "ttng.reinterpret_tensor_descriptor": _reinterpret_descriptor,
+    "ttng.async_tma_copy_global_to_local": _tma_load, "ttng.async_tma_copy_local_to_global": _tma_store,
+    "ttng.async_tma_store_wait": _tma_store_wait, "ttng.barrier_expect": _barrier_expect,
+    "ttg.memdesc_trans": _memdesc_trans, "tt.trans": _trans, "tt.reshape": _reshape,
 }

@@ -57,6 +57,7 @@ class Module:
     locations: dict[str, Where]            # "#loc12" -> Where
     args: list[tuple[str, str]]            # the function's (%name, type)
     body: Block
+    target: str = ""                       # the module's ttg.target: "cuda:90", "hip:gfx950"
 
 
 def users(block: Block, value: str) -> list[Op]:
@@ -98,7 +99,8 @@ def parse(text: str, function: str) -> Module:
     start = next(i for i, line in enumerate(lines) if re.match(rf"\s*tt\.func \w+ @{function}\(", line))
     args = _func_args(lines[start])
     body, _ = _block(lines, start + 1, [])
-    return Module(aliases, _resolve_locations(raw_locs), args, body)
+    target = re.search(r'ttg\.target = "([^"]*)"', text)
+    return Module(aliases, _resolve_locations(raw_locs), args, body, target.group(1) if target else "")
 
 
 def _func_args(line: str) -> list[tuple[str, str]]:

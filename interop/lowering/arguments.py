@@ -25,11 +25,16 @@ def normalize(value):
 
 
 def leaves(args, names) -> list[tuple[str, object]]:
-    """(name, value) of the runtime (non-constexpr) values among ``args``, in IR flattening order."""
+    """(name, value) of the runtime (non-constexpr) values among ``args``, in IR flattening order;
+    a tensor descriptor is its handle, then its shape and strides (``name.shape[i]``, ...)."""
     out = []
     for name, arg in zip(names, args):
         if isinstance(arg, tl.tuple):
             out.extend(leaves(arg.values, [f"{name}[{i}]" for i in range(len(arg.values))]))
+        elif is_descriptor(arg.type):
+            out.append((name, arg))
+            out.extend((f"{name}.{part}[{i}]", value) for part in ("shape", "strides")
+                       for i, value in enumerate(getattr(arg, part)))
         elif not isinstance(arg, tl.constexpr):
             out.append((name, arg))
     return out
@@ -41,6 +46,8 @@ def leaf_types(types: list) -> list:
     for ty in types:
         if isinstance(ty, tl.tuple_type):
             out.extend(leaf_types(ty.types))
+        elif is_descriptor(ty):
+            out.extend([ty, *ty.shape_type.types, *ty.strides_type.types])
         elif not isinstance(ty, tl.constexpr_type) and ty is not tl.constexpr:
             out.append(ty)
     return out
@@ -57,3 +64,9 @@ def with_leaf_types(types: list, new_leaves) -> list:
         else:
             out.append(next(new_leaves))
     return out
+
+
+def is_descriptor(ty) -> bool:
+    """A tiled tensor descriptor's type (Triton's, or Gluon's TMA descriptor): an argument of
+    1 + 2 x rank IR values (its handle, shape and strides)."""
+    return hasattr(ty, "block_type") and hasattr(ty, "shape_type") and hasattr(ty, "strides_type")

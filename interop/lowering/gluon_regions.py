@@ -30,6 +30,8 @@ from ..triton.language import core as tl
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
          "convert them explicitly inside the Gluon function to the layouts it needs")
+_DESCRIPTOR_HINT = ("make the descriptor inside the Gluon function from the pointer, shape and strides "
+                    "(tma.make_tensor_descriptor), or keep the code that uses it in Triton")
 _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
                "either given directly or as the name of a constexpr parameter holding it")
 
@@ -49,6 +51,12 @@ class GluonRegions:
         call_site = CallSite.of(gen)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
+        described = next((value_name for value_name, leaf in arguments.leaves(args, fn.arg_names)
+                          if arguments.is_descriptor(leaf.type)), None)
+        if described is not None:
+            raise RegionError(name, str(call_site), f"'{described}' is a tensor descriptor, which a Triton kernel "
+                              f"cannot pass into a Gluon region (Gluon has no descriptor on sm80 or AMD, where "
+                              f"Triton lowers it to pointers)", _DESCRIPTOR_HINT)
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
         if specialization not in self._probed:

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
 
 from . import arch, arguments, axis_hints, lowering_cache
 from ..stitching import opaque
@@ -30,6 +31,7 @@ from .lower_triton import LoweredRegion, lower_triton_function
 from ..region import CallSite, Region
 from ..triton import compat
 from ..triton.frontend import code_generator as _cg
+from ..triton.language import HostDescriptorType
 from ..triton.language import core as tl
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class TritonRegions:
         call_site = CallSite.of(gen)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
-        arg_types = [_region_type(arg.type, name, call_site) for arg in args]
+        arg_types = [_region_type(arg, name, call_site) for arg in args]
         leaves = arguments.leaves(args, fn.arg_names)
         self._check_host_layouts(name, call_site, leaves)
         host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
@@ -269,14 +271,18 @@ def finish_gluon_host(cc, module) -> None:
         assemble(cc, module)
 
 
-def _region_type(ty, function: str, call_site: CallSite):
-    """The Triton type a host value has inside a Triton region (layouts are the region's choice)."""
+def _region_type(value, function: str, call_site: CallSite):
+    """The Triton type a host value has inside a Triton region (layouts are the region's choice;
+    a descriptor's shared layout is the host's)."""
+    ty = value.type
     if isinstance(ty, tl.tuple_type):
-        return tl.tuple_type([_region_type(t, function, call_site) for t in ty.types], ty.fields)
+        return tl.tuple_type([_region_type(v, function, call_site) for v in value.values], ty.fields)
     if isinstance(ty, tl.block_type):
         return tl.block_type(ty.element_ty, ty.shape)
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):
         return ty
+    if isinstance(ty, tma.tensor_descriptor_type):   # the host's descriptor, its shared layout kept
+        return HostDescriptorType(ty, value.handle.get_type())
     raise RegionError(function, str(call_site), f"a value of type {ty} cannot be passed into a Triton region",
                       "Triton regions take tensors in registers, scalars, pointers and constexprs; "
                       "load shared or tensor memory into registers before the call")

@@ -28,6 +28,27 @@ def normalize_tuple(value):
     return core._normalize_tuple(value)
 
 
-__all__ = ["DistributedLayout", "DistributedLinearLayout", "GluonSemantic", "LAYOUT_TO_IR", "SharedLayout",
+class HostDescriptorType(core.tensor_descriptor_type):
+    """A Gluon host's tensor descriptor as a Triton region sees it: Triton's descriptor type (so
+    ``desc.load``/``desc.store`` are Triton's) whose IR type is the host's, its shared layout kept
+    (a region lowered for the host's descriptor uses that layout, as the host built it)."""
+
+    def __init__(self, host_type, ir_type):
+        super().__init__(host_type.block_type, host_type.shape_type, host_type.strides_type)
+        self.host_type, self.ir_type = host_type, ir_type
+
+    def _flatten_ir_types(self, builder, out) -> None:
+        out.append(self.ir_type)
+        self.shape_type._flatten_ir_types(builder, out)
+        self.strides_type._flatten_ir_types(builder, out)
+
+    def __str__(self) -> str:
+        return str(self.host_type)
+
+    def mangle(self) -> str:
+        return self.host_type.mangle()
+
+
+__all__ = ["DistributedLayout", "HostDescriptorType", "DistributedLinearLayout", "GluonSemantic", "LAYOUT_TO_IR", "SharedLayout",
            "TritonSemantic", "core", "gluon_core", "is_builtin", "layout_to_ir", "normalize_tuple",
            "unwrap_constexpr"]
