@@ -455,8 +455,8 @@ def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_spec
     function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
     from hybrid.port.compare import as_hybrid
     kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
-    _, text, _, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
-    region = next(line for line in text.splitlines() if "@hybrid_region(" in line)
+    call, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    region = next(line for line in call.text.splitlines() if "@hybrid_region(" in line)
     assert region.count("tt.divisibility = 16") == 6, region   # a_ptr, b_ptr, c_ptr, M, N, K; not start_pid
     ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
     candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
