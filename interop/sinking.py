@@ -13,18 +13,12 @@ author's.
 """
 from __future__ import annotations
 
-import re
-
-from triton.experimental.gluon import language as gl
-
 from .boundary import TAG
+from .remat import in_layout
 
 #: The casts a conversion moves past, and how the builder makes each in another layout.
 _CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
 _NARROWING = {"arith.truncf"}
-#: Float element types by their MLIR names.
-_FLOATS = {"f64": gl.float64, "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
-           "f8E5M2": gl.float8e5}
 
 
 def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
@@ -58,7 +52,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         current = source
         for op in chain:
             result = op.get_result(0)
-            current = getattr(builder, _CASTS[op.get_name()])(current, _in_layout(result, layout, builder))
+            current = getattr(builder, _CASTS[op.get_name()])(current, in_layout(result, layout, builder))
             current.set_loc(result.get_loc())
         replaced = own.get_result(0) if own is not None else value
         converted = builder.create_convert_layout(replaced.get_type(), current)
@@ -71,7 +65,3 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     return moved
 
 
-def _in_layout(value, layout, builder):
-    """The type of ``value`` (a tensor) in ``layout``."""
-    shape, element = re.match(r"tensor<((?:\d+x)+)(\w+),", str(value.get_type())).groups()
-    return gl.distributed_type(_FLOATS[element], [int(d) for d in shape.rstrip("x").split("x")], layout).to_ir(builder)

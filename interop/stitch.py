@@ -11,7 +11,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from . import diagnostics, opaque, sinking
+from . import diagnostics, opaque, remat, sinking
 from .boundary import TAG, tag
 from .triton.bindings import gluon_ir, ir, passes
 
@@ -163,13 +163,15 @@ class Folded:
     """The boundaries whose conversion ``fold_boundary_conversions`` replaced, by tag."""
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
     constants: frozenset[str]   # by the splat constant made in the wanted layout
+    recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
     moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``)
 
 
 def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
     """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
     a boundary's conversion of a splat constant to the constant in its layout, one of a
-    shared-memory load to a load in its layout, and (for the tags in ``movable``: conversions
+    shared-memory load to a load in its layout, one of index arithmetic (a pointer tile) to that
+    arithmetic made in its layout (``remat``), and (for the tags in ``movable``: conversions
     into Triton code) one followed by casts moved past them (``sinking``).
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
@@ -211,12 +213,13 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
 
     canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
     constants = _fold_constant_conversions(module, builder)
-    moved = sinking.sink_past_casts(module, builder, set(movable) - constants)
+    recomputed = remat.recompute_boundary_conversions(module, builder) - constants
+    moved = sinking.sink_past_casts(module, builder, set(movable) - constants - recomputed)
     loaded = _fold_into_shared_loads(module, builder)
-    if loaded or constants or moved:
+    if loaded or constants or recomputed or moved:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
-    return Folded(frozenset(loaded), frozenset(constants), moved)
+    return Folded(frozenset(loaded), frozenset(constants), frozenset(recomputed), moved)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.
