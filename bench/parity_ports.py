@@ -19,7 +19,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from examples import attention, tma_stage
 from examples.layernorm import row_moments_triton
-from examples.layouts import compile_pure, row_layout, tile_layout, vector_layout
+from examples.layouts import compile_pure, row_layout, stores_from_dot_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
 
 NUM_WARPS = 4
@@ -166,7 +166,7 @@ def layernorm_triton(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BM: tl.constexpr, 
 @hybrid.jit
 @gluon.jit
 def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                         L: gl.constexpr):
+                         L: gl.constexpr, STORE_FROM_ACC: gl.constexpr):
     base = gl.program_id(1).to(gl.int64) * N_CTX * HEAD_DIM
     offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
@@ -185,8 +185,13 @@ def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM
     acc, m_i, l_i = attention.kv_loop(acc, m_i, l_i, q, k_ptrs, v_ptrs, offs_m, offs_n, sm_scale * 1.44269504, 0,
                                       N_CTX, HEAD_DIM, BN, False)
     l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
-    o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
-    gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)
+    o = (acc / l_i[:, None]).to(gl.float16)
+    if not STORE_FROM_ACC:   # rows of 16-byte vectors, as Triton stores where it converts first
+        o = gl.convert_layout(o, L)
+    S: gl.constexpr = o.type.layout
+    rows = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, S))
+    gl.store(O + base + rows[:, None] * HEAD_DIM + cols[None, :], o)
 
 
 # -- tma_stage's Gluon load stage against an all-Triton kernel that also loads through a descriptor --
@@ -254,7 +259,8 @@ def _attention(target: str) -> dict:
     options = attention.options(target, 64)
     layout = row_layout(target, options.get("num_warps", NUM_WARPS), 64, vec=8)   # 16-byte rows, as Triton loads
     hybrid_build = hybrid.compile(attention_gluon_host, attention.SIGNATURE,
-                                  {"HEAD_DIM": 64, **tiles, "L": layout}, target, divisible=attention.DIVISIBLE,
+                                  {"HEAD_DIM": 64, **tiles, "L": layout, "STORE_FROM_ACC": stores_from_dot_layout(target)},
+                                  target, divisible=attention.DIVISIBLE,
                                   **options)
     return {"hybrid": hybrid_build, "triton": attention.build_triton(target, 64)}
 

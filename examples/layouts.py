@@ -31,6 +31,14 @@ def row_layout(target: str, num_warps: int, row: int, vec: int = 4) -> gl.Blocke
     return gl.BlockedLayout([1, vec], [warp // across, across], [num_warps // warps_across, warps_across], [1, 0])
 
 
+def stores_from_dot_layout(target: str) -> bool:
+    """Whether Triton's backend for ``target`` stores a ``tl.dot`` result tile without converting
+    it to coalesced rows first: AMD's does (from the MFMA layout on gfx942; on gfx950 its epilogue
+    pass picks a linear layout near it), NVIDIA's converts to rows. A Gluon epilogue making the
+    same choice stores from the layout the dot's region returns (``acc.type.layout``)."""
+    return TARGETS[target].backend == "hip"
+
+
 def column_layout(target: str, num_warps: int, column: int, vec: int = 4) -> gl.BlockedLayout:
     """``row_layout`` transposed: whole columns of ``column`` elements contiguous in memory along dim 0
     (a transposed view), ``vec`` per thread, warps side by side along dim 1."""
