@@ -94,12 +94,15 @@ def mainloop(a_ptr, b_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constex
 @hybrid.jit
 @gluon.jit
 def matmul_act_gluon_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
-                          L: gl.constexpr):
+                          L: gl.constexpr, STORE_FROM_ACC: gl.constexpr):
     acc = leaky_relu(mainloop(a_ptr, b_ptr, K, BM, BN, BK))   # the activation stays in the MMA layout
-    c = gl.convert_layout(acc.to(gl.float16), L)
-    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    gl.store(c_ptr + rm[:, None] * K + rn[None, :], c)
+    if STORE_FROM_ACC:   # from the MMA layout, as Triton stores on AMD
+        S: gl.constexpr = acc.type.layout
+    else:   # rows of L, where Triton converts before its store (NVIDIA)
+        S: gl.constexpr = L
+    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
+    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, S))
+    gl.store(c_ptr + rm[:, None] * K + rn[None, :], gl.convert_layout(acc.to(gl.float16), S))
 
 
 @hybrid.jit
@@ -235,8 +238,9 @@ def _matmul_act(target: str, host: str) -> dict:
     tiles = {"BM": 128, "BN": 128, "BK": 64}
     pure = {"triton": compile_pure(matmul_act_triton, sig, tiles, target, NUM_WARPS, divisible=("K", ))}
     if host == "gluon":
-        fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS)}, target,
-                            num_warps=NUM_WARPS, divisible=("K", ))
+        fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS),
+                                                         "STORE_FROM_ACC": stores_from_dot_layout(target)},
+                            target, num_warps=NUM_WARPS, divisible=("K", ))
     elif host == "gluon, MMA-layout store":
         fb = hybrid.compile(matmul_act_gluon_host_mma_store, sig, tiles, target, num_warps=NUM_WARPS,
                             divisible=("K", ))

@@ -159,3 +159,33 @@ def test_a_boundary_that_stays_moves_past_the_cast_that_narrows_it(boundaries):
     else:
         moved = re.findall(r'ttg\.convert_layout %\S+ \{hybrid\.boundary = "0:out:0"\} : tensor<64x64x(\w+),', ttgir)
         assert result.conversions == 1 and moved == ["f16"], moved
+
+
+def _amd_epilogue_builds(row: str, target: str) -> dict:
+    """The hybrid and all-Triton builds of ``row`` (bench/parity.py's name and direction)."""
+    import parity_ports
+
+    from examples import attention, matmul, matmul_gluon_epilogue, tile_matmul
+
+    examples = {"attention triton->gluon": attention, "matmul triton->gluon": matmul,
+                "matmul_gluon_epilogue triton->gluon": matmul_gluon_epilogue, "tile_matmul gluon->triton": tile_matmul}
+    if row in examples:
+        return {"hybrid": examples[row].build(target), "triton": examples[row].build_triton(target)}
+    name, direction = row.split()
+    return next(p for p in parity_ports.PORTS if p.name == name and p.direction == direction).builds(target)
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+@pytest.mark.parametrize("row", ["attention triton->gluon", "matmul triton->gluon", "matmul_gluon_epilogue triton->gluon",
+                                 "tile_matmul gluon->triton", "matmul_activation gluon->triton"])
+def test_a_gluon_epilogue_on_amd_stores_from_the_mfma_layout_as_triton_does(row, target):
+    """The hand-written Gluon epilogues store the dot's tile from the MFMA layout it arrives in on
+    AMD (``examples.layouts.stores_from_dot_layout``), where they converted it to rows first (up
+    to 64 KiB of shared memory for matmul's 128x256 tile, and 1.07-1.15x the instructions)."""
+    builds = _amd_epilogue_builds(row, target)
+    fb, pure = builds["hybrid"], builds["triton"]
+    assert sum(b.conversions for b in fb.boundaries) == 0
+    assert fb.metadata.shared <= pure.metadata.shared
+    ratio = instructions(fb.asm) / instructions(pure.asm)
+    assert ratio <= 1.02, ratio
+    assert re.search(r"tt\.store [^\n]*: tensor<\d+x\d+x!tt\.ptr<\w+>, #mma>", fb.asm["ttgir"])
