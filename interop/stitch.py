@@ -164,7 +164,7 @@ class Folded:
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
-    moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``)
+    moved: dict                 # tag -> "merged" / "stored" / "narrowed": moved past casts (``sinking``)
 
 
 def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
