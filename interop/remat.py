@@ -139,7 +139,7 @@ class Rematerializer:
         elif name == "tt.splat":
             made = builder.create_splat(result_type, op.get_operand(0))
         elif name == "tt.expand_dims":
-            axis = _inserted_axis(op)
+            axis = compat.int_attr(op, "axis")
             made = builder.create_expand_dims(self.make(op.get_operand(0), gl.SliceLayout(axis, layout)), axis)
         elif name == "tt.broadcast":
             made = builder.create_broadcast(self.make(op.get_operand(0), layout), result_type)
@@ -150,13 +150,6 @@ class Rematerializer:
                                                         self.make(op.get_operand(1), layout))
         made.set_loc(value.get_loc())
         return made
-
-
-def _inserted_axis(op) -> int:
-    """The dimension ``tt.expand_dims`` inserts (read off the shapes: 3.6 reads no int attribute)."""
-    source = _tensor_type(str(op.get_operand(0).get_type()))[0]
-    result = _tensor_type(str(op.get_result(0).get_type()))[0]
-    return next(d for d in range(len(result)) if d >= len(source) or source[d] != result[d])
 
 
 def hoist_argument_conversions(module, entry, arguments: list, builder) -> int:
