@@ -233,14 +233,21 @@ def _vector_add(target: str, host: str) -> dict:
     return {"hybrid": hybrid.compile(add_triton_host, sig, {"BLOCK": 1024}, target, num_warps=NUM_WARPS), **pure}
 
 
+MATMUL_TILES = {"BM": 128, "BN": 128, "BK": 64}
+
+
+def matmul_act_gluon_host_constexprs(target: str) -> dict:
+    """``matmul_act_gluon_host``'s constexprs: the tiles, its store layout, where it stores from."""
+    return {**MATMUL_TILES, "L": tile_layout(target, NUM_WARPS), "STORE_FROM_ACC": stores_from_dot_layout(target)}
+
+
 def _matmul_act(target: str, host: str) -> dict:
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
-    tiles = {"BM": 128, "BN": 128, "BK": 64}
+    tiles = MATMUL_TILES
     pure = {"triton": compile_pure(matmul_act_triton, sig, tiles, target, NUM_WARPS, divisible=("K", ))}
     if host == "gluon":
-        fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS),
-                                                         "STORE_FROM_ACC": stores_from_dot_layout(target)},
-                            target, num_warps=NUM_WARPS, divisible=("K", ))
+        fb = hybrid.compile(matmul_act_gluon_host, sig, matmul_act_gluon_host_constexprs(target), target,
+                            num_warps=NUM_WARPS, divisible=("K", ))
     elif host == "gluon, MMA-layout store":
         fb = hybrid.compile(matmul_act_gluon_host_mma_store, sig, tiles, target, num_warps=NUM_WARPS,
                             divisible=("K", ))
