@@ -112,7 +112,12 @@ class Rematerializer:
         return self._reaches[value.id()]
 
     def make(self, value, layout):
-        """``value`` made again in ``layout`` (``possible(value)`` must hold)."""
+        """``value`` made again in ``layout`` (``possible(value)`` must hold). Each call makes its
+        own ops (shared within the call only): ops made for one use need not dominate another."""
+        self._memo = {}
+        return self._made(value, layout)
+
+    def _made(self, value, layout):
         if not str(value.get_type()).startswith("tensor<"):
             return value
         key = (value.id(), str(layout))
@@ -127,7 +132,7 @@ class Rematerializer:
             return self._leaf(value, layout)
         name = op.get_name()
         if name == "ttg.convert_layout":
-            return self.make(op.get_operand(0), layout)
+            return self._made(op.get_operand(0), layout)
         result_type = in_layout(value, layout, builder)
         if name == "tt.make_range":
             start = compat.int_attr(op, "start")
@@ -140,14 +145,14 @@ class Rematerializer:
             made = builder.create_splat(result_type, op.get_operand(0))
         elif name == "tt.expand_dims":
             axis = compat.int_attr(op, "axis")
-            made = builder.create_expand_dims(self.make(op.get_operand(0), gl.SliceLayout(axis, layout)), axis)
+            made = builder.create_expand_dims(self._made(op.get_operand(0), gl.SliceLayout(axis, layout)), axis)
         elif name == "tt.broadcast":
-            made = builder.create_broadcast(self.make(op.get_operand(0), layout), result_type)
+            made = builder.create_broadcast(self._made(op.get_operand(0), layout), result_type)
         elif name == "arith.extsi":
-            made = builder.create_int_cast(self.make(op.get_operand(0), layout), result_type, True)
+            made = builder.create_int_cast(self._made(op.get_operand(0), layout), result_type, True)
         else:
-            made = getattr(builder, _ELEMENTWISE[name])(self.make(op.get_operand(0), layout),
-                                                        self.make(op.get_operand(1), layout))
+            made = getattr(builder, _ELEMENTWISE[name])(self._made(op.get_operand(0), layout),
+                                                        self._made(op.get_operand(1), layout))
         made.set_loc(value.get_loc())
         return made
 

@@ -61,6 +61,33 @@ REGION = LAYOUTS + '''  tt.func public @region(%n: i32, %O: !tt.ptr<f16>, %ptrs:
 '''
 
 
+#: The same arithmetic converted in the loop and after it: each use gets its own ops (the ones made
+#: inside the loop do not dominate the use after it).
+TWO_USES = LAYOUTS + '''  tt.func public @region(%n: i32, %O: !tt.ptr<f16>, %ptrs: tensor<64x64x!tt.ptr<f16>, #rows>) {
+    %c0 = arith.constant 0 : i32
+    %c64 = arith.constant 64 : i32
+    %cst = arith.constant dense<64> : tensor<64x64xi32, #rows>
+    %base = tt.addptr %ptrs, %cst : tensor<64x64x!tt.ptr<f16>, #rows>, tensor<64x64xi32, #rows>
+    %zero = arith.constant dense<0.0> : tensor<64x64xf16, #pairs>
+    %sum = scf.for %i = %c0 to %n step %c64 iter_args(%acc = %zero) -> (tensor<64x64xf16, #pairs>) : i32 {
+      %step = tt.splat %i : i32 -> tensor<64x64xi32, #rows>
+      %moved = tt.addptr %base, %step : tensor<64x64x!tt.ptr<f16>, #rows>, tensor<64x64xi32, #rows>
+      %wanted = ttg.convert_layout %moved : tensor<64x64x!tt.ptr<f16>, #rows> -> tensor<64x64x!tt.ptr<f16>, #pairs>
+      %y = tt.load %wanted : tensor<64x64x!tt.ptr<f16>, #pairs>
+      %next = arith.addf %acc, %y : tensor<64x64xf16, #pairs>
+      scf.yield %next : tensor<64x64xf16, #pairs>
+    }
+    %last = ttg.convert_layout %base : tensor<64x64x!tt.ptr<f16>, #rows> -> tensor<64x64x!tt.ptr<f16>, #pairs>
+    %z = tt.load %last : tensor<64x64x!tt.ptr<f16>, #pairs>
+    %both = arith.addf %sum, %z : tensor<64x64xf16, #pairs>
+    %o = tt.splat %O : !tt.ptr<f16> -> tensor<64x64x!tt.ptr<f16>, #pairs>
+    tt.store %o, %both : tensor<64x64x!tt.ptr<f16>, #pairs>
+    tt.return
+  }
+}
+'''
+
+
 def _parsed(text: str):
     context = ir.context()
     ir.load_dialects(context)
@@ -108,3 +135,13 @@ def test_a_regions_conversion_in_its_loop_becomes_one_conversion_of_its_argument
         in before_loop
     assert "ttg.convert_layout" not in loop
     assert "tt.addptr" in loop and "tensor<64x64xi32, #pairs>" in loop
+
+
+def test_arithmetic_converted_in_a_loop_and_after_it_is_made_again_for_each_use():
+    module, context = _parsed(TWO_USES)
+    entry = stitch.function_blocks(module, module.get_function("region"))[0]
+    assert remat.hoist_argument_conversions(module, entry, [entry.arg(2)], gluon_ir.GluonOpBuilder(context)) == 2
+    stitch.canonicalize(module, context)
+    stitch.verify(module, "the test's rewrite")   # every op made dominates its use
+    body = _body(module)
+    assert body.count("ttg.convert_layout") == 1 and "ttg.convert_layout" not in body.split("scf.for", 1)[1]
