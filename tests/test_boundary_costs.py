@@ -75,6 +75,8 @@ def test_attention_inner_loop_in_a_gluon_host_costs_what_all_triton_costs(target
     iteration) becomes the host's pointer arithmetic made in that layout (``remat``)."""
     import parity_ports
 
+    if target == "gfx942" and not compat.reads_operation_attributes():
+        pytest.skip("3.6's bindings read no integer attribute: the V pointer tile is not made again (remat)")
     builds = parity_ports._attention(target)
     hybrid_build, triton_build = builds["hybrid"], builds["triton"]
     assert sum(b.conversions for b in hybrid_build.boundaries) == 0
@@ -185,6 +187,8 @@ def test_an_epilogue_on_amd_stores_from_the_mfma_layout_as_triton_does(row, targ
     to 64 KiB of shared memory for matmul's 128x256 tile, and 1.07-1.15x the instructions). A
     Triton host storing a Gluon region's MFMA result does the same (``interop/epilogue.py``), as
     Triton's AMD backend does with its own dot's."""
+    if row == "matmul_activation triton->gluon" and not compat.reads_operation_attributes():
+        pytest.skip("3.6's bindings read no integer attribute: the store's pointer tile is not made again (remat)")
     builds = _amd_epilogue_builds(row, target)
     fb, pure = builds["hybrid"], builds["triton"]
     assert sum(b.conversions for b in fb.boundaries) == 0
