@@ -21,7 +21,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warp
 import hybrid
 from examples import attention, mma_handoff, softmax, tma_stage
 from examples.layernorm import row_moments_triton
-from examples.layouts import compile_pure, has_tma, row_layout, tile_layout, vector_layout
+from examples.layouts import compile_pure, has_tma, row_layout, stores_from_dot_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
 
 NUM_WARPS = 4
@@ -96,12 +96,15 @@ def mainloop(a_ptr, b_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constex
 @hybrid.jit
 @gluon.jit
 def matmul_act_gluon_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
-                          L: gl.constexpr):
+                          L: gl.constexpr, STORE_FROM_ACC: gl.constexpr):
     acc = leaky_relu(mainloop(a_ptr, b_ptr, K, BM, BN, BK))   # the activation stays in the MMA layout
-    c = gl.convert_layout(acc.to(gl.float16), L)
-    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    gl.store(c_ptr + rm[:, None] * K + rn[None, :], c)
+    if STORE_FROM_ACC:   # from the MMA layout, as Triton stores on AMD
+        S: gl.constexpr = acc.type.layout
+    else:   # rows of L, where Triton converts before its store (NVIDIA)
+        S: gl.constexpr = L
+    rm = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
+    rn = gl.program_id(1) * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, S))
+    gl.store(c_ptr + rm[:, None] * K + rn[None, :], gl.convert_layout(acc.to(gl.float16), S))
 
 
 @hybrid.jit
@@ -168,7 +171,7 @@ def layernorm_triton(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BM: tl.constexpr, 
 @hybrid.jit
 @gluon.jit
 def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                         L: gl.constexpr):
+                         L: gl.constexpr, STORE_FROM_ACC: gl.constexpr):
     base = gl.program_id(1).to(gl.int64) * N_CTX * HEAD_DIM
     offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
@@ -187,8 +190,13 @@ def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM
     acc, m_i, l_i = attention.kv_loop(acc, m_i, l_i, q, k_ptrs, v_ptrs, offs_m, offs_n, sm_scale * 1.44269504, 0,
                                       N_CTX, HEAD_DIM, BN, False)
     l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
-    o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
-    gl.store(O + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o)
+    o = (acc / l_i[:, None]).to(gl.float16)
+    if not STORE_FROM_ACC:   # rows of 16-byte vectors, as Triton stores where it converts first
+        o = gl.convert_layout(o, L)
+    S: gl.constexpr = o.type.layout
+    rows = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, S))
+    gl.store(O + base + rows[:, None] * HEAD_DIM + cols[None, :], o)
 
 
 # -- tma_stage's Gluon load stage against an all-Triton kernel that also loads through a descriptor --
@@ -452,12 +460,20 @@ def _vector_add(target: str, host: str) -> dict:
     return {"hybrid": hybrid.compile(add_triton_host, sig, {"BLOCK": 1024}, target, num_warps=NUM_WARPS), **pure}
 
 
+MATMUL_TILES = {"BM": 128, "BN": 128, "BK": 64}
+
+
+def matmul_act_gluon_host_constexprs(target: str) -> dict:
+    """``matmul_act_gluon_host``'s constexprs: the tiles, its store layout, where it stores from."""
+    return {**MATMUL_TILES, "L": tile_layout(target, NUM_WARPS), "STORE_FROM_ACC": stores_from_dot_layout(target)}
+
+
 def _matmul_act(target: str, host: str) -> dict:
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
-    tiles = {"BM": 128, "BN": 128, "BK": 64}
+    tiles = MATMUL_TILES
     pure = {"triton": compile_pure(matmul_act_triton, sig, tiles, target, NUM_WARPS, divisible=("K", ))}
     if host == "gluon":
-        fb = hybrid.compile(matmul_act_gluon_host, sig, {**tiles, "L": tile_layout(target, NUM_WARPS)}, target,
+        fb = hybrid.compile(matmul_act_gluon_host, sig, matmul_act_gluon_host_constexprs(target), target,
                             num_warps=NUM_WARPS, divisible=("K", ))
     elif host == "gluon, MMA-layout store":
         fb = hybrid.compile(matmul_act_gluon_host_mma_store, sig, tiles, target, num_warps=NUM_WARPS,
@@ -481,7 +497,8 @@ def _attention(target: str) -> dict:
     options = attention.options(target, 64)
     layout = row_layout(target, options.get("num_warps", NUM_WARPS), 64, vec=8)   # 16-byte rows, as Triton loads
     hybrid_build = hybrid.compile(attention_gluon_host, attention.SIGNATURE,
-                                  {"HEAD_DIM": 64, **tiles, "L": layout}, target, divisible=attention.DIVISIBLE,
+                                  {"HEAD_DIM": 64, **tiles, "L": layout, "STORE_FROM_ACC": stores_from_dot_layout(target)},
+                                  target, divisible=attention.DIVISIBLE,
                                   **options)
     return {"hybrid": hybrid_build, "triton": attention.build_triton(target, 64)}
 

@@ -33,7 +33,7 @@ from bench.output import table, write_json  # noqa: E402
 from bench.parity import figures  # noqa: E402
 from examples import attention  # noqa: E402
 from examples.layernorm import row_moments_triton  # noqa: E402
-from examples.layouts import has_tma, row_layout, tile_layout, vector_layout  # noqa: E402
+from examples.layouts import has_tma, row_layout, stores_from_dot_layout, tile_layout, vector_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from hybrid.port.compare import as_hybrid  # noqa: E402
 from hybrid.port.launch import build_for_problem, run_variant  # noqa: E402
@@ -52,7 +52,7 @@ LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp
 
 def cases(target: str) -> list[tuple]:
     """(function, kernel, signature, constexprs, options) for every ported call."""
-    matmul = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout(target, pp.NUM_WARPS)}
+    matmul = pp.matmul_act_gluon_host_constexprs(target)
     tiles = {k: v for k, v in attention.tiles(target, 64).items() if k in ("BM", "BN")}
     options = attention.options(target, 64)
     return [
@@ -65,10 +65,11 @@ def cases(target: str) -> list[tuple]:
          {"num_warps": pp.NUM_WARPS, "divisible": ("n_cols", )}),
         (pp.add, pp.add_triton, {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"},
          {"BLOCK": 1024}, {"num_warps": pp.NUM_WARPS}),
-        (pp.leaky_relu, pp.matmul_act_triton, MATMUL, {k: v for k, v in matmul.items() if k != "L"},
+        (pp.leaky_relu, pp.matmul_act_triton, MATMUL, pp.MATMUL_TILES,
          {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
-         {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS))},
+         {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS)),
+          "STORE_FROM_ACC": stores_from_dot_layout(target)},
          {"divisible": attention.DIVISIBLE, **options}),
         *((pp.persistent_tiles_desc, kernel, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
            {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})

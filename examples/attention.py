@@ -2,7 +2,8 @@
 Triton's tutorial algorithm (Q tile resident, K/V tiles streamed, ``tl.dot`` on tensor cores, an
 online softmax, causal diagonal blocks masked in a second stage), and ONE region is ported to
 Gluon: the epilogue after the KV loop (normalization by the row sums in the accumulator's own
-layout, fp16 cast, one conversion to rows of 16-byte vectors, the store).
+layout, fp16 cast, one conversion to rows of 16-byte vectors, the store; on AMD the store is
+from the accumulator's MFMA layout, as Triton's AMD backend stores).
 
     python examples/attention.py   # builds for every target; on a GPU also checks vs torch
 """
@@ -14,7 +15,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import compile_pure, row_layout
+from examples.layouts import compile_pure, row_layout, stores_from_dot_layout
 from interop.targets import TARGETS
 
 #: Each benchmark case: its own specialization (``HEAD_DIM`` and ``CAUSAL`` are constexprs).
@@ -29,12 +30,17 @@ GOALS = {"triton": 1.0}
 
 
 @gluon.jit
-def store_output(o_ptrs_base, acc, l_i, offs_row, HEAD_DIM: gl.constexpr, BM: gl.constexpr, L: gl.constexpr):
-    """O = acc / l (per row), stored as fp16 rows from the explicit layout ``L``."""
+def store_output(o_ptrs_base, acc, l_i, offs_row, HEAD_DIM: gl.constexpr, BM: gl.constexpr, L: gl.constexpr,
+                 FROM_ACC: gl.constexpr):
+    """O = acc / l (per row), stored as fp16 rows from the explicit layout ``L``, or (``FROM_ACC``,
+    on AMD, as Triton stores there) from the accumulator's own MFMA layout."""
     l_i = gl.convert_layout(l_i, gl.SliceLayout(1, acc.type.layout))
-    o = gl.convert_layout((acc / l_i[:, None]).to(gl.float16), L)
-    rows = offs_row + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
+    o = (acc / l_i[:, None]).to(gl.float16)
+    if not FROM_ACC:
+        o = gl.convert_layout(o, L)
+    S: gl.constexpr = o.type.layout
+    rows = offs_row + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
+    cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, S))
     gl.store(o_ptrs_base + rows[:, None] * HEAD_DIM + cols[None, :], o)
 
 
@@ -100,9 +106,9 @@ def attention_loop(Q, K, V, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BM: tl.cons
 @hybrid.jit
 @triton.jit
 def attention_kernel(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
-                     CAUSAL: tl.constexpr, L: tl.constexpr):
+                     CAUSAL: tl.constexpr, L: tl.constexpr, FROM_ACC: tl.constexpr):
     acc, l_i, base, row = attention_loop(Q, K, V, sm_scale, N_CTX, HEAD_DIM, BM, BN, CAUSAL)
-    store_output(O + base, acc, l_i, row, HEAD_DIM, BM, L)
+    store_output(O + base, acc, l_i, row, HEAD_DIM, BM, L, FROM_ACC)
 
 
 @triton.jit
@@ -130,7 +136,7 @@ def tiles(target: str, HEAD_DIM: int = 64, CAUSAL: bool = False) -> dict:
 
 def constexprs(target: str, HEAD_DIM: int = 64, CAUSAL: bool = False) -> dict:
     layout = row_layout(target, config(target, HEAD_DIM)["num_warps"], HEAD_DIM, vec=8)   # 8 fp16 = 16 bytes
-    return {**tiles(target, HEAD_DIM, CAUSAL), "L": layout}
+    return {**tiles(target, HEAD_DIM, CAUSAL), "L": layout, "FROM_ACC": stores_from_dot_layout(target)}
 
 
 def options(target: str, HEAD_DIM: int = 64) -> dict:

@@ -31,6 +31,14 @@ def row_layout(target: str, num_warps: int, row: int, vec: int = 4) -> gl.Blocke
     return gl.BlockedLayout([1, vec], [warp // across, across], [num_warps // warps_across, warps_across], [1, 0])
 
 
+def stores_from_dot_layout(target: str) -> bool:
+    """Whether Triton's backend for ``target`` stores a ``tl.dot`` result tile without converting
+    it to coalesced rows first: AMD's does (from the MFMA layout on gfx942; on gfx950 its epilogue
+    pass picks a linear layout near it), NVIDIA's converts to rows. A Gluon epilogue making the
+    same choice stores from the layout the dot's region returns (``acc.type.layout``)."""
+    return TARGETS[target].backend == "hip"
+
+
 def column_layout(target: str, num_warps: int, column: int, vec: int = 4) -> gl.BlockedLayout:
     """``row_layout`` transposed: whole columns of ``column`` elements contiguous in memory along dim 0
     (a transposed view), ``vec`` per thread, warps side by side along dim 1."""
@@ -48,7 +56,16 @@ def vector_layout(target: str, num_warps: int, vec: int = 4) -> gl.BlockedLayout
 def store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr):
     """A ported epilogue: cast to the output type first (fewer bytes to shuffle), one conversion to
     the explicit store layout ``L``, a masked store of the (pid_m, pid_n) tile of a row-major output."""
-    acc = gl.convert_layout(acc.to(c_ptr.dtype.element_ty), L)
+    store_tile_as_is(c_ptr, gl.convert_layout(acc.to(c_ptr.dtype.element_ty), L), M, N, stride_cm, pid_m, pid_n, BM,
+                     BN)
+
+
+@gluon.jit
+def store_tile_as_is(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: gl.constexpr, BN: gl.constexpr):
+    """``store_tile`` without the conversion: the cast tile is stored from the layout it arrives in,
+    as Triton's AMD backend stores a dot's result (``stores_from_dot_layout``)."""
+    acc = acc.to(c_ptr.dtype.element_ty)
+    L: gl.constexpr = acc.type.layout
     rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
     mask = (rm[:, None] < M) & (rn[None, :] < N)

@@ -11,7 +11,7 @@ import triton.language as tl
 
 import hybrid
 from examples import tile_matmul
-from examples.layouts import compile_pure, row_layout, store_tile
+from examples.layouts import compile_pure, row_layout, store_tile, store_tile_as_is, stores_from_dot_layout
 from interop.targets import TARGETS
 
 #: Tiles and launch options per backend: the tutorial's for bf16 on Hopper/Ampere, a smaller
@@ -68,10 +68,13 @@ def store_tile_triton(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM: tl.constexp
 @hybrid.jit
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BM: tl.constexpr, BN: tl.constexpr,
-                  BK: tl.constexpr, GROUP_M: tl.constexpr, L: tl.constexpr):
+                  BK: tl.constexpr, GROUP_M: tl.constexpr, L: tl.constexpr, FROM_ACC: tl.constexpr):
     pid_m, pid_n = tile_ids(M, N, BM, BN, GROUP_M)
     acc = mainloop(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
-    store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)   # the ported epilogue (bf16 cast, 16-byte rows)
+    if FROM_ACC:   # AMD: the ported epilogue stores from the MFMA layout, as Triton does there
+        store_tile_as_is(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN)
+    else:
+        store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)   # the ported epilogue (bf16 cast, 16-byte rows)
 
 
 @triton.jit
@@ -100,7 +103,8 @@ def options(target: str) -> dict:
 
 def constexprs(target: str) -> dict:
     c = config(target)
-    return {**tiles(target), "L": row_layout(target, c["num_warps"], c["BN"], vec=8)}   # 8 bf16 = 16 bytes
+    return {**tiles(target), "L": row_layout(target, c["num_warps"], c["BN"], vec=8),   # 8 bf16 = 16 bytes
+            "FROM_ACC": stores_from_dot_layout(target)}
 
 
 def build(target: str) -> hybrid.FusedBinary:

@@ -1,6 +1,7 @@
 """fp16 matmul, the other way round: the kernel is still Triton (K loop with ``tl.dot``), and
 only the epilogue is ported to Gluon: an explicit store layout, the fp16 cast and bounds; on
-sm90a and sm100a a TMA store through shared memory instead.
+sm90a and sm100a a TMA store through shared memory instead, on AMD a store from the MFMA layout
+(as Triton's AMD backend stores).
 
     python examples/matmul_gluon_epilogue.py  # builds for every target; on a GPU also checks vs torch
 """
@@ -9,7 +10,8 @@ import triton.language as tl
 
 import hybrid
 from examples import tile_matmul
-from examples.layouts import has_tma, store_tile, store_tile_tma, tile_layout, use_torch_allocator
+from examples.layouts import (has_tma, store_tile, store_tile_as_is, store_tile_tma, stores_from_dot_layout, tile_layout,
+                              use_torch_allocator)
 from examples.tile_matmul import (BENCH_SIZE, BK, BM, BN, CHECK_SIZE, NUM_WARPS, SIGNATURE, TOLERANCE, build_triton,
                                   error, problem)
 
@@ -19,18 +21,22 @@ __all__ = ["BENCH_SIZE", "CHECK_SIZE", "TOLERANCE", "build", "build_triton", "co
 @hybrid.jit
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, L: tl.constexpr, TMA: tl.constexpr):
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, L: tl.constexpr, TMA: tl.constexpr,
+                  FROM_ACC: tl.constexpr):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     acc = tile_matmul.tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
     if TMA:
         store_tile_tma(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN)
+    elif FROM_ACC:   # AMD: from the MFMA layout, as Triton stores there
+        store_tile_as_is(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN)
     else:
         store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
 
 
 def constexprs(target: str) -> dict:
-    return {"BM": BM, "BN": BN, "BK": BK, "L": tile_layout(target, NUM_WARPS), "TMA": has_tma(target)}
+    return {"BM": BM, "BN": BN, "BK": BK, "L": tile_layout(target, NUM_WARPS), "TMA": has_tma(target),
+            "FROM_ACC": stores_from_dot_layout(target)}
 
 
 def build(target: str) -> hybrid.FusedBinary:

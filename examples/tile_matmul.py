@@ -1,5 +1,5 @@
-"""fp16 matmul, half ported: the Gluon host owns the epilogue (explicit store layout, fp16
-cast, bounds); the K loop with ``tl.dot`` is the original Triton code, called as a Triton
+"""fp16 matmul, half ported: the Gluon host owns the epilogue (fp16 cast, bounds, an explicit
+store layout, or on AMD the MFMA layout Triton's AMD backend stores from); the K loop with ``tl.dot`` is the original Triton code, called as a Triton
 region and lowered by Triton's own passes (tensor cores, pipelining).
 
     python examples/tile_matmul.py      # builds for every target; on a GPU also checks vs torch
@@ -10,7 +10,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 import hybrid
-from examples.layouts import compile_pure, tile_layout
+from examples.layouts import compile_pure, store_tile, store_tile_as_is, stores_from_dot_layout, tile_layout
 
 NUM_WARPS = 4
 BM, BN, BK = 64, 64, 32
@@ -36,15 +36,14 @@ def tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n,
 @hybrid.jit
 @gluon.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
-                  BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, L: gl.constexpr):
+                  BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, L: gl.constexpr, FROM_ACC: gl.constexpr):
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
     acc = tile_matmul(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, BM, BN, BK)
-    acc = gl.convert_layout(acc.to(gl.float16), L)   # cast first: half the bytes to shuffle
-    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    rn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    gl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc, mask=mask)
+    if FROM_ACC:   # AMD: from the MFMA layout, as Triton stores there
+        store_tile_as_is(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN)
+    else:   # cast first (half the bytes to shuffle), then rows of L
+        store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BM, BN, L)
 
 
 @triton.jit
@@ -65,7 +64,7 @@ SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "
 
 
 def constexprs(target: str) -> dict:
-    return {"BM": BM, "BN": BN, "BK": BK, "L": tile_layout(target, NUM_WARPS)}
+    return {"BM": BM, "BN": BN, "BK": BK, "L": tile_layout(target, NUM_WARPS), "FROM_ACC": stores_from_dot_layout(target)}
 
 
 def build(target: str) -> hybrid.FusedBinary:

@@ -23,7 +23,7 @@ class _Interpretable:
                                                                      defaultdict(self.create_binder))
             try:
                 return super().run(*args, grid=grid, warmup=warmup, **kwargs)
-            except RuntimeError as exc:
+            except RuntimeError:
                 if gpu_driver_active():
                     raise
                 raise NoGPUError(self.__name__) from None   # upstream's "0 active drivers" adds nothing

@@ -4,7 +4,6 @@ errors, and the command line."""
 import ast
 import importlib.util
 import inspect
-import sys
 import types
 from pathlib import Path
 

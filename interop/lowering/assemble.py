@@ -79,6 +79,11 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         reason = "stored into the host's shared buffer as the region produced it (no conversion)"
     elif boundary_tag in folded.constants and not remaining:
         reason = CONSTANT_IN_PLACE
+    elif boundary_tag in folded.recomputed and not remaining:
+        reason = "index arithmetic, made again in the layout wanted (no conversion)"
+    elif folded.moved.get(boundary_tag) == "stored" and not remaining:
+        reason = ("moved past the casts after it into the store, which takes the region's MFMA layout as Triton's "
+                  "AMD backend stores (no conversion)")
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")

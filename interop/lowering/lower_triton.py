@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from . import arguments, axis_hints
 from ..stitching import opaque
 from .. import diagnostics
-from ..stitching import stitch
+from ..stitching import remat, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.frontend import Language
@@ -98,10 +98,28 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
         module = _with_hints(context, module, len(leaves) - len(host_types), hints)
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
+    hoist_argument_conversions(context, module, len(host_types))
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
                           [str(ty) for ty in host_types], ttir)
+
+
+def hoist_argument_conversions(context, module, num_tensors: int) -> None:
+    """Where Triton's passes converted index arithmetic on a tensor argument inside the region
+    (a pointer tile into a load layout an anchor chose late, such as AMD's in-thread transpose
+    of a dot operand), convert the argument once at the entry and make the arithmetic again on it
+    (``remat``), as the all-Triton kernel does on the host's ops: the conversion is then the
+    boundary's, which the host's own arithmetic made in that layout removes."""
+    region = module.get_function(REGION_FUNCTION)
+    entry = stitch.function_blocks(module, region)[0]
+    first = entry.get_num_arguments() - num_tensors
+    arguments = [entry.arg(first + i) for i in range(num_tensors)]
+    if remat.hoist_argument_conversions(module, entry, arguments, gluon_ir.GluonOpBuilder(context)):
+        stitch.canonicalize(module, context)
+        errors = diagnostics.verify(module)
+        if errors:
+            raise RuntimeError(f"the region with its argument conversions hoisted does not verify:\n{errors}")
 
 
 def _with_hints(context, module, num_scalars: int, hints: list[str]):

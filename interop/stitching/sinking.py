@@ -9,28 +9,25 @@ layouts to keep, so the boundary's conversion is moved down a chain of single-us
 the host's own conversion where the chain ends in one (one conversion where there were two, the
 all-Triton kernel's), or after a narrowing cast (fewer bytes to move). The same holds for a Triton
 region's inputs in a Gluon host. Conversions into Gluon code are never moved: its layouts are the
-author's.
+author's. Where the host's own conversion feeds a store of an AMD MFMA tile, the store takes the
+tile unconverted instead, as Triton's AMD backend stores (``epilogue``).
 """
 from __future__ import annotations
 
-import re
-
-from triton.experimental.gluon import language as gl
-
 from ..boundary import TAG
+from . import epilogue
+from .remat import in_layout
 
 #: The casts a conversion moves past, and how the builder makes each in another layout.
 _CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
 _NARROWING = {"arith.truncf"}
-#: Float element types by their MLIR names.
-_FLOATS = {"f64": gl.float64, "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
-           "f8E5M2": gl.float8e5}
 
 
 def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     """Move each boundary conversion tagged one of ``tags`` past the casts that use it (see the
     module's docstring). Returns, per tag moved, ``"merged"`` (it became the host's own
-    conversion) or ``"narrowed"`` (it now converts after a narrowing cast)."""
+    conversion), ``"stored"`` (that conversion went too: the store takes the region's layout)
+    or ``"narrowed"`` (it now converts after a narrowing cast)."""
     users: dict[int, list] = {}
     conversions: list = []
 
@@ -55,15 +52,20 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         source = conversion.get_operand(0)
         layout = builder.get_gluon_layout_from_tensor(source)
         builder.set_insertion_point_after(own or chain[-1])
+        tiles = epilogue.store_tiles(module, builder, own, source, users) if own is not None else None
         current = source
         for op in chain:
             result = op.get_result(0)
-            current = getattr(builder, _CASTS[op.get_name()])(current, _in_layout(result, layout, builder))
+            current = getattr(builder, _CASTS[op.get_name()])(current, in_layout(result, layout, builder))
             current.set_loc(result.get_loc())
+        boundary_tag = conversion.get_str_attr(TAG)
+        if tiles is not None:   # stored from the region's layout: no conversion at all
+            epilogue.use(tiles, own, current)
+            moved[boundary_tag] = "stored"
+            continue
         replaced = own.get_result(0) if own is not None else value
         converted = builder.create_convert_layout(replaced.get_type(), current)
         converted.set_loc(replaced.get_loc())
-        boundary_tag = conversion.get_str_attr(TAG)
         if own is None:   # still the boundary's conversion, on fewer bytes
             converted.set_attr(TAG, builder.get_string_attr(boundary_tag))
         replaced.replace_all_uses_with(converted)
@@ -71,7 +73,3 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     return moved
 
 
-def _in_layout(value, layout, builder):
-    """The type of ``value`` (a tensor) in ``layout``."""
-    shape, element = re.match(r"tensor<((?:\d+x)+)(\w+),", str(value.get_type())).groups()
-    return gl.distributed_type(_FLOATS[element], [int(d) for d in shape.rstrip("x").split("x")], layout).to_ir(builder)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import diagnostics
 from . import opaque
-from . import sinking
+from . import remat, sinking
 from ..boundary import TAG, tag
 from ..triton.bindings import gluon_ir, ir, passes
 
@@ -166,13 +166,15 @@ class Folded:
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
     stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
-    moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``)
+    recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
+    moved: dict                 # tag -> "merged" / "stored" / "narrowed": moved past casts (``sinking``)
 
 
 def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
     """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
     a boundary's conversion of a splat constant to the constant in its layout, one of a
-    shared-memory load to a load in its layout, and (for the tags in ``movable``: conversions
+    shared-memory load to a load in its layout, one of index arithmetic (a pointer tile) to that
+    arithmetic made in its layout (``remat``), and (for the tags in ``movable``: conversions
     into Triton code) one followed by casts moved past them (``sinking``).
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
@@ -214,13 +216,14 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
 
     canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
     constants = _fold_constant_conversions(module, builder)
-    moved = sinking.sink_past_casts(module, builder, set(movable) - constants)
+    recomputed = remat.recompute_boundary_conversions(module, builder) - constants
+    moved = sinking.sink_past_casts(module, builder, set(movable) - constants - recomputed)
     loaded = _fold_into_shared_loads(module, builder)
     stored = _fold_into_shared_stores(module, builder)
-    if loaded or stored or constants or moved:
+    if loaded or stored or constants or recomputed or moved:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
-    return Folded(frozenset(loaded), frozenset(stored), frozenset(constants), moved)
+    return Folded(frozenset(loaded), frozenset(stored), frozenset(constants), frozenset(recomputed), moved)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.

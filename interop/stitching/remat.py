@@ -1,0 +1,221 @@
+"""Index arithmetic built again in another layout instead of converted to it.
+
+A pointer or offset tile is made from scalars by a few cheap ops: ``make_range``, ``splat``,
+integer constants, ``expand_dims``, ``broadcast``, ``addi``/``subi``/``muli``, ``addptr``, sign
+extensions. Converting such a tile to another layout moves every element through shared memory
+or shuffles; making it again in that layout costs those few ops. Triton's
+``RemoveLayoutConversions`` does this inside one kernel (backward rematerialization), but it stops
+at a function argument, and a Triton region's tensor inputs are its function's arguments
+(``lower_triton``): the all-Triton attention kernel makes its V pointer tile in AMD's load layout
+once before the loop, where the region converted the host's tile in every iteration. The two
+uses here finish that rematerialization across the boundary:
+
+- ``hoist_argument_conversions``: in a lowered region, a conversion of index arithmetic on a
+  tensor argument becomes the arithmetic made again on the argument converted once, at the
+  function's entry: a conversion of the argument, which is the boundary's (``stitch.bind_ports``).
+- ``recompute_boundary_conversions``: after stitching, a boundary's conversion of a value the
+  other side made from scalars by index arithmetic becomes that arithmetic made in the layout
+  converted to, as the all-Triton kernel makes it: no conversion is left.
+
+Every op made again computes the same values (the ops are pure and their results depend on the
+layout only through where each element lives).
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from triton.experimental.gluon import language as gl
+
+from ..boundary import TAG
+from ..triton import compat
+
+#: The ops made again, and how the builder makes each from its operands made again.
+_ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.muli": "create_mul",
+                "tt.addptr": "create_addptr"}
+_OPS = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
+        "ttg.convert_layout", *_ELEMENTWISE}
+#: Element types by their MLIR names.
+_ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
+             "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
+             "f8E5M2": gl.float8e5}
+_INTEGER_CONSTANTS = {"i1": "get_int1", "i8": "get_int8", "i16": "get_int16", "i32": "get_int32", "i64": "get_int64"}
+
+Leaf = Callable[[object, object], object]   # (tensor block argument, layout) -> the argument in that layout
+
+
+def in_layout(value, layout, builder):
+    """The IR type of ``value`` (a tensor) with ``layout`` (a Gluon layout) in place of its own."""
+    shape, element = _tensor_type(str(value.get_type()))
+    return gl.distributed_type(element, shape, layout).to_ir(builder)
+
+
+def _tensor_type(text: str) -> tuple[list[int], object]:
+    match = re.match(r"tensor<((?:\d+x)+)(!tt\.ptr<(\w+)>|\w+)", text)
+    if match is None:
+        raise ValueError(f"not a ranked tensor type: {text}")
+    shape = [int(d) for d in match.group(1).rstrip("x").split("x")]
+    element = gl.pointer_type(_ELEMENTS[match.group(3)]) if match.group(3) else _ELEMENTS[match.group(2)]
+    return shape, element
+
+
+class Rematerializer:
+    """Makes tensors of index arithmetic again in other layouts, at the builder's insertion point.
+
+    ``leaves`` (value ids) are tensor block arguments the arithmetic may start from; ``leaf``
+    gives such an argument in a wanted layout. Every other tensor must be made by ``_OPS`` from
+    scalars, which are used as they are."""
+
+    def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None):
+        self._builder = builder
+        self._leaves, self._leaf = leaves, leaf
+        self._defining: dict[int, object] = {}
+        self._memo: dict[tuple[int, str], object] = {}
+        self._checked: dict[int, bool] = {}
+        self._reaches: dict[int, bool] = {}
+
+        def visit(op):
+            for i in range(op.get_num_results()):
+                self._defining[op.get_result(i).id()] = op
+
+        module.walk(visit)
+
+    def defining(self, value):
+        return self._defining.get(value.id())
+
+    def possible(self, value) -> bool:
+        """Whether ``value`` can be made again in any layout (a scalar: used as it is)."""
+        if not str(value.get_type()).startswith("tensor<"):
+            return True
+        if value.id() not in self._checked:
+            self._checked[value.id()] = self._possible(value)
+        return self._checked[value.id()]
+
+    def _possible(self, value) -> bool:
+        op = self._defining.get(value.id())
+        if op is None:
+            return value.id() in self._leaves
+        name = op.get_name()
+        if name not in _OPS or not compat.reads_operation_attributes():
+            return False
+        if name == "arith.constant":
+            return compat.integer_constant(op) is not None
+        return all(self.possible(op.get_operand(i)) for i in range(op.get_num_operands()))
+
+    def reaches_leaf(self, value) -> bool:
+        """Whether the arithmetic making ``value`` starts from one of the leaves."""
+        if value.id() not in self._reaches:
+            op = self._defining.get(value.id())
+            self._reaches[value.id()] = value.id() in self._leaves or (
+                op is not None and op.get_name() in _OPS
+                and any(self.reaches_leaf(op.get_operand(i)) for i in range(op.get_num_operands())))
+        return self._reaches[value.id()]
+
+    def make(self, value, layout):
+        """``value`` made again in ``layout`` (``possible(value)`` must hold). Each call makes its
+        own ops (shared within the call only): ops made for one use need not dominate another."""
+        self._memo = {}
+        return self._made(value, layout)
+
+    def _made(self, value, layout):
+        if not str(value.get_type()).startswith("tensor<"):
+            return value
+        key = (value.id(), str(layout))
+        if key not in self._memo:
+            self._memo[key] = self._make(value, layout)
+        return self._memo[key]
+
+    def _make(self, value, layout):
+        builder = self._builder
+        op = self._defining.get(value.id())
+        if op is None:
+            return self._leaf(value, layout)
+        name = op.get_name()
+        if name == "ttg.convert_layout":
+            return self._made(op.get_operand(0), layout)
+        result_type = in_layout(value, layout, builder)
+        if name == "tt.make_range":
+            start = compat.int_attr(op, "start")
+            made = builder.create_make_range(result_type, start, start + _tensor_type(str(value.get_type()))[0][0])
+        elif name == "arith.constant":
+            element = re.match(r"tensor<(?:\d+x)+(\w+)", str(value.get_type())).group(1)
+            scalar = getattr(builder, _INTEGER_CONSTANTS[element])(compat.integer_constant(op))
+            made = builder.create_splat(result_type, scalar)
+        elif name == "tt.splat":
+            made = builder.create_splat(result_type, op.get_operand(0))
+        elif name == "tt.expand_dims":
+            axis = compat.int_attr(op, "axis")
+            made = builder.create_expand_dims(self._made(op.get_operand(0), gl.SliceLayout(axis, layout)), axis)
+        elif name == "tt.broadcast":
+            made = builder.create_broadcast(self._made(op.get_operand(0), layout), result_type)
+        elif name == "arith.extsi":
+            made = builder.create_int_cast(self._made(op.get_operand(0), layout), result_type, True)
+        else:
+            made = getattr(builder, _ELEMENTWISE[name])(self._made(op.get_operand(0), layout),
+                                                        self._made(op.get_operand(1), layout))
+        made.set_loc(value.get_loc())
+        return made
+
+
+def hoist_argument_conversions(module, entry, arguments: list, builder) -> int:
+    """In the function of entry block ``entry``, each conversion of index arithmetic that starts
+    from one of the tensor ``arguments`` becomes that arithmetic made again on the arguments
+    converted once at the entry (one conversion per argument and layout). Returns how many
+    conversions were replaced; the old arithmetic is left dead for the canonicalizer."""
+    leaves = frozenset(a.id() for a in arguments)
+    converted: dict[tuple[int, str], object] = {}
+
+    def leaf(argument, layout):
+        key = (argument.id(), str(layout))
+        if key not in converted:
+            here = builder.get_insertion_point()
+            builder.set_insertion_point_to_start(entry)
+            converted[key] = builder.create_convert_layout(in_layout(argument, layout, builder), argument)
+            builder.restore_insertion_point(here)
+        return converted[key]
+
+    remat = Rematerializer(module, builder, leaves, leaf)
+    conversions: list = []
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout" and op.get_operand(0).id() not in leaves:
+            conversions.append(op)
+
+    module.walk(visit)
+    replaced = 0
+    for op in conversions:
+        source = op.get_operand(0)
+        if not (remat.reaches_leaf(source) and remat.possible(source)):
+            continue
+        result = op.get_result(0)
+        builder.set_insertion_point_after(op)
+        result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
+        replaced += 1
+    return replaced
+
+
+def recompute_boundary_conversions(module, builder) -> set[str]:
+    """Each boundary's conversion (tagged) of a tensor made from scalars by index arithmetic
+    becomes the arithmetic made in the layout converted to. Returns the tags of the boundaries
+    whose every conversion was replaced so."""
+    remat = Rematerializer(module, builder)
+    conversions: list = []
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+            conversions.append(op)
+
+    module.walk(visit)
+    recomputed: set[str] = set()
+    kept: set[str] = set()
+    for op in conversions:
+        boundary_tag = op.get_str_attr(TAG)
+        source = op.get_operand(0)
+        if remat.defining(source) is None or not remat.possible(source):
+            kept.add(boundary_tag)
+            continue
+        result = op.get_result(0)
+        builder.set_insertion_point_after(op)
+        result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
+        recomputed.add(boundary_tag)
+    return recomputed - kept
