@@ -19,8 +19,9 @@ _DOT_RESULT_LAYOUTS = ("#ttg.amd_mfma<", "#ttg.amd_wmma<")
 
 
 def store_tiles(module, builder, conversion, source, users: dict[int, list]) -> list | None:
-    """Where ``conversion`` (the host's ``ttg.convert_layout`` op, of a value that will be made
-    in the layout of ``source``, a tensor) only feeds a ``tt.store`` as its value, that layout is an
+    """Where ``conversion`` (the op whose result the host stores: its own ``ttg.convert_layout``,
+    or the boundary's conversion or the last cast after it, of a value that will be made in the
+    layout of ``source``, a tensor) only feeds a ``tt.store`` as its value, that layout is an
     AMD dot layout, and the store's pointer and mask tiles are index arithmetic used by that
     store alone: those tiles made again in the dot layout (at the builder's insertion point), as
     ``(old, new)`` pairs for ``use``; else None. ``users`` maps value ids to their users."""

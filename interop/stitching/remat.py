@@ -1,8 +1,9 @@
 """Index arithmetic built again in another layout instead of converted to it.
 
-A pointer or offset tile is made from scalars by a few cheap ops: ``make_range``, ``splat``,
-integer constants, ``expand_dims``, ``broadcast``, ``addi``/``subi``/``muli``, ``addptr``, sign
-extensions. Converting such a tile to another layout moves every element through shared memory
+A pointer or offset tile (and its bounds mask) is made from scalars by a few cheap ops:
+``make_range``, ``splat``, integer constants, ``expand_dims``, ``broadcast``, integer arithmetic
+(``addi``, ``subi``, ``muli``, divisions, remainders), ``addptr``, sign extensions, comparisons
+and ``andi``/``ori`` of masks. Converting such a tile to another layout moves every element through shared memory
 or shuffles; making it again in that layout costs those few ops. Triton's
 ``RemoveLayoutConversions`` does this inside one kernel (backward rematerialization), but it stops
 at a function argument, and a Triton region's tensor inputs are its function's arguments
@@ -32,9 +33,14 @@ from ..triton import compat
 
 #: The ops made again, and how the builder makes each from its operands made again.
 _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.muli": "create_mul",
+                "arith.divsi": "create_sdiv", "arith.remsi": "create_srem", "arith.divui": "create_udiv",
+                "arith.remui": "create_urem", "arith.andi": "create_and", "arith.ori": "create_or",
                 "tt.addptr": "create_addptr"}
+#: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
+_COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
+                "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")
 _OPS = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
-        "ttg.convert_layout", *_ELEMENTWISE}
+        "arith.cmpi", "ttg.convert_layout", *_ELEMENTWISE}
 #: Element types by their MLIR names.
 _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
              "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
@@ -150,6 +156,9 @@ class Rematerializer:
             made = builder.create_broadcast(self._made(op.get_operand(0), layout), result_type)
         elif name == "arith.extsi":
             made = builder.create_int_cast(self._made(op.get_operand(0), layout), result_type, True)
+        elif name == "arith.cmpi":
+            made = getattr(builder, _COMPARISONS[compat.int_attr(op, "predicate")])(
+                self._made(op.get_operand(0), layout), self._made(op.get_operand(1), layout))
         else:
             made = getattr(builder, _ELEMENTWISE[name])(self._made(op.get_operand(0), layout),
                                                         self._made(op.get_operand(1), layout))

@@ -47,12 +47,13 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         following = users.get(value.id(), [])
         own = following[0] if len(following) == 1 and following[0].get_name() == "ttg.convert_layout" \
             and not following[0].get_str_attr(TAG) else None
-        if not chain or (own is None and not any(op.get_name() in _NARROWING for op in chain)):
-            continue
+        last = own or (chain[-1] if chain else conversion)   # the op whose result a store may take
         source = conversion.get_operand(0)
+        builder.set_insertion_point_after(last)
+        tiles = epilogue.store_tiles(module, builder, last, source, users)
+        if tiles is None and (not chain or (own is None and not any(op.get_name() in _NARROWING for op in chain))):
+            continue
         layout = builder.get_gluon_layout_from_tensor(source)
-        builder.set_insertion_point_after(own or chain[-1])
-        tiles = epilogue.store_tiles(module, builder, own, source, users) if own is not None else None
         current = source
         for op in chain:
             result = op.get_result(0)
@@ -60,7 +61,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
             current.set_loc(result.get_loc())
         boundary_tag = conversion.get_str_attr(TAG)
         if tiles is not None:   # stored from the region's layout: no conversion at all
-            epilogue.use(tiles, own, current)
+            epilogue.use(tiles, last, current)
             moved[boundary_tag] = "stored"
             continue
         replaced = own.get_result(0) if own is not None else value
