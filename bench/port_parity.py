@@ -125,7 +125,7 @@ def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: st
     except PortError as exc:
         out["refused"] = str(exc)
         return out
-    out["constant_inputs"] = sorted(ported.constant_inputs)   # what the caller could make in the port's layouts
+    out["made_in_place"] = sorted(ported.made_in_place)   # what the caller could make in the port's layouts
     candidate = from_ttgir.load_port(ported.source, ported.name, Path(f"{ported.name}.py"))
     swapped = hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
     out["port"] = figures(swapped) | {"conversions": sum(b.conversions for b in swapped.boundaries)}
@@ -147,9 +147,10 @@ def cells(r: dict) -> tuple:
 
 def _constants_note(r: dict) -> str:
     """Why a Gluon-host row can miss with a port that has the region's ops: the caller's splat
-    constants, which the kernel with the region made in the region's layouts at its boundary."""
-    names = r.get("constant_inputs")
-    return f" (the caller's constants {', '.join(names)} are converted)" if names else ""
+    constants and index arithmetic, which the kernel with the region made in the region's layouts
+    at its boundary."""
+    names = r.get("made_in_place")
+    return f" (the caller's {', '.join(names)}, made in place at the boundary, are converted)" if names else ""
 
 
 def main() -> None:

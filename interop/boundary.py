@@ -16,6 +16,9 @@ TAG = "hybrid.boundary"
 #: The reason of an input boundary whose value, a splat constant, was made in the layout the
 #: region wanted (``stitch.fold_boundary_conversions``): a port reads it to tell its caller.
 CONSTANT_IN_PLACE = "a splat constant, made in the layout wanted (no conversion)"
+REMADE_IN_PLACE = "index arithmetic, made again in the layout wanted (no conversion)"
+#: The reasons of a boundary whose value the other side made in the layout wanted (``stitch``).
+MADE_IN_PLACE = (CONSTANT_IN_PLACE, REMADE_IN_PLACE)
 
 
 def tag(region_index: int, direction: str, index: int) -> str:

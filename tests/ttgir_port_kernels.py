@@ -42,19 +42,18 @@ def layout(target: str) -> gl.BlockedLayout:
 @hybrid.jit
 @gluon.jit
 def attention_kernel(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,
-                     L: gl.constexpr, ACC_L: gl.constexpr, ROW_L: gl.constexpr):
+                     L: gl.constexpr, ACC_L: gl.constexpr, ROW_L: gl.constexpr, K_L: gl.constexpr, V_L: gl.constexpr):
     """``bench/parity_ports.attention_gluon_host`` with the layouts of the KV loop's initial values
-    (``acc`` in ``ACC_L``, ``m_i`` and ``l_i`` in ``ROW_L``) named by the caller: the kernel a
-    port's ``constant_inputs`` say how to write."""
+    (``acc`` in ``ACC_L``, ``m_i`` and ``l_i`` in ``ROW_L``) and pointer tiles (``K_L``, ``V_L``)
+    named by the caller: the kernel a port's ``made_in_place`` say how to write."""
     base = gl.program_id(1).to(gl.int64) * N_CTX * HEAD_DIM
     offs_m = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     offs_d = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, L))
-    LT: gl.constexpr = gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
-                                        [1, L.warps_per_cta[0]], [0, 1])   # L transposed: K^T's columns
     q = gl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
-    k_ptrs = (K + base + gl.arange(0, BN, layout=gl.SliceLayout(0, LT))[None, :] * HEAD_DIM
-              + gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, LT))[:, None])
-    v_ptrs = V + base + gl.arange(0, BN, layout=gl.SliceLayout(1, L))[:, None] * HEAD_DIM + offs_d[None, :]
+    k_ptrs = (K + base + gl.arange(0, BN, layout=gl.SliceLayout(0, K_L))[None, :] * HEAD_DIM
+              + gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(1, K_L))[:, None])
+    v_ptrs = (V + base + gl.arange(0, BN, layout=gl.SliceLayout(1, V_L))[:, None] * HEAD_DIM
+              + gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, V_L))[None, :])
     m_i = gl.full([BM], float("-inf"), gl.float32, layout=ROW_L)
     l_i = gl.full([BM], 1.0, gl.float32, layout=ROW_L)
     acc = gl.zeros([BM, HEAD_DIM], gl.float32, layout=ACC_L)
@@ -90,3 +89,9 @@ def shift_by_two_kernel(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr, SHIF
 def shift_by_runtime_kernel(x_ptr, y_ptr, shift, BLOCK: gl.constexpr, L: gl.constexpr, SHIFTED: gl.constexpr):
     offs = gl.arange(0, BLOCK, layout=L)
     gl.store(y_ptr + offs, SHIFTED(gl.load(x_ptr + offs), shift))
+
+
+def transposed(L: gl.BlockedLayout) -> gl.BlockedLayout:
+    """``L`` transposed: the layout ``attention_kernel`` writes K^T's pointer tile in by default."""
+    return gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
+                            [1, L.warps_per_cta[0]], [0, 1])

@@ -24,7 +24,7 @@ from triton.runtime import JITFunction
 
 from interop.lowering import triton_regions
 from interop.lowering.triton_regions import RecordedCall
-from interop.boundary import CONSTANT_IN_PLACE, TAG
+from interop.boundary import MADE_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.triton.frontend import GluonJITFunction
 
@@ -53,11 +53,11 @@ class TtgirPort:
     source: str
     function: str          # module.name of the Triton function ported
     target: str
-    #: The parameters the kernel passes as splat constants, each with the layout the port computes
-    #: it in (a Gluon expression): the kernel with the Triton region made them there at its
-    #: boundary; Gluon converts a constant as written, so a caller that makes one in that layout
-    #: leaves the kernel the region's machine code.
-    constant_inputs: dict[str, str] = field(default_factory=dict)
+    #: The parameters the kernel passes as splat constants or index arithmetic made from scalars
+    #: (a pointer tile), each with the layout the port computes it in (a Gluon expression): the
+    #: kernel with the Triton region made them there at its boundary; Gluon converts as written,
+    #: so a caller that makes one in that layout leaves the kernel the region's machine code.
+    made_in_place: dict[str, str] = field(default_factory=dict)
 
 
 PROBE = "hybrid_port_probe"
@@ -104,7 +104,7 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             region = next((r.index for r in built.regions
                            if r.language == "triton" and r.function == fn.__name__), None)
             return call, Crossings(shared_handoffs(built.asm["ttgir"], region),
-                                   constant_inputs(built.boundaries, region))
+                                   made_in_place(built.boundaries, region))
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
 
@@ -114,14 +114,14 @@ class Crossings:
     """How the kernel the port is written for moved the region's inputs across its boundary,
     by input leaf index: what the port does the same way, or tells its caller."""
     handoffs: dict[int, str]     # handed over through shared memory, in that shared layout (the planner's choice)
-    constants: frozenset[int]    # splat constants the kernel made in the layout the region wanted
+    made: frozenset[int]         # constants and index arithmetic the kernel made in the layout the region wanted
 
 
-def constant_inputs(boundaries, region: int | None) -> frozenset[int]:
-    """The input leaves of ``region`` that the built kernel passed as splat constants and made
-    in the layout the region wanted, so that they cost no conversion there."""
+def made_in_place(boundaries, region: int | None) -> frozenset[int]:
+    """The input leaves of ``region`` that the built kernel made in the layout the region wanted
+    (splat constants, index arithmetic from scalars), so that they cost no conversion there."""
     return frozenset(b.index for b in boundaries
-                     if b.region == region and b.direction == "in" and b.reason == CONSTANT_IN_PLACE)
+                     if b.region == region and b.direction == "in" and b.reason in MADE_IN_PLACE)
 
 
 def _converted_to(module, argument: str) -> str | None:
@@ -172,10 +172,11 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
         layout = emitter.layouts.name(wanted or ty.layout, ty.shape)
         if wanted:   # the region only converts it: the port converts it once, straight to that layout
             emitter.converted_on_entry[ssa] = wanted
-            if leaf_of[ssa] in crossings.constants:
+            if leaf_of[ssa] in crossings.made:
                 constants[name] = emitter.layouts.expression(layout)
-                entry += [f"    # {name}: {kernel_name} passes a splat constant, made in {layout} at the Triton "
-                          f"region's boundary;", f"    # a caller that makes it in {layout} leaves no conversion here"]
+                entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at "
+                          f"the Triton", f"    # region's boundary; a caller that makes it in {layout} leaves no "
+                          f"conversion here"]
         entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
     try:
         emitter.block(module.body, 1)

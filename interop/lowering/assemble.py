@@ -12,7 +12,7 @@ from . import arch
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
 from ..stitching import stitch
-from ..boundary import CONSTANT_IN_PLACE, Boundary, PlannedBoundary, layout_of
+from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from ..errors import RegionError
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
@@ -80,7 +80,7 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif boundary_tag in folded.constants and not remaining:
         reason = CONSTANT_IN_PLACE
     elif boundary_tag in folded.recomputed and not remaining:
-        reason = "index arithmetic, made again in the layout wanted (no conversion)"
+        reason = REMADE_IN_PLACE
     elif folded.moved.get(boundary_tag) == "stored" and not remaining:
         reason = ("moved past the casts after it into the store, which takes the region's MFMA layout as Triton's "
                   "AMD backend stores (no conversion)")
