@@ -39,7 +39,7 @@ def assemble(cc, module) -> None:
         raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
                           f"planning the boundaries failed: {exc}") from exc
     by_tag = {t: choice for choice in choices for t in choice.tags}
-    cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
+    cc.boundaries = [_completed(planned, live, folded, by_tag, cc.adopted) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
         stitch.verify(module, "placing the Proton scopes")
@@ -56,9 +56,11 @@ def _into_triton_code(cc) -> set[str]:
             if p.region in language and (language[p.region] == "triton") == (p.direction == "in")}
 
 
-def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
+def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict,
+               adopted: set[str]) -> Boundary:
     """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
-    load folded into it, the conversions left and what they move, and why."""
+    load folded into it, the conversions left and what they move, and why. ``adopted``: the
+    boundaries whose conversion the host's second layout round removed (``host_relayout``)."""
     fields = planned.boundary_fields()
     boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
@@ -82,6 +84,9 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")
+    elif boundary_tag in adopted and not remaining:
+        reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
+                  "removed the conversion")
     elif planned.agree:
         reason = "layouts agree"
     elif not remaining:

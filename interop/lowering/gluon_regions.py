@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, lower_gluon, triton_host
+from . import arch, arguments, host_relayout, lower_gluon, triton_host
 from ..stitching import opaque
 from .. import validate
 from .. import diagnostics, locations
@@ -42,6 +42,7 @@ class GluonRegions:
         self._calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
+        self.symbols: dict[str, int] = {}   # a Gluon function built -> its region's index
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -164,6 +165,7 @@ class GluonRegions:
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
         self._operands[name] = [value.id() for value in ports.operands]
+        self.symbols[name] = call.region.index
         with as_region_error(call.region.function, call.region.call_site, _HINT):
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
@@ -212,9 +214,11 @@ class GluonRegions:
 
 
 def finish_triton_host(cc, module) -> None:
-    """After the Triton host's ttgir: its Gluon regions built and spliced, then the Triton regions
-    those Gluon functions call spliced, and the whole stitched, planned and recorded."""
+    """After the Triton host's ttgir: its Gluon regions built and spliced, the host laid out again
+    around them (``host_relayout``), then the Triton regions those Gluon functions call spliced,
+    and the whole stitched, planned and recorded."""
     cc.gluon.splice_all(module)
+    cc.adopted = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
     cc.keep_called(module)
     cc.triton.splice_all(module)
     assemble(cc, module)

@@ -1,0 +1,121 @@
+"""A Triton host laid out again around its Gluon calls, once their result layouts are known.
+
+Triton's ``ttgir`` stage chose the host's layouts while each Gluon call was opaque
+(``triton_host``), so the code after a call takes the region's result in a layout picked without
+it: on AMD a blocked layout the result is converted to before its store, where all-Triton
+stores straight from the MFMA layout (``optimize_epilogue`` ran while the result was opaque).
+
+Once the calls are spliced, each call's results are typed by its callee's signature, and a
+``tt.call`` is an op Triton's layout passes cannot re-lay out: its results are anchors, as a
+load's are. ``relayout`` moves the body of every function but the host kernel into a holder
+module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
+exactly its author's layouts); runs the passes ``make_ttgir`` runs to place the host's
+conversions around its anchors (``compat.add_host_relayout``), after a canonicalization that
+folds the emptied boundary ``scf.if``; tags the conversions then left on a call's operands or
+results as that boundary's; and moves the bodies back. The host's code after a call adopts the
+region's layout where Triton finds that cheaper, as around any anchor.
+"""
+from __future__ import annotations
+
+from .. import diagnostics
+from ..boundary import TAG, tag
+from ..stitching import stitch
+from ..triton import compat
+from ..triton.bindings import ir, passes
+
+
+def relayout(module, context, target, regions: dict[str, int]) -> set[str]:
+    """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
+    each Gluon function called -> its region's index. Returns the tags of the boundary
+    conversions the passes removed (the host now takes the region's layout there)."""
+    before = _tags(module)
+    held = _hide_bodies(module, context)
+    try:
+        pm = ir.pass_manager(context)
+        passes.common.add_canonicalizer(pm)
+        compat.add_host_relayout(pm, target)
+        diagnostics.run(pm, module, "hybrid_host_relayout")
+        _tag_boundaries(module, context, regions)
+    finally:
+        for function, holder in held:
+            stitch.splice(module, function, *holder)
+    stitch.verify(module, "laying the host out again around its Gluon calls")
+    return before - _tags(module)
+
+
+def _hide_bodies(module, context) -> list[tuple]:
+    """Every function with a body but the public kernel, its body moved into a function of the
+    same type in a holder module; returns (function, (holder module, holder function)) pairs."""
+    builder = ir.builder(context)
+    holder = builder.create_module()
+    held = []
+    for name in _functions_with_bodies(module):
+        function = module.get_function(name)
+        results = _result_types(module, function)
+        keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
+            list(function.type.param_types()), results), "private", False)
+        holder.push_back(keeper)
+        stitch.splice(holder, keeper, module, function)
+        held.append((function, (holder, keeper)))
+    return held
+
+
+def _functions_with_bodies(module) -> list[str]:
+    names = []
+
+    def visit(op):
+        if op.get_name() == "tt.func" and op.get_str_attr("sym_visibility") == "private" \
+                and op.get_region(0).size():
+            names.append(op.get_str_attr("sym_name"))
+
+    module.walk(visit)
+    return names
+
+
+def _result_types(module, function) -> list:
+    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
+    function type's parameters only)."""
+    region = function.get_region(0).id()
+    found: list = []
+
+    def visit(op):
+        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
+            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
+
+    module.walk(visit)
+    return found[0] if found else []
+
+
+def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
+    """Tag each untagged conversion of a Gluon call's result, or into a call's operand, as that
+    boundary's (the passes make new conversion ops, without the tags of the ones they replace)."""
+    results: dict[int, str] = {}    # a call's result value id -> its boundary's tag
+    operands: dict[int, str] = {}   # a call's operand value id -> its boundary's tag
+
+    def calls(op):
+        index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
+        if index is not None:
+            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
+            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
+
+    module.walk(calls)
+    builder = ir.builder(context)
+
+    def conversions(op):
+        if op.get_name() == "ttg.convert_layout" and not op.get_str_attr(TAG):
+            found = results.get(op.get_operand(0).id()) or operands.get(op.get_result(0).id())
+            if found:
+                op.get_result(0).set_attr(TAG, builder.get_string_attr(found))
+
+    module.walk(conversions)
+
+
+def _tags(module) -> set[str]:
+    found: set[str] = set()
+
+    def visit(op):
+        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+            found.add(op.get_str_attr(TAG))
+
+    module.walk(visit)
+    return found
