@@ -8,6 +8,8 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
+import dataclasses
+
 from . import arch
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
@@ -39,7 +41,8 @@ def assemble(cc, module) -> None:
         raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
                           f"planning the boundaries failed: {exc}") from exc
     by_tag = {t: choice for choice in choices for t in choice.tags}
-    cc.boundaries = [_completed(planned, live, folded, by_tag, cc.adopted) for planned in cc.planned]
+    folded = dataclasses.replace(folded, moved={**cc.relaid, **folded.moved})
+    cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
         stitch.verify(module, "placing the Proton scopes")
@@ -56,11 +59,9 @@ def _into_triton_code(cc) -> set[str]:
             if p.region in language and (language[p.region] == "triton") == (p.direction == "in")}
 
 
-def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict,
-               adopted: set[str]) -> Boundary:
+def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
     """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
-    load folded into it, the conversions left and what they move, and why. ``adopted``: the
-    boundaries whose conversion the host's second layout round removed (``host_relayout``)."""
+    load folded into it, the conversions left and what they move, and why."""
     fields = planned.boundary_fields()
     boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
@@ -84,7 +85,7 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")
-    elif boundary_tag in adopted and not remaining:
+    elif folded.moved.get(boundary_tag) == "adopted" and not remaining:
         reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
                   "removed the conversion")
     elif planned.agree:

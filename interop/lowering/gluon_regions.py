@@ -218,7 +218,7 @@ def finish_triton_host(cc, module) -> None:
     around them (``host_relayout``), then the Triton regions those Gluon functions call spliced,
     and the whole stitched, planned and recorded."""
     cc.gluon.splice_all(module)
-    cc.adopted = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
+    cc.relaid = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
     cc.keep_called(module)
     cc.triton.splice_all(module)
     assemble(cc, module)

@@ -19,28 +19,37 @@ from __future__ import annotations
 
 from .. import diagnostics
 from ..boundary import TAG, tag
-from ..stitching import stitch
+from ..stitching import sinking, stitch
 from ..triton import compat
-from ..triton.bindings import ir, passes
+from ..triton.bindings import gluon_ir, ir, passes
 
 
-def relayout(module, context, target, regions: dict[str, int]) -> set[str]:
+def relayout(module, context, target, regions: dict[str, int]) -> dict[str, str]:
     """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
-    each Gluon function called -> its region's index. Returns the tags of the boundary
-    conversions the passes removed (the host now takes the region's layout there)."""
+    each Gluon function called -> its region's index. Returns, per boundary whose conversion
+    moved, how: ``"merged"`` or ``"narrowed"`` (``sinking``, before Triton's passes, so that they
+    see the host's epilogue as all-Triton's: the cast in the region's layout, then the host's
+    own conversion), or ``"adopted"`` (Triton's passes removed it: the host takes the region's
+    layout)."""
     before = _tags(module)
     held = _hide_bodies(module, context)
     try:
-        pm = ir.pass_manager(context)
-        passes.common.add_canonicalizer(pm)
-        compat.add_host_relayout(pm, target)
-        diagnostics.run(pm, module, "hybrid_host_relayout")
+        _run(module, context, passes.common.add_canonicalizer)   # folds the boundary's scf.if, drops the markers
+        moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(context), _result_tags(module, regions))
+        _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
         _tag_boundaries(module, context, regions)
     finally:
         for function, holder in held:
             stitch.splice(module, function, *holder)
     stitch.verify(module, "laying the host out again around its Gluon calls")
-    return before - _tags(module)
+    gone = {t: "adopted" for t in before - _tags(module) if moved.get(t) != "merged"}   # incl. narrowed, then removed
+    return {**moved, **gone}
+
+
+def _run(module, context, add) -> None:
+    pm = ir.pass_manager(context)
+    add(pm)
+    diagnostics.run(pm, module, "hybrid_host_relayout")
 
 
 def _hide_bodies(module, context) -> list[tuple]:
@@ -84,6 +93,19 @@ def _result_types(module, function) -> list:
 
     module.walk(visit)
     return found[0] if found else []
+
+
+def _result_tags(module, regions: dict[str, int]) -> set[str]:
+    """The boundary tags of the Gluon calls' results (conversions into Triton code)."""
+    found: set[str] = set()
+
+    def visit(op):
+        index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
+        if index is not None:
+            found.update(tag(index, "out", j) for j in range(op.get_num_results()))
+
+    module.walk(visit)
+    return found
 
 
 def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
