@@ -23,6 +23,9 @@ from ..stitching import sinking, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, passes
 
+#: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
+_BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
+
 
 def relayout(module, context, target, regions: dict[str, int]) -> dict[str, str]:
     """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
@@ -30,7 +33,9 @@ def relayout(module, context, target, regions: dict[str, int]) -> dict[str, str]
     moved, how: ``"merged"`` or ``"narrowed"`` (``sinking``, before Triton's passes, so that they
     see the host's epilogue as all-Triton's: the cast in the region's layout, then the host's
     own conversion), or ``"adopted"`` (Triton's passes removed it: the host takes the region's
-    layout)."""
+    layout). A host without Gluon calls (all in untaken branches) is left as Triton made it."""
+    if not regions:
+        return {}
     before = _tags(module)
     held = _hide_bodies(module, context)
     try:
@@ -109,8 +114,9 @@ def _result_tags(module, regions: dict[str, int]) -> set[str]:
 
 
 def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
-    """Tag each untagged conversion of a Gluon call's result, or into a call's operand, as that
-    boundary's (the passes make new conversion ops, without the tags of the ones they replace)."""
+    """Tag each untagged conversion of a Gluon call's result (or load of a buffer it returned), or
+    conversion into a call's operand, as that boundary's: the passes remake such ops (in the layout
+    they chose) without the tags of the ones they replace."""
     results: dict[int, str] = {}    # a call's result value id -> its boundary's tag
     operands: dict[int, str] = {}   # a call's operand value id -> its boundary's tag
 
@@ -124,7 +130,7 @@ def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
     builder = ir.builder(context)
 
     def conversions(op):
-        if op.get_name() == "ttg.convert_layout" and not op.get_str_attr(TAG):
+        if op.get_name() in _BOUNDARY_OPS and not op.get_str_attr(TAG):
             found = results.get(op.get_operand(0).id()) or operands.get(op.get_result(0).id())
             if found:
                 op.get_result(0).set_attr(TAG, builder.get_string_attr(found))
@@ -136,7 +142,7 @@ def _tags(module) -> set[str]:
     found: set[str] = set()
 
     def visit(op):
-        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
+        if op.get_name() in _BOUNDARY_OPS and op.get_str_attr(TAG):
             found.add(op.get_str_attr(TAG))
 
     module.walk(visit)
