@@ -4,8 +4,9 @@ During the Triton host's code generation each call is built once as a throwaway 
 result types, and the ops the target must have) and becomes an opaque boundary
 (``triton_host.emit_boundary``). Triton's own ``ttir`` and ``ttgir`` stages then lower the host;
 ``finish_triton_host`` builds each Gluon function for the layouts Triton gave its operands (or
-the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, splices
-the Triton regions those functions call, and has ``assemble`` stitch and plan the module.
+the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, lays the
+host out again around the calls (``host_relayout``), splices the Triton regions those functions
+call, and has ``assemble`` stitch and plan the module.
 """
 from __future__ import annotations
 

@@ -9,9 +9,11 @@ Once the calls are spliced, each call's results are typed by its callee's signat
 ``tt.call`` is an op Triton's layout passes cannot re-lay out: its results are anchors, as a
 load's are. ``relayout`` moves the body of every function but the host kernel into a holder
 module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
-exactly its author's layouts); runs the passes ``make_ttgir`` runs to place the host's
-conversions around its anchors (``compat.add_host_relayout``), after a canonicalization that
-folds the emptied boundary ``scf.if``; tags the conversions then left on a call's operands or
+exactly its author's layouts); folds the emptied boundary ``scf.if`` (Triton's canonicalizer)
+and moves each result's conversion past the host's casts (``sinking``), so that the passes find
+the epilogue all-Triton would have (an ``acc.to(fp16)`` in the region's layout, then the host's
+own conversion); runs the passes ``make_ttgir`` runs to place the host's conversions around its
+anchors (``compat.add_host_relayout``); tags the conversions then left on a call's operands or
 results as that boundary's; and moves the bodies back. The host's code after a call adopts the
 region's layout where Triton finds that cheaper, as around any anchor.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 from .. import diagnostics
 from ..boundary import TAG, tag
+from ..instrumentation import timing
 from ..stitching import sinking, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, passes
@@ -27,6 +30,7 @@ from ..triton.bindings import gluon_ir, ir, passes
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
 
 
+@timing.timed("host relayout")
 def relayout(module, context, target, regions: dict[str, int]) -> dict[str, str]:
     """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
     each Gluon function called -> its region's index. Returns, per boundary whose conversion
