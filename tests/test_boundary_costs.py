@@ -18,6 +18,7 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples.layouts import tile_layout
+from examples.mma_handoff import b_tile, store_c
 from interop.stitching import stitch
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
@@ -227,3 +228,39 @@ def test_a_conversion_the_relayout_leaves_on_a_gluon_result_is_still_the_boundar
     recorded = sum(b.conversions for b in fb.boundaries if b.direction == "out")
     in_module = len(re.findall(r'ttg\.convert_layout %\S+ \{hybrid\.boundary = "\d+:out:\d+"\}', fb.asm["ttgir"]))
     assert recorded == in_module > 0
+
+
+@gluon.jit
+def scaled_rows_gluon(a_ptr, s_ptr, M, pid_m, BM: gl.constexpr, K: gl.constexpr, L: gl.constexpr):
+    """examples/mma_handoff.py's scaled_rows, written in Gluon in the layout ``L``."""
+    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
+    a = gl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=0.0)
+    s = gl.load(s_ptr + rm, mask=rm < M, other=0.0)
+    return (a.to(gl.float32) * s[:, None]).to(gl.float16)
+
+
+@hybrid.jit
+@triton.jit
+def gluon_operand_host(a_ptr, s_ptr, b_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, K: tl.constexpr,
+                       L: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a = scaled_rows_gluon(a_ptr, s_ptr, M, pid_m, BM, K, L)
+    store_c(c_ptr, tl.dot(a, b_tile(b_ptr, N, pid_n, BN, K)), M, N, pid_m, pid_n, BM, BN)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_gluon_result_staged_for_a_dot_frees_its_buffer_before_the_other_operands(target):
+    """The host stages the region's tile into shared memory for ``tl.dot`` as it came (Triton's
+    ``alloc(convert(x)) -> alloc(x)``, here in the host's second layout round) and loads it right
+    after the store, so its buffer is free before the B operand's: all-Triton's shared memory."""
+    from examples import mma_handoff
+
+    sizes = {k: mma_handoff.constexprs(target)[k] for k in ("BM", "BN", "K")}
+    fb = hybrid.compile(gluon_operand_host, mma_handoff.SIGNATURE, {**sizes, "L": tile_layout(target, 4)}, target,
+                        num_warps=mma_handoff.NUM_WARPS, divisible=mma_handoff.DIVISIBLE)
+    pure = mma_handoff.build_triton(target)
+    result, = [b for b in fb.boundaries if b.direction == "out"]
+    assert result.conversions == 0 and "stored into the host's shared buffer" in result.reason, result
+    assert fb.metadata.shared <= pure.metadata.shared

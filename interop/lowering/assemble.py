@@ -8,8 +8,6 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
-import dataclasses
-
 from . import arch
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
@@ -41,7 +39,7 @@ def assemble(cc, module) -> None:
         raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
                           f"planning the boundaries failed: {exc}") from exc
     by_tag = {t: choice for choice in choices for t in choice.tags}
-    folded = dataclasses.replace(folded, moved={**cc.relaid, **folded.moved})
+    folded = cc.relaid.combined(folded)
     cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)

@@ -31,28 +31,33 @@ _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
 
 
 @timing.timed("host relayout")
-def relayout(module, context, target, regions: dict[str, int]) -> dict[str, str]:
+def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
     """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
-    each Gluon function called -> its region's index. Returns, per boundary whose conversion
-    moved, how: ``"merged"`` or ``"narrowed"`` (``sinking``, before Triton's passes, so that they
-    see the host's epilogue as all-Triton's: the cast in the region's layout, then the host's
-    own conversion), or ``"adopted"`` (Triton's passes removed it: the host takes the region's
-    layout). A host without Gluon calls (all in untaken branches) is left as Triton made it."""
+    each Gluon function called -> its region's index. Returns what became of the boundaries'
+    conversions: moved past the host's casts before Triton's passes run (``sinking``), so that
+    they see the host as all-Triton's (a cast in the region's layout, then the host's own
+    conversion); removed by them (``"adopted"``: the host takes the region's layout); or, a
+    result stored into shared memory as it came, the host's loads of that buffer moved up to the
+    store (``stitch.load_stored_values_early``). A host without Gluon calls (all in untaken
+    branches) is left as Triton made it."""
     if not regions:
-        return {}
+        return stitch.Folded.nothing()
     before = _tags(module)
     held = _hide_bodies(module, context)
     try:
         _run(module, context, passes.common.add_canonicalizer)   # folds the boundary's scf.if, drops the markers
-        moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(context), _result_tags(module, regions))
+        builder = gluon_ir.GluonOpBuilder(context)
+        results, _ = _call_edges(module, regions)
+        moved = sinking.sink_past_casts(module, builder, set(results.values()))
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
         _tag_boundaries(module, context, regions)
+        stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
         for function, holder in held:
             stitch.splice(module, function, *holder)
     stitch.verify(module, "laying the host out again around its Gluon calls")
-    gone = {t: "adopted" for t in before - _tags(module) if moved.get(t) != "merged"}   # incl. narrowed, then removed
-    return {**moved, **gone}
+    gone = {t: "adopted" for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
+    return stitch.Folded(frozenset(), frozenset(stored), frozenset(), {**moved, **gone})
 
 
 def _run(module, context, add) -> None:
@@ -104,33 +109,26 @@ def _result_types(module, function) -> list:
     return found[0] if found else []
 
 
-def _result_tags(module, regions: dict[str, int]) -> set[str]:
-    """The boundary tags of the Gluon calls' results (conversions into Triton code)."""
-    found: set[str] = set()
+def _call_edges(module, regions: dict[str, int]) -> tuple[dict[int, str], dict[int, str]]:
+    """The Gluon calls' (results, operands): value id -> its boundary's tag."""
+    results: dict[int, str] = {}
+    operands: dict[int, str] = {}
 
     def visit(op):
         index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
         if index is not None:
-            found.update(tag(index, "out", j) for j in range(op.get_num_results()))
+            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
+            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
 
     module.walk(visit)
-    return found
+    return results, operands
 
 
 def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
     """Tag each untagged conversion of a Gluon call's result (or load of a buffer it returned), or
     conversion into a call's operand, as that boundary's: the passes remake such ops (in the layout
     they chose) without the tags of the ones they replace."""
-    results: dict[int, str] = {}    # a call's result value id -> its boundary's tag
-    operands: dict[int, str] = {}   # a call's operand value id -> its boundary's tag
-
-    def calls(op):
-        index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
-        if index is not None:
-            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
-            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
-
-    module.walk(calls)
+    results, operands = _call_edges(module, regions)
     builder = ir.builder(context)
 
     def conversions(op):
