@@ -18,6 +18,7 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from examples.layouts import tile_layout
+from examples.mma_handoff import b_tile, store_c
 from interop.stitching import stitch
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
@@ -246,3 +247,117 @@ def test_an_epilogue_on_amd_stores_from_the_mfma_layout_as_triton_does(row, targ
         result, = [b for b in fb.boundaries if b.direction == "out"]
         assert "into the store" in result.reason, result
         assert "ttg.convert_layout" not in fb.asm["ttgir"]
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_a_triton_host_stores_straight_from_its_gluon_regions_mfma_layout(target):
+    """bench/parity.py's matmul_activation, Triton host, on AMD: the Gluon leaky_relu returns the
+    MFMA tile; the host, laid out again around the call (``host_relayout``), stores straight from
+    it as all-Triton does (AMD's optimize_epilogue), where it used to convert to a blocked layout."""
+    import parity_ports
+
+    port = next(p for p in parity_ports.PORTS if p.name == "matmul_activation" and p.direction == "triton->gluon")
+    builds = port.builds(target)
+    fb, pure = builds["hybrid"], builds["triton"]
+    assert sum(b.conversions for b in fb.boundaries) == 0
+    assert fb.metadata.shared <= pure.metadata.shared
+    assert _store_layouts(fb.asm["ttgir"]) == _store_layouts(pure.asm["ttgir"])
+    assert fb.asm["ttgir"].count("ttg.convert_layout") == pure.asm["ttgir"].count("ttg.convert_layout")
+    assert instructions(fb.asm) <= 1.02 * instructions(pure.asm)
+
+
+def _store_layouts(ttgir: str) -> list[str]:
+    """The layout each ``tt.store`` of ``ttgir`` stores in, spelled out (aliases differ between modules)."""
+    aliases = dict(re.findall(r"^(#\w+) = (#.*)$", ttgir, re.MULTILINE))
+    return [aliases.get(alias, alias) for alias in re.findall(r"tt\.store .* : tensor<[^,]+, (#\w+)>", ttgir)]
+
+
+@gluon.jit
+def doubled_in(x, L: gl.constexpr):
+    """Converts to ``L`` and back: Triton's RemoveLayoutConversions would fold both away."""
+    y = gl.convert_layout(x, L) * 2.0
+    return gl.convert_layout(y, x.type.layout)
+
+
+@hybrid.jit
+@triton.jit
+def doubling_host(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    offsets = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(y_ptr + offsets, doubled_in(tl.load(x_ptr + offsets), L).to(tl.float16))
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_the_hosts_second_layout_round_leaves_the_gluon_regions_ops_as_written(target, monkeypatch):
+    """``host_relayout`` runs Triton's layout passes on the host with every Gluon body moved out
+    of their sight: the region's function, conversions included, is the same op for op after."""
+    from interop.lowering import gluon_regions
+    from interop import host_relayout
+
+    seen = []
+    relayout = host_relayout.relayout
+
+    def recording(module, context, target_, regions):
+        bodies = {name: module.get_function(name).str_nodebug() for name in regions}
+        host = module.get_function("doubling_host").str_nodebug()
+        moved = relayout(module, context, target_, regions)
+        seen.append((bodies, {name: module.get_function(name).str_nodebug() for name in regions},
+                     host != module.get_function("doubling_host").str_nodebug()))
+        return moved
+
+    monkeypatch.setattr(gluon_regions.host_relayout, "relayout", recording)
+    warp = 64 if target.startswith("gfx") else 32
+    layout = gl.BlockedLayout([1, 1], [1, warp], [4, 1], [1, 0])
+    hybrid.compile(doubling_host, {"x_ptr": "*fp32", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64, "L": layout}, target,
+                   num_warps=4)
+    (before, after, host_changed), = seen
+    assert before == after
+    assert all(body.count("ttg.convert_layout") == 2 for body in after.values())
+    assert host_changed   # the passes did run on the host (its boundary scf.if folded at least)
+
+
+def test_a_conversion_the_relayout_leaves_on_a_gluon_result_is_still_the_boundarys():
+    """softmax_gluon_stats: the host's tile is laid out by its load, so Triton keeps converting
+    the region's two row statistics; the conversions Triton's passes remake are tagged as the
+    boundary's again, so the records count what the kernel does."""
+    from examples import softmax_gluon_stats
+
+    fb = softmax_gluon_stats.build("sm80")
+    recorded = sum(b.conversions for b in fb.boundaries if b.direction == "out")
+    in_module = len(re.findall(r'ttg\.convert_layout %\S+ \{hybrid\.boundary = "\d+:out:\d+"\}', fb.asm["ttgir"]))
+    assert recorded == in_module > 0
+
+
+@gluon.jit
+def scaled_rows_gluon(a_ptr, s_ptr, M, pid_m, BM: gl.constexpr, K: gl.constexpr, L: gl.constexpr):
+    """examples/mma_handoff.py's scaled_rows, written in Gluon in the layout ``L``."""
+    rm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+    rk = gl.arange(0, K, layout=gl.SliceLayout(0, L))
+    a = gl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=0.0)
+    s = gl.load(s_ptr + rm, mask=rm < M, other=0.0)
+    return (a.to(gl.float32) * s[:, None]).to(gl.float16)
+
+
+@hybrid.jit
+@triton.jit
+def gluon_operand_host(a_ptr, s_ptr, b_ptr, c_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, K: tl.constexpr,
+                       L: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a = scaled_rows_gluon(a_ptr, s_ptr, M, pid_m, BM, K, L)
+    store_c(c_ptr, tl.dot(a, b_tile(b_ptr, N, pid_n, BN, K)), M, N, pid_m, pid_n, BM, BN)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_gluon_result_staged_for_a_dot_frees_its_buffer_before_the_other_operands(target):
+    """The host stages the region's tile into shared memory for ``tl.dot`` as it came (Triton's
+    ``alloc(convert(x)) -> alloc(x)``, here in the host's second layout round) and loads it right
+    after the store, so its buffer is free before the B operand's: all-Triton's shared memory."""
+    from examples import mma_handoff
+
+    sizes = {k: mma_handoff.constexprs(target)[k] for k in ("BM", "BN", "K")}
+    fb = hybrid.compile(gluon_operand_host, mma_handoff.SIGNATURE, {**sizes, "L": tile_layout(target, 4)}, target,
+                        num_warps=mma_handoff.NUM_WARPS, divisible=mma_handoff.DIVISIBLE)
+    pure = mma_handoff.build_triton(target)
+    result, = [b for b in fb.boundaries if b.direction == "out"]
+    assert result.conversions == 0 and "stored into the host's shared buffer" in result.reason, result
+    assert fb.metadata.shared <= pure.metadata.shared

@@ -28,6 +28,7 @@ class CompileContext:
     regions: list[Region] = field(default_factory=list)
     planned: list[PlannedBoundary] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
+    relaid: stitch.Folded = field(default_factory=stitch.Folded.nothing)   # what the host's relayout folded
     host_module: object | None = None   # the kernel's module, set by its code generator (for a failed verify)
     ttir: dict[int, str] = field(default_factory=dict)   # a Triton region's index -> its lowering after Triton's ttir
     scopes: Scopes = field(init=False)   # where Proton scopes go, when the settings instrument regions

@@ -39,6 +39,7 @@ def assemble(cc, module) -> None:
         raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
                           f"planning the boundaries failed: {exc}") from exc
     by_tag = {t: choice for choice in choices for t in choice.tags}
+    folded = cc.relaid.combined(folded)
     cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
@@ -87,6 +88,9 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
                   "all-Triton kernel has it")
+    elif folded.moved.get(boundary_tag) == "adopted" and not remaining:
+        reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
+                  "removed the conversion")
     elif planned.agree:
         reason = "layouts agree"
     elif not remaining:

@@ -4,14 +4,16 @@ During the Triton host's code generation each call is built once as a throwaway 
 result types, and the ops the target must have) and becomes an opaque boundary
 (``triton_host.emit_boundary``). Triton's own ``ttir`` and ``ttgir`` stages then lower the host;
 ``finish_triton_host`` builds each Gluon function for the layouts Triton gave its operands (or
-the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, splices
-the Triton regions those functions call, and has ``assemble`` stitch and plan the module.
+the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, lays the
+host out again around the calls (``host_relayout``), splices the Triton regions those functions
+call, and has ``assemble`` stitch and plan the module.
 """
 from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, lower_gluon, triton_host
+from .. import host_relayout
 from ..stitching import opaque
 from .. import validate
 from .. import diagnostics, locations
@@ -44,6 +46,7 @@ class GluonRegions:
         self._calls: list[triton_host.GluonCall] = []
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
+        self.symbols: dict[str, int] = {}   # a Gluon function built -> its region's index
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -172,6 +175,7 @@ class GluonRegions:
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
         self._operands[name] = [value.id() for value in ports.operands]
+        self.symbols[name] = call.region.index
         with as_region_error(call.region.function, call.region.call_site, _HINT):
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
@@ -220,9 +224,11 @@ class GluonRegions:
 
 
 def finish_triton_host(cc, module) -> None:
-    """After the Triton host's ttgir: its Gluon regions built and spliced, then the Triton regions
-    those Gluon functions call spliced, and the whole stitched, planned and recorded."""
+    """After the Triton host's ttgir: its Gluon regions built and spliced, the host laid out again
+    around them (``host_relayout``), then the Triton regions those Gluon functions call spliced,
+    and the whole stitched, planned and recorded."""
     cc.gluon.splice_all(module)
+    cc.relaid = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
     cc.keep_called(module)
     cc.triton.splice_all(module)
     assemble(cc, module)

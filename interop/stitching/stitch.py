@@ -167,7 +167,17 @@ class Folded:
     stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
-    moved: dict                 # tag -> "merged" / "stored" / "narrowed": moved past casts (``sinking``)
+    moved: dict                 # tag -> "merged" / "stored" / "narrowed": moved past casts (``sinking``);
+                                # "adopted": removed by Triton's passes laying the host out again (``host_relayout``)
+
+    @staticmethod
+    def nothing() -> "Folded":
+        return Folded(frozenset(), frozenset(), frozenset(), frozenset(), {})
+
+    def combined(self, later: "Folded") -> "Folded":
+        """What this folding and a ``later`` one of the same module did (the later says last)."""
+        return Folded(self.loaded | later.loaded, self.stored | later.stored, self.constants | later.constants,
+                      self.recomputed | later.recomputed, {**self.moved, **later.moved})
 
 
 def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
@@ -219,7 +229,7 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
     recomputed = remat.recompute_boundary_conversions(module, builder) - constants
     moved = sinking.sink_past_casts(module, builder, set(movable) - constants - recomputed)
     loaded = _fold_into_shared_loads(module, builder)
-    stored = _fold_into_shared_stores(module, builder)
+    stored = fold_into_shared_stores(module, builder)
     if loaded or stored or constants or recomputed or moved:
         canonicalize(module, context)
     verify(module, "folding boundary conversions")
@@ -342,7 +352,7 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
     return folded
 
 
-def _fold_into_shared_stores(module, builder) -> set[str]:
+def fold_into_shared_stores(module, builder) -> set[str]:
     """A boundary conversion whose only users store it into shared memory (``local_alloc``, as a
     Triton host stages a ``tl.dot`` operand) is dropped: the allocs store the unconverted value,
     since what a buffer holds does not depend on the registers it came from (Triton's own
@@ -374,14 +384,38 @@ def _fold_into_shared_stores(module, builder) -> set[str]:
         result.replace_all_uses_with(source)
         folded.add(op.get_str_attr(TAG))
         for alloc in uses:
-            buffer = alloc.get_result(0)
-            for load in users.get(buffer.id(), []):
-                if load.get_name() == "ttg.local_load" and load.get_block().id() == alloc.get_block().id():
-                    builder.set_insertion_point_after(alloc)
-                    early = builder.create_local_load(load.get_result(0).get_type(), buffer)
-                    early.set_loc(load.get_result(0).get_loc())
-                    load.get_result(0).replace_all_uses_with(early)
+            _load_right_after(alloc, users, builder)
     return folded
+
+
+def load_stored_values_early(module, builder, values: dict[int, str]) -> set[str]:
+    """The host's loads of each buffer that stores one of ``values`` (value id -> its boundary's
+    tag) as it came, moved to right after the store, for the reason ``fold_into_shared_stores``
+    gives (there Triton's canonicalizer had dropped the conversion itself). Returns the tags."""
+    users: dict[int, list] = {}
+    allocs: list = []
+
+    def visit(op):
+        for i in range(op.get_num_operands()):
+            users.setdefault(op.get_operand(i).id(), []).append(op)
+        if op.get_name() == "ttg.local_alloc" and op.get_num_operands() == 1 and op.get_operand(0).id() in values:
+            allocs.append(op)
+
+    module.walk(visit)
+    for alloc in allocs:
+        _load_right_after(alloc, users, builder)
+    return {values[alloc.get_operand(0).id()] for alloc in allocs}
+
+
+def _load_right_after(alloc, users: dict, builder) -> None:
+    """Each ``local_load`` of ``alloc``'s (immutable) buffer in its block, made right after it."""
+    buffer = alloc.get_result(0)
+    for load in users.get(buffer.id(), []):
+        if load.get_name() == "ttg.local_load" and load.get_block().id() == alloc.get_block().id():
+            builder.set_insertion_point_after(alloc)
+            early = builder.create_local_load(load.get_result(0).get_type(), buffer)
+            early.set_loc(load.get_result(0).get_loc())
+            load.get_result(0).replace_all_uses_with(early)
 
 
 def verify(module, step: str) -> None:

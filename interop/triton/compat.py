@@ -353,6 +353,20 @@ def add_shared_memory_allocation(pm, target, options) -> None:
                                                         get_ptx_version_from_options(options, target.arch))
 
 
+def add_host_relayout(pm, target) -> None:
+    """The passes of the backend's ``make_ttgir`` that place a host's layout conversions around
+    its anchors, in its order: ``remove_layout_conversions``; on AMD then ``optimize_epilogue``
+    (a store takes the MFMA layout of the value it stores) and ``remove_layout_conversions``
+    again (which, as later in ``make_ttgir``, rematerializes the store's pointers in that layout).
+    The same in Triton 3.6 through 3.9."""
+    from triton._C.libtriton import passes
+    passes.ttgpuir.add_remove_layout_conversions(pm)
+    if target.backend == "hip":
+        from triton._C.libtriton import amd
+        amd.passes.ttgpuir.add_optimize_epilogue(pm)
+        passes.ttgpuir.add_remove_layout_conversions(pm)
+
+
 class _StandInDriver:
     """Answers the few questions Proton's instrumentation hook asks the active driver (target,
     device, shared memory, arch) for a target with no GPU behind it."""

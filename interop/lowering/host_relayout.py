@@ -1,0 +1,151 @@
+"""A Triton host laid out again around its Gluon calls, once their result layouts are known.
+
+Triton's ``ttgir`` stage chose the host's layouts while each Gluon call was opaque
+(``triton_host``), so the code after a call takes the region's result in a layout picked without
+it: on AMD a blocked layout the result is converted to before its store, where all-Triton
+stores straight from the MFMA layout (``optimize_epilogue`` ran while the result was opaque).
+
+Once the calls are spliced, each call's results are typed by its callee's signature, and a
+``tt.call`` is an op Triton's layout passes cannot re-lay out: its results are anchors, as a
+load's are. ``relayout`` moves the body of every function but the host kernel into a holder
+module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
+exactly its author's layouts); folds the emptied boundary ``scf.if`` (Triton's canonicalizer)
+and moves each result's conversion past the host's casts (``sinking``), so that the passes find
+the epilogue all-Triton would have (an ``acc.to(fp16)`` in the region's layout, then the host's
+own conversion); runs the passes ``make_ttgir`` runs to place the host's conversions around its
+anchors (``compat.add_host_relayout``); tags the conversions then left on a call's operands or
+results as that boundary's; and moves the bodies back. The host's code after a call adopts the
+region's layout where Triton finds that cheaper, as around any anchor.
+"""
+from __future__ import annotations
+
+from .. import diagnostics
+from ..boundary import TAG, tag
+from ..instrumentation import timing
+from ..stitching import sinking, stitch
+from ..triton import compat
+from ..triton.bindings import gluon_ir, ir, passes
+
+#: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
+_BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
+
+
+@timing.timed("host relayout")
+def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
+    """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
+    each Gluon function called -> its region's index. Returns what became of the boundaries'
+    conversions: moved past the host's casts before Triton's passes run (``sinking``), so that
+    they see the host as all-Triton's (a cast in the region's layout, then the host's own
+    conversion); removed by them (``"adopted"``: the host takes the region's layout); or, a
+    result stored into shared memory as it came, the host's loads of that buffer moved up to the
+    store (``stitch.load_stored_values_early``). A host without Gluon calls (all in untaken
+    branches) is left as Triton made it."""
+    if not regions:
+        return stitch.Folded.nothing()
+    before = _tags(module)
+    held = _hide_bodies(module, context)
+    try:
+        _run(module, context, passes.common.add_canonicalizer)   # folds the boundary's scf.if, drops the markers
+        builder = gluon_ir.GluonOpBuilder(context)
+        results, _ = _call_edges(module, regions)
+        moved = sinking.sink_past_casts(module, builder, set(results.values()))
+        _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
+        _tag_boundaries(module, context, regions)
+        stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
+    finally:
+        for function, holder in held:
+            stitch.splice(module, function, *holder)
+    stitch.verify(module, "laying the host out again around its Gluon calls")
+    gone = {t: "adopted" for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
+    return stitch.Folded(frozenset(), frozenset(stored), frozenset(), {**moved, **gone})
+
+
+def _run(module, context, add) -> None:
+    pm = ir.pass_manager(context)
+    add(pm)
+    diagnostics.run(pm, module, "hybrid_host_relayout")
+
+
+def _hide_bodies(module, context) -> list[tuple]:
+    """Every function with a body but the public kernel, its body moved into a function of the
+    same type in a holder module; returns (function, (holder module, holder function)) pairs."""
+    builder = ir.builder(context)
+    holder = builder.create_module()
+    held = []
+    for name in _functions_with_bodies(module):
+        function = module.get_function(name)
+        results = _result_types(module, function)
+        keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
+            list(function.type.param_types()), results), "private", False)
+        holder.push_back(keeper)
+        stitch.splice(holder, keeper, module, function)
+        held.append((function, (holder, keeper)))
+    return held
+
+
+def _functions_with_bodies(module) -> list[str]:
+    names = []
+
+    def visit(op):
+        if op.get_name() == "tt.func" and op.get_str_attr("sym_visibility") == "private" \
+                and op.get_region(0).size():
+            names.append(op.get_str_attr("sym_name"))
+
+    module.walk(visit)
+    return names
+
+
+def _result_types(module, function) -> list:
+    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
+    function type's parameters only)."""
+    region = function.get_region(0).id()
+    found: list = []
+
+    def visit(op):
+        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
+            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
+
+    module.walk(visit)
+    return found[0] if found else []
+
+
+def _call_edges(module, regions: dict[str, int]) -> tuple[dict[int, str], dict[int, str]]:
+    """The Gluon calls' (results, operands): value id -> its boundary's tag."""
+    results: dict[int, str] = {}
+    operands: dict[int, str] = {}
+
+    def visit(op):
+        index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
+        if index is not None:
+            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
+            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
+
+    module.walk(visit)
+    return results, operands
+
+
+def _tag_boundaries(module, context, regions: dict[str, int]) -> None:
+    """Tag each untagged conversion of a Gluon call's result (or load of a buffer it returned), or
+    conversion into a call's operand, as that boundary's: the passes remake such ops (in the layout
+    they chose) without the tags of the ones they replace."""
+    results, operands = _call_edges(module, regions)
+    builder = ir.builder(context)
+
+    def conversions(op):
+        if op.get_name() in _BOUNDARY_OPS and not op.get_str_attr(TAG):
+            found = results.get(op.get_operand(0).id()) or operands.get(op.get_result(0).id())
+            if found:
+                op.get_result(0).set_attr(TAG, builder.get_string_attr(found))
+
+    module.walk(conversions)
+
+
+def _tags(module) -> set[str]:
+    found: set[str] = set()
+
+    def visit(op):
+        if op.get_name() in _BOUNDARY_OPS and op.get_str_attr(TAG):
+            found.add(op.get_str_attr(TAG))
+
+    module.walk(visit)
+    return found
