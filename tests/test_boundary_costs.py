@@ -291,7 +291,7 @@ def test_the_hosts_second_layout_round_leaves_the_gluon_regions_ops_as_written(t
     """``host_relayout`` runs Triton's layout passes on the host with every Gluon body moved out
     of their sight: the region's function, conversions included, is the same op for op after."""
     from interop.lowering import gluon_regions
-    from interop import host_relayout
+    from interop.lowering import host_relayout
 
     seen = []
     relayout = host_relayout.relayout

@@ -13,7 +13,7 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, lower_gluon, triton_host
-from .. import host_relayout
+from . import host_relayout
 from ..stitching import opaque
 from .. import validate
 from .. import diagnostics, locations
