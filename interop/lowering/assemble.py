@@ -82,12 +82,9 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         reason = CONSTANT_IN_PLACE
     elif boundary_tag in folded.recomputed and not remaining:
         reason = REMADE_IN_PLACE
-    elif folded.moved.get(boundary_tag) == "stored" and not remaining:
-        reason = ("moved past the casts after it into the store, which takes the region's MFMA layout as Triton's "
-                  "AMD backend stores (no conversion)")
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
-        reason = ("moved past the casts after it into Triton's own conversion there: one conversion, where the "
-                  "all-Triton kernel has it")
+        reason = ("moved past the casts after it into the host's own conversion there, as the all-Triton kernel "
+                  "converts (where Triton's passes keep that conversion)")
     elif folded.moved.get(boundary_tag) == "adopted" and not remaining:
         reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
                   "removed the conversion")

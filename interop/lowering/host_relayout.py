@@ -57,7 +57,8 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
             stitch.splice(module, function, *holder)
     stitch.verify(module, "laying the host out again around its Gluon calls")
     gone = {t: "adopted" for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
-    return stitch.Folded(frozenset(), frozenset(stored), frozenset(), {**moved, **gone})
+    return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
+                         moved={**moved, **gone})
 
 
 def _run(module, context, add) -> None:

@@ -9,13 +9,12 @@ layouts to keep, so the boundary's conversion is moved down a chain of single-us
 the host's own conversion where the chain ends in one (one conversion where there were two, the
 all-Triton kernel's), or after a narrowing cast (fewer bytes to move). The same holds for a Triton
 region's inputs in a Gluon host. Conversions into Gluon code are never moved: its layouts are the
-author's. Where the host's own conversion feeds a store of an AMD MFMA tile, the store takes the
-tile unconverted instead, as Triton's AMD backend stores (``epilogue``).
+author's. (A Triton host then lays itself out again around the result with Triton's own passes,
+``lowering/host_relayout``: on AMD its store takes the MFMA tile as all-Triton's does.)
 """
 from __future__ import annotations
 
 from ..boundary import TAG
-from . import epilogue
 from .remat import in_layout
 
 #: The casts a conversion moves past, and how the builder makes each in another layout.
@@ -26,8 +25,7 @@ _NARROWING = {"arith.truncf"}
 def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     """Move each boundary conversion tagged one of ``tags`` past the casts that use it (see the
     module's docstring). Returns, per tag moved, ``"merged"`` (it became the host's own
-    conversion), ``"stored"`` (that conversion went too: the store takes the region's layout)
-    or ``"narrowed"`` (it now converts after a narrowing cast)."""
+    conversion) or ``"narrowed"`` (it now converts after a narrowing cast)."""
     users: dict[int, list] = {}
     conversions: list = []
 
@@ -47,23 +45,17 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         following = users.get(value.id(), [])
         own = following[0] if len(following) == 1 and following[0].get_name() == "ttg.convert_layout" \
             and not following[0].get_str_attr(TAG) else None
-        last = own or (chain[-1] if chain else conversion)   # the op whose result a store may take
-        source = conversion.get_operand(0)
-        builder.set_insertion_point_after(last)
-        tiles = epilogue.store_tiles(module, builder, last, source, users)
-        if tiles is None and (not chain or (own is None and not any(op.get_name() in _NARROWING for op in chain))):
+        if not chain or (own is None and not any(op.get_name() in _NARROWING for op in chain)):
             continue
+        source = conversion.get_operand(0)
         layout = builder.get_gluon_layout_from_tensor(source)
+        builder.set_insertion_point_after(own or chain[-1])
         current = source
         for op in chain:
             result = op.get_result(0)
             current = getattr(builder, _CASTS[op.get_name()])(current, in_layout(result, layout, builder))
             current.set_loc(result.get_loc())
         boundary_tag = conversion.get_str_attr(TAG)
-        if tiles is not None:   # stored from the region's layout: no conversion at all
-            epilogue.use(tiles, last, current)
-            moved[boundary_tag] = "stored"
-            continue
         replaced = own.get_result(0) if own is not None else value
         converted = builder.create_convert_layout(replaced.get_type(), current)
         converted.set_loc(replaced.get_loc())

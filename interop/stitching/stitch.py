@@ -167,7 +167,7 @@ class Folded:
     stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
-    moved: dict                 # tag -> "merged" / "stored" / "narrowed": moved past casts (``sinking``);
+    moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``);
                                 # "adopted": removed by Triton's passes laying the host out again (``host_relayout``)
 
     @staticmethod
