@@ -20,9 +20,8 @@ from triton.experimental.gluon import language as gl
 
 from . import swizzle
 from .. import validate
-from ..triton.language import DistributedLayout, SharedLayout
+from ..triton.language import DistributedLayout, SharedLayout, unwrap_constexpr
 from ..triton.language import core as tl
-from ..triton.language import unwrap_constexpr
 
 _ATTR = "_hybrid_takes"
 #: ops that read shared memory through the async proxy: a generic store before them needs a fence

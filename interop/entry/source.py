@@ -12,10 +12,8 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from ..lowering import arch
-from .. import caches, diagnostics, records
-from ..lowering import interception
-from .. import setting
+from ..lowering import arch, interception
+from .. import caches, diagnostics, records, setting
 from . import stages_hook
 from ..instrumentation import timing
 from .compile_context import CompileContext

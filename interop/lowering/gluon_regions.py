@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, lower_gluon, triton_host
-from . import host_relayout
-from ..stitching import opaque
-from .. import validate
-from .. import diagnostics, locations
+from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
+from ..stitching import opaque, stitch
+from .. import diagnostics, locations, validate
 from ..boundaries import handoff, movement, swizzle
-from . import interception
-from ..stitching import stitch
 from ..instrumentation import timing
 from .assemble import assemble
 from ..boundary import is_shared

@@ -21,14 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import arguments, axis_hints
-from ..stitching import opaque
+from ..stitching import opaque, remat, stitch
 from .. import diagnostics
-from ..stitching import remat, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module
-from ..triton.frontend import Language
+from ..triton.frontend import Language, make_backend
 from ..triton.frontend import code_generator as _cg
-from ..triton.frontend import make_backend
 from ..triton.language import core as tl
 
 REGION_FUNCTION = "hybrid_region"

@@ -20,9 +20,8 @@ from ..boundaries import swizzle
 from .. import validate
 from ..errors import RegionError
 from ..triton.bindings import gluon_ir
-from ..triton.language import DistributedLayout
+from ..triton.language import DistributedLayout, unwrap_constexpr
 from ..triton.language import core as tl
-from ..triton.language import unwrap_constexpr
 
 _HINT = ("pass the distributed layouts the buffer is loaded in (its .load(layout) calls), "
          "each of the tensor's rank, e.g. hybrid.stage(y, gl.BlockedLayout(...))")

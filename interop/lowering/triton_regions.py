@@ -16,14 +16,11 @@ from dataclasses import dataclass
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, lowering_cache
-from ..stitching import opaque
-from .. import validate
+from . import arch, arguments, axis_hints, interception, lowering_cache
+from ..stitching import opaque, stitch
+from .. import locations, validate
 from ..instrumentation import instrument, timing
-from . import interception
-from .. import locations
 from ..boundaries import movement, swizzle
-from ..stitching import stitch
 from .assemble import assemble
 from ..boundary import layout_of, tag
 from ..errors import NoResult, RegionError, as_region_error

@@ -12,8 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from .. import diagnostics
-from . import opaque
-from . import remat, sinking
+from . import opaque, remat, sinking
 from ..boundary import TAG, tag
 from ..triton.bindings import gluon_ir, ir, passes
 
