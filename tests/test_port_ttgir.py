@@ -542,23 +542,27 @@ def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
         in str(caught.value), caught.value
 
 
-@pytest.mark.skipif(not compat.reads_operation_attributes(),
-                    reason="3.6's bindings read no integer attribute: the store's pointer and mask tiles are not made "
-                           "again in the MFMA layout (remat)")
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_the_matmul_tutorials_activation_ports_at_parity_into_the_tutorials_own_kernel(target, tmp_path):
     """Upstream's 03-matrix-multiplication kernel as written (masks, strides, grouped ordering; 8
     warps, 3 stages) with its ``leaky_relu`` ported: on gfx942 the host stores the port's MFMA
-    tile with pointer and mask tiles made in that layout, as Triton's AMD backend does (it was
-    1.17x the instructions, with a boundary conversion and twice the shared memory)."""
+    tile as all-Triton does (``host_relayout``; it was 1.17x the instructions, with a boundary
+    conversion and twice the shared memory)."""
+    if target == "sm90a" and KEEPS_REGION_IN_ITS_IF:
+        pytest.skip("Triton 3.6/3.7 keep a Triton host's Gluon region in its scf.if: the boundary's conversion is "
+                    "not moved past the host's fp16 cast (1.13x on sm90a)")
     from hybrid.port.compare import as_hybrid
-    from tests import tutorial_kernels as t
-    options = {"num_warps": 8, "num_stages": 3}
-    ported = from_ttgir.port(t.matmul_kernel, t.leaky_relu, t.SIGNATURE, t.CONSTEXPRS, target, **options)
+    from tests.conformance_kernels import leaky_relu, matmul_kernel   # the tutorial's code, as written
+    kernel, options = matmul_kernel.fn, {"num_warps": 8, "num_stages": 3}   # one config, as a user's launch
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+                 **{name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                                             "stride_cm", "stride_cn")}}
+    constexprs = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                  "ACTIVATION": "leaky_relu"}
+    ported = from_ttgir.port(kernel, leaky_relu, signature, constexprs, target, **options)
     candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
-    swapped = hybrid.compile(with_region(t.matmul_kernel, t.leaky_relu, candidate), t.SIGNATURE, t.CONSTEXPRS, target,
-                             **options)
-    before = _figures(hybrid.compile(as_hybrid(t.matmul_kernel), t.SIGNATURE, t.CONSTEXPRS, target, **options))
+    swapped = hybrid.compile(with_region(kernel, leaky_relu, candidate), signature, constexprs, target, **options)
+    before = _figures(hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options))
     after = _figures(swapped)
     assert after[0] <= before[0] * 1.02 and after[2] <= before[2], (before, after)
     out, = [b for b in swapped.boundaries if b.direction == "out"]
