@@ -20,7 +20,6 @@ from examples.layouts import row_layout, tile_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from interop.instrumentation.resources import instructions, resources  # noqa: E402
 from tests.test_boundary_costs import KEEPS_REGION_IN_ITS_IF  # noqa: E402
-from interop.triton import compat  # noqa: E402
 
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
