@@ -168,15 +168,17 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     entry, constants = [], {}
     for ssa in tensor_ssa:
         ty, name = TensorType.parse(types[ssa]), params[ssa]
-        wanted = None if ssa in emitter.handoffs else _converted_to(module, ssa)
+        # an input the kernel made in place at the boundary (the caller is told to make it in the layout
+        # the region converts it to) is converted once, straight there; any other keeps the region's ops
+        # where the region had them (the same machine code)
+        wanted = _converted_to(module, ssa) if leaf_of[ssa] in crossings.made and ssa not in emitter.handoffs else None
         layout = emitter.layouts.name(wanted or ty.layout, ty.shape)
         if wanted:   # the region only converts it: the port converts it once, straight to that layout
             emitter.converted_on_entry[ssa] = wanted
-            if leaf_of[ssa] in crossings.made:
-                constants[name] = emitter.layouts.expression(layout)
-                entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at "
-                          f"the Triton", f"    # region's boundary; a caller that makes it in {layout} leaves no "
-                          f"conversion here"]
+            constants[name] = emitter.layouts.expression(layout)
+            entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at "
+                      f"the Triton", f"    # region's boundary; a caller that makes it in {layout} leaves no "
+                      f"conversion here"]
         entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
     try:
         emitter.block(module.body, 1)
