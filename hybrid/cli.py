@@ -116,10 +116,13 @@ def parser() -> argparse.ArgumentParser:
     port = commands.add_parser("port", help="port a Triton kernel to Gluon one function at a time")
     steps = port.add_subparsers(dest="step", required=True)
     s = steps.add_parser("start", help="write a first Gluon version of one @triton.jit function and its compare test",
-                         description="Translates one @triton.jit function that a kernel calls into a @gluon.jit "
-                                     "function (upstream's translator, layouts valid for the target) and writes a "
-                                     "pytest file comparing the kernel with and without it. Example: hybrid port start "
-                                     "examples/softmax.py:row_stats --target sm90a --kernel softmax_triton")
+                         description="Writes one @triton.jit function that a kernel calls as a @gluon.jit function "
+                                     "from the TritonGPU IR Triton's passes produced for that call (the kernel built "
+                                     "as its module's run() launches it, or with --signature/--constexpr), so that "
+                                     "swapped in it gives the same machine code; where that cannot serve, upstream's "
+                                     "translator writes it. Also writes a pytest file comparing the kernel with and "
+                                     "without it. Example: hybrid port start examples/softmax.py:row_stats --target "
+                                     "sm90a --kernel softmax_triton")
     s.add_argument("function", metavar="MODULE:FUNCTION", help="path/to/module.py:fn or package.module:fn")
     s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
