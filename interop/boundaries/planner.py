@@ -73,7 +73,7 @@ def plan(module, context, probe, way: str = "auto",
     if way == "auto":
         trial = parse_module(str(module), context)
         if any(c.way == "handoff" for c in _plan(trial, context, probe, way, shared_limit, False)[0]):
-            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(module)
+            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(parse_module(str(module), context))
     return _plan(module, context, probe, way, shared_limit, compact)
 
 

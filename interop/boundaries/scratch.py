@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import caches, diagnostics
 from ..instrumentation import timing
 from ..triton import compat
-from ..triton.bindings import gluon_ir, ir, parse_module
+from ..triton.bindings import gluon_ir, ir
 
 #: scratch bytes by (target, warps, warp size, PTX version, source type, result type): the same
 #: layout pair meets again in later compiles (the printed types hold layouts and shapes whole)
@@ -34,14 +34,14 @@ class ScratchProbe:
         return _BYTES[key]
 
     @timing.timed("scratch probes")
-    def kernel_bytes(self, module) -> int:
-        """The shared memory Triton's allocation gives a copy of ``module`` (buffers and scratch,
-        reused where lifetimes allow): what a boundary plan costs the kernel's occupancy."""
-        copy = parse_module(str(module), self.context)
+    def kernel_bytes(self, throwaway) -> int:
+        """The shared memory Triton's allocation gives ``throwaway``, a copy of a module that the
+        allocation marks up (buffers and scratch, reused where lifetimes allow): what a boundary
+        plan costs the kernel's occupancy."""
         pm = ir.pass_manager(self.context)
         compat.add_shared_memory_allocation(pm, self.target, self.options)
-        diagnostics.run(pm, copy, "hybrid_kernel_shared_memory")
-        return copy.get_int_attr("ttg.shared") or 0
+        diagnostics.run(pm, throwaway, "hybrid_kernel_shared_memory")
+        return throwaway.get_int_attr("ttg.shared") or 0
 
     @timing.timed("scratch probes")
     def _allocate(self, source_type, result_type) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..boundary import TAG
 from .remat import in_layout
+from .uses import uses
 
 #: The casts a conversion moves past, and how the builder makes each in another layout.
 _CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
@@ -26,16 +27,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     """Move each boundary conversion tagged one of ``tags`` past the casts that use it (see the
     module's docstring). Returns, per tag moved, ``"merged"`` (it became the host's own
     conversion) or ``"narrowed"`` (it now converts after a narrowing cast)."""
-    users: dict[int, list] = {}
-    conversions: list = []
-
-    def visit(op):
-        for i in range(op.get_num_operands()):
-            users.setdefault(op.get_operand(i).id(), []).append(op)
-        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags:
-            conversions.append(op)
-
-    module.walk(visit)
+    users, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
     moved: dict[str, str] = {}
     for conversion in conversions:
         chain, value = [], conversion.get_result(0)

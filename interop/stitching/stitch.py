@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .. import diagnostics
 from . import opaque, remat, sinking
+from .uses import uses
 from ..boundary import TAG, tag
 from ..triton.bindings import gluon_ir, ir, passes
 
@@ -363,26 +364,17 @@ def fold_into_shared_stores(module, builder) -> set[str]:
     the math between load and use had pulled them up to the store; without that math the buffer
     would stay allocated across the other operand's staging (more shared memory than all-Triton).
     Returns the tags."""
-    users: dict[int, list] = {}   # value id -> ops using it
-    conversions: list = []
-
-    def visit(op):
-        for i in range(op.get_num_operands()):
-            users.setdefault(op.get_operand(i).id(), []).append(op)
-        if op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
-            conversions.append(op)
-
-    module.walk(visit)
+    users, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and bool(op.get_str_attr(TAG)))
     folded = set()
     for op in conversions:
         source, result = op.get_operand(0), op.get_result(0)
-        uses = users.get(result.id(), [])
-        if not uses or "#ttg.dot_op" in str(source.get_type()) \
-                or any(u.get_name() != "ttg.local_alloc" or u.get_num_operands() != 1 for u in uses):
+        allocs = users.get(result.id(), [])
+        if not allocs or "#ttg.dot_op" in str(source.get_type()) \
+                or any(u.get_name() != "ttg.local_alloc" or u.get_num_operands() != 1 for u in allocs):
             continue
         result.replace_all_uses_with(source)
         folded.add(op.get_str_attr(TAG))
-        for alloc in uses:
+        for alloc in allocs:
             _load_right_after(alloc, users, builder)
     return folded
 
@@ -391,16 +383,8 @@ def load_stored_values_early(module, builder, values: dict[int, str]) -> set[str
     """The host's loads of each buffer that stores one of ``values`` (value id -> its boundary's
     tag) as it came, moved to right after the store, for the reason ``fold_into_shared_stores``
     gives (there Triton's canonicalizer had dropped the conversion itself). Returns the tags."""
-    users: dict[int, list] = {}
-    allocs: list = []
-
-    def visit(op):
-        for i in range(op.get_num_operands()):
-            users.setdefault(op.get_operand(i).id(), []).append(op)
-        if op.get_name() == "ttg.local_alloc" and op.get_num_operands() == 1 and op.get_operand(0).id() in values:
-            allocs.append(op)
-
-    module.walk(visit)
+    users, allocs = uses(module, lambda op: op.get_name() == "ttg.local_alloc" and op.get_num_operands() == 1
+                         and op.get_operand(0).id() in values)
     for alloc in allocs:
         _load_right_after(alloc, users, builder)
     return {values[alloc.get_operand(0).id()] for alloc in allocs}

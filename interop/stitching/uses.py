@@ -1,0 +1,20 @@
+"""The users of every value of a module and the ops a rewrite starts from, in one walk: what the
+stitching rewrites (folding, sinking, staging loads) each need before they change anything."""
+from __future__ import annotations
+
+from typing import Callable
+
+
+def uses(module, selected: Callable[[object], bool]) -> tuple[dict[int, list], list]:
+    """(value id -> the ops that use it, the ops ``selected`` picks), in program order."""
+    users: dict[int, list] = {}
+    picked: list = []
+
+    def visit(op):
+        for i in range(op.get_num_operands()):
+            users.setdefault(op.get_operand(i).id(), []).append(op)
+        if selected(op):
+            picked.append(op)
+
+    module.walk(visit)
+    return users, picked
