@@ -215,3 +215,13 @@ def build_as_given(module: ModuleType, kernel, target: str, signature: dict, con
     except ValueError as exc:
         raise PortError(str(exc)) from None
     return types, values, {**module_options(module, target), **options}
+
+
+def build_arguments_for(module: ModuleType, kernel, target: str, given: Given, variant: str | None) -> tuple:
+    """(signature, constexprs, options) to build ``kernel`` with: ``given`` over the module's
+    defaults (``build_as_given``) or, with none given and a ``variant`` of the module's ``run()``
+    that launches it, as that launch would (``build_for_problem``)."""
+    from .names import jit_function
+    if given or variant is None:
+        return build_as_given(module, kernel, target, given.signature, given.constexprs, given.options)
+    return build_for_problem(module, jit_function(kernel).__name__, variant, target)

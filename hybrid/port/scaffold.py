@@ -23,7 +23,7 @@ from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
 from .from_ttgir import port
-from .launch import Given, build_as_given, build_for_problem
+from .launch import Given, build_arguments_for
 from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
@@ -100,29 +100,26 @@ def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[str | None, st
     """The port written from Triton's IR (``from_ttgir``) for the kernel built with ``given``
     arguments (over the module's defaults) or, with none given, for its launch on the module's
     ``problem()``; or None and why not."""
-    if given or ctx.variant is None:
-        try:   # arguments the command was given must build: a mistake there is the user's to fix
-            signature, constexprs, options = build_as_given(ctx.module, ctx.kernel, ctx.target, given.signature,
-                                                            given.constexprs, given.options)
-        except PortError as exc:
-            if given:
-                raise
+    try:
+        signature, constexprs, options = build_arguments_for(ctx.module, ctx.kernel, ctx.target, given, ctx.variant)
+    except PortError as exc:
+        if given:   # arguments the command was given must build: a mistake there is the user's to fix
+            raise
+        if ctx.variant is None:
             return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
                           f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr")
-    else:
-        signature = None
-    try:
-        if signature is None:
-            signature, constexprs, options = build_for_problem(ctx.module, ctx.kernel.fn.__name__, ctx.variant,
-                                                               ctx.target)
-        options.setdefault("num_warps", ctx.num_warps)
-        ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
-                      written_by=ctx.command, **options)
-    except PortError as exc:
         return None, str(exc)
     except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
         return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
                       f"({type(exc).__name__}: {exc})")
+    options.setdefault("num_warps", ctx.num_warps)
+    try:
+        ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
+                      written_by=ctx.command, **options)
+    except PortError as exc:
+        return None, str(exc)
+    except Exception as exc:   # a build of the kernel on this machine: the translator still serves
+        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})"
     return ported.source, ""
 
 

@@ -19,9 +19,9 @@ from interop.triton.frontend import GluonJITFunction
 from ..attribution import NONE, by_owner, kernel_instructions, line_instructions
 from .compare import as_hybrid
 from .errors import PortError, shown
-from .launch import Given, build_as_given, build_for_problem, run_variant
+from .launch import Given, build_arguments_for
 from .names import jit_callees, jit_function, qualified
-from .render import has_problem
+from .render import inputs_variant
 
 
 @dataclass(frozen=True)
@@ -70,12 +70,8 @@ def status(module, kernel_name: str, target: str, given: Given | None = None) ->
     kernel = jit_function(getattr(module, kernel_name, None))
     if not isinstance(kernel, JITFunction):
         raise PortError(f"{module.__name__} has no JIT kernel named {kernel_name!r}")
-    variant = run_variant(module, kernel_name) if has_problem(module) else None
-    if given or variant is None:
-        signature, constexprs, options = build_as_given(module, kernel, target, given.signature, given.constexprs,
-                                                        given.options)
-    else:
-        signature, constexprs, options = build_for_problem(module, kernel_name, variant, target)
+    signature, constexprs, options = build_arguments_for(module, kernel, target, given,
+                                                         inputs_variant(module, kernel_name))
     import hybrid
     built = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     functions = reachable(kernel)
