@@ -16,7 +16,7 @@ import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia import blackwell
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import tma, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
 from examples import attention, mma_handoff, softmax, tma_stage
@@ -283,17 +283,9 @@ def wgmma_tile_a_in_registers(a, b, AL: gl.constexpr, SB: gl.constexpr, ACC: gl.
 def tcgen05_tile_a_in_tmem(a, b, AL: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: gl.constexpr,
                            BN: gl.constexpr):
     """sm100a: A is stored into tensor memory from registers (``tcgen05.st``), B in NVMMA shared memory."""
-    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    mbarrier.init(bar, count=1)
     a_tmem = blackwell.allocate_tensor_memory(gl.float16, a.type.shape, blackwell.TensorMemoryLayout(
         block=(BM, a.type.shape[1]), col_stride=1), a)
-    acc = blackwell.allocate_tensor_memory(gl.float32, [BM, BN], blackwell.TensorMemoryLayout(block=(BM, BN),
-                                                                                             col_stride=1))
-    blackwell.tcgen05_mma(a_tmem, b, acc, use_acc=False)
-    blackwell.tcgen05_commit(bar)
-    mbarrier.wait(bar, phase=0)
-    mbarrier.invalidate(bar)
-    return acc.load(ACC)
+    return mma_handoff.tcgen05_product(a_tmem, b, ACC, BM, BN)
 
 
 @hybrid.jit
@@ -361,12 +353,7 @@ def persistent_tiles_desc(a_ptr, b_ptr, c_ptr, M, N, K, start_pid, BM: tl.conste
         pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
         offs_am = pid_m * BM
         offs_bn = pid_n * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for ki in range(k_tiles):
-            offs_k = ki * BK
-            a = a_desc.load([offs_am, offs_k])
-            b = b_desc.load([offs_bn, offs_k])
-            acc = tl.dot(a, b.T, acc)
+        acc = k_loop_desc(a_desc, b_desc, offs_am, offs_bn, k_tiles, BM, BN, BK)
         c_desc.store([offs_am, offs_bn], acc.to(tl.float16))
 
 

@@ -35,10 +35,10 @@ def wgmma_tile(a, b, SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: 
     return warpgroup_mma_wait(num_outstanding=0, deps=[acc])
 
 
-@hybrid.takes(a=hybrid.shared("SA"), b=hybrid.shared("SB"))
 @gluon.jit
-def tcgen05_tile(a, b, SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr):
-    """One Blackwell MMA into tensor memory, completion signalled on an mbarrier (sm100a)."""
+def tcgen05_product(a, b, ACC: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr):
+    """``a @ b`` by one Blackwell MMA into tensor memory (``a`` in shared or tensor memory, ``b``
+    in shared memory), completion waited for on an mbarrier, the product loaded in ``ACC``."""
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
     fence_async_shared()
@@ -49,6 +49,13 @@ def tcgen05_tile(a, b, SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM
     mbarrier.wait(bar, phase=0)
     mbarrier.invalidate(bar)
     return acc.load(ACC)
+
+
+@hybrid.takes(a=hybrid.shared("SA"), b=hybrid.shared("SB"))
+@gluon.jit
+def tcgen05_tile(a, b, SA: gl.constexpr, SB: gl.constexpr, ACC: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr):
+    """One Blackwell MMA into tensor memory, completion signalled on an mbarrier (sm100a)."""
+    return tcgen05_product(a, b, ACC, BM, BN)
 
 
 @triton.jit
