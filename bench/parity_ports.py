@@ -19,7 +19,7 @@ from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.hopper import tma, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
-from examples import attention, mma_handoff, softmax, tma_stage
+from examples import attention, mma_handoff, softmax
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, has_tma, row_layout, stores_from_dot_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
@@ -197,44 +197,6 @@ def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM
     rows = gl.program_id(0) * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, S))
     cols = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, S))
     gl.store(O + base + rows[:, None] * HEAD_DIM + cols[None, :], o)
-
-
-# -- tma_stage's Gluon load stage against an all-Triton kernel that also loads through a descriptor --
-@triton.jit
-def stage_triton_desc(x_ptr, y_ptr, n_rows, BM: tl.constexpr, BN: tl.constexpr):
-    """examples/tma_stage.py's kernel in Triton with a device-side tensor descriptor: TMA through
-    shared memory where the target has it (sm90a, sm100a), as the Gluon stage; plain loads elsewhere."""
-    row0 = tl.program_id(0) * BM
-    desc = tl.make_tensor_descriptor(x_ptr, [n_rows, BN], [BN, 1], [BM, BN])
-    y = tma_stage.row_softmax(desc.load([row0, 0]))
-    rows = row0 + tl.arange(0, BM)
-    cols = tl.arange(0, BN)
-    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
-
-
-@hybrid.jit
-@gluon.jit
-def stage_kernel_as_descriptors(x_ptr, y_ptr, n_rows, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr,
-                                TMA: gl.constexpr):
-    """examples/tma_stage.py's kernel doing what a descriptor load does on each target: the TMA
-    stage through shared memory where the target has TMA, a plain load into registers elsewhere
-    (where the example's stage still goes through shared memory, by design)."""
-    row0 = gl.program_id(0) * BM
-    rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-    if TMA:
-        x = tma_stage.stage_tile(x_ptr, n_rows, row0, BM, BN, L, TMA).load(L)
-    else:
-        x = gl.load(x_ptr + rows[:, None] * BN + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
-    y = gl.convert_layout(tma_stage.row_softmax(x), L)   # the Triton region
-    gl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
-
-
-def _tma_stage_descriptors(target: str) -> dict:
-    return {"hybrid": hybrid.compile(stage_kernel_as_descriptors, tma_stage.SIGNATURE, tma_stage.constexprs(target),
-                                     target, num_warps=tma_stage.NUM_WARPS),
-            "triton": compile_pure(stage_triton_desc, tma_stage.SIGNATURE, {"BM": tma_stage.BM, "BN": tma_stage.BN},
-                                   target, tma_stage.NUM_WARPS)}
 
 
 # -- softmax_gluon_stats with the Gluon statistics computed in the layout the Triton host hands over --
@@ -498,7 +460,6 @@ PORTS = (
     Port("matmul_activation_mma_store", "gluon->triton", lambda t: _matmul_act(t, "gluon, MMA-layout store")),
     Port("layernorm", "gluon->triton", _layernorm),
     Port("attention_inner_loop", "gluon->triton", _attention),
-    Port("tma_stage_descriptors", "gluon->triton", _tma_stage_descriptors),
     Port("mma_handoff_a_operand", "triton->gluon", _mma_a_operand),
     Port("softmax_gluon_stats_host_layout", "triton->gluon", _softmax_host_layout_stats),
     Port("persistent_matmul_descriptors", "gluon->triton", _persistent_descriptors),

@@ -1,10 +1,12 @@
-"""A Gluon load stage handing tiles to a Triton compute region through shared memory: the Gluon
-host brings a tile of fp16 rows into shared memory (a TMA load completing on an mbarrier on
-sm90a/sm100a, plain loads elsewhere) and reads it back for the Triton region that computes the
-row softmax. It reads it in the 16-byte row layout that Triton's lowering of the region also
-computes in (that of a coalesced load of the tile), so the boundary costs nothing; read in
-another layout, the boundary's conversion would be folded into the read instead (the tile
-loaded from shared memory straight in the region's layout, no round trip through scratch).
+"""A Gluon load stage handing tiles to a Triton compute region: the Gluon host brings a tile of
+fp16 rows in as a tensor descriptor load does on each target (a TMA load into shared memory,
+completing on an mbarrier, on sm90a/sm100a; a plain load into registers elsewhere, as Triton
+lowers a descriptor load there) and hands it to the Triton region that computes the row softmax.
+It reads the staged tile back in the 16-byte row layout that Triton's lowering of the region also
+computes in (that of a coalesced load of the tile), so the boundary costs nothing; read in another
+layout, the boundary's conversion would be folded into the read instead (the tile loaded from
+shared memory straight in the region's layout, no round trip through scratch). The all-Triton
+version it is measured against loads through a tensor descriptor too.
 
     python examples/tma_stage.py   # builds for every target; on a GPU also checks vs torch
 """
@@ -34,23 +36,18 @@ def row_softmax(x):
 
 
 @gluon.jit
-def stage_tile(x_ptr, n_rows, row0, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr, TMA: gl.constexpr):
-    """Rows ``row0 .. row0+BM`` of a row-major ``[n_rows, BN]`` fp16 tensor, in shared memory."""
-    if TMA:
-        layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
-        desc = tma.make_tensor_descriptor(x_ptr, [n_rows, BN], [BN, 1], [BM, BN], layout)
-        smem = gl.allocate_shared_memory(gl.float16, [BM, BN], layout)
-        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(bar, count=1)
-        mbarrier.expect(bar, BM * BN * 2)
-        tma_load(desc, [row0, 0], bar, smem)   # rows past n_rows read as zeros
-        mbarrier.wait(bar, phase=0)
-        mbarrier.invalidate(bar)
-    else:
-        rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
-        cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
-        tile = gl.load(x_ptr + rows[:, None] * BN + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
-        smem = gl.allocate_shared_memory(gl.float16, [BM, BN], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]), tile)
+def stage_tile(x_ptr, n_rows, row0, BM: gl.constexpr, BN: gl.constexpr):
+    """Rows ``row0 .. row0+BM`` of a row-major ``[n_rows, BN]`` fp16 tensor, in shared memory: a
+    TMA load completing on an mbarrier (rows past ``n_rows`` read as zeros)."""
+    layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BM, BN], gl.float16)
+    desc = tma.make_tensor_descriptor(x_ptr, [n_rows, BN], [BN, 1], [BM, BN], layout)
+    smem = gl.allocate_shared_memory(gl.float16, [BM, BN], layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, BM * BN * 2)
+    tma_load(desc, [row0, 0], bar, smem)
+    mbarrier.wait(bar, phase=0)
+    mbarrier.invalidate(bar)
     return smem
 
 
@@ -58,21 +55,26 @@ def stage_tile(x_ptr, n_rows, row0, BM: gl.constexpr, BN: gl.constexpr, L: gl.co
 @gluon.jit
 def stage_kernel(x_ptr, y_ptr, n_rows, BM: gl.constexpr, BN: gl.constexpr, L: gl.constexpr, TMA: gl.constexpr):
     row0 = gl.program_id(0) * BM
-    x = stage_tile(x_ptr, n_rows, row0, BM, BN, L, TMA).load(L)
-    y = gl.convert_layout(row_softmax(x), L)   # the Triton region
     rows = row0 + gl.arange(0, BM, layout=gl.SliceLayout(1, L))
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, L))
+    if TMA:
+        x = stage_tile(x_ptr, n_rows, row0, BM, BN).load(L)
+    else:   # no TMA: a plain load into registers, as Triton lowers a descriptor load here
+        x = gl.load(x_ptr + rows[:, None] * BN + cols[None, :], mask=rows[:, None] < n_rows, other=0.0)
+    y = gl.convert_layout(row_softmax(x), L)   # the Triton region
     gl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
 
 
 @triton.jit
 def stage_triton(x_ptr, y_ptr, n_rows, BM: tl.constexpr, BN: tl.constexpr):
-    """The kernel before the port: all Triton."""
-    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    """The kernel before the port: all Triton, loading through a device-side tensor descriptor
+    (TMA through shared memory where the target has it, plain loads elsewhere)."""
+    row0 = tl.program_id(0) * BM
+    desc = tl.make_tensor_descriptor(x_ptr, [n_rows, BN], [BN, 1], [BM, BN])
+    y = row_softmax(desc.load([row0, 0]))
+    rows = row0 + tl.arange(0, BM)
     cols = tl.arange(0, BN)
-    offsets = rows[:, None] * BN + cols[None, :]
-    y = row_softmax(tl.load(x_ptr + offsets, mask=rows[:, None] < n_rows, other=0.0))
-    tl.store(y_ptr + offsets, y, mask=rows[:, None] < n_rows)
+    tl.store(y_ptr + rows[:, None] * BN + cols[None, :], y, mask=rows[:, None] < n_rows)
 
 
 SIGNATURE = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n_rows": "i32"}
@@ -113,9 +115,8 @@ def run(variant: str, p: dict, target: str):
     if variant == "torch":
         return torch.softmax(x.float(), dim=1).half()
     grid = (triton.cdiv(x.shape[0], BM), )
+    use_torch_allocator()   # device-side descriptors (Triton's, and Gluon's with TMA) take scratch from it
     if variant == "hybrid":
-        if has_tma(target):
-            use_torch_allocator()
         stage_kernel[grid](x, y, x.shape[0], num_warps=NUM_WARPS, **constexprs(target))
     else:
         stage_triton[grid](x, y, x.shape[0], BM=BM, BN=BN, num_warps=NUM_WARPS)

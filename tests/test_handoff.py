@@ -140,13 +140,14 @@ def test_a_returned_shared_buffer_is_loaded_once_for_the_host(target):
 
 @pytest.mark.parametrize("target", list(TARGETS))
 def test_gluon_stage_hands_tiles_to_a_triton_region_through_shared_memory(target):
-    """``examples/tma_stage.py``: the staged tile is read back in the row layout Triton's lowering
-    of the region also computes in (a coalesced load's): the boundary costs nothing."""
+    """``examples/tma_stage.py``: with TMA the staged tile is read back from shared memory in the
+    row layout Triton's lowering of the region also computes in (a coalesced load's), elsewhere
+    loaded in it: the boundary costs nothing."""
     fb = tma_stage.build(target)
     ttgir = fb.asm["ttgir"]
     assert [(b.direction, b.conversions, b.reason) for b in fb.boundaries] == [
         ("in", 0, "layouts agree"), ("out", 0, "layouts agree")]
-    assert ttgir.count("ttg.local_load") == 1
+    assert ttgir.count("ttg.local_load") == int(has_tma(target))
     assert ttgir.count("ttg.convert_layout") == 1   # the author's own, to a layout equal to its input's
     if has_tma(target):
         assert "cp.async.bulk.tensor" in fb.assembly and "mbarrier.try_wait" in fb.assembly

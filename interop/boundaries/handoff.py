@@ -8,6 +8,9 @@ stores the tensor once into a shared buffer of that layout and the function rece
 ``shared_memory_descriptor`` (an MMA operand, a TMA source). A layout may be given as the name
 of a constexpr parameter, so that each target gets its own. Results need no declaration: a
 returned descriptor is loaded in whatever layout the Triton code around the call wants.
+A function that converts a tensor parameter before anything else (``x = gl.convert_layout(x, L)``)
+takes it as if it declared ``L`` (``entry_layouts``): its code is the same, and the conversion
+moves to the boundary, where the host can make the tile in ``L`` instead (``stitching/access_layouts``).
 
 The compiler (``triton_host.splice``) and the interpreter (``hybrid/interpret/boundary.py``) both
 apply these declarations; this module only records and resolves them.
@@ -20,6 +23,7 @@ from triton.experimental.gluon import language as gl
 
 from . import swizzle
 from .. import validate
+from ..stitching.uses import uses
 from ..triton.language import DistributedLayout, SharedLayout, unwrap_constexpr
 from ..triton.language import core as tl
 
@@ -102,6 +106,29 @@ def _value_of(layout, arguments: dict, name: str):
     if layout not in arguments:
         raise ValueError(f"parameter '{name}' declares the layout of '{layout}', which is not a parameter")
     return unwrap_constexpr(arguments[layout])
+
+
+def entry_layouts(module, function_name: str, names: list[str], builder) -> dict[str, Want]:
+    """Per runtime leaf of ``names`` (``function_name``'s arguments in ``module``, a probe build in
+    placeholder layouts) whose only use is a ``ttg.convert_layout``: a ``Want`` of the layout
+    converted to. A leaf whose placeholder layout shows in any other value's type is left out: the
+    code read the argument's layout (``x.type.layout``), so another layout would change it."""
+    function = module.get_function(function_name)
+    if function.get_num_args() != len(names):
+        return {}
+    users, _ = uses(module, lambda op: False)
+    types: list[str] = []
+    module.walk(lambda op: types.extend(str(op.get_result(i).get_type()) for i in range(op.get_num_results())))
+    found: dict[str, Want] = {}
+    for k, name in enumerate(names):
+        argument = function.args(k)
+        text, only = str(argument.get_type()), users.get(argument.id(), [])
+        if not text.startswith("tensor<") or len(only) != 1 or only[0].get_name() != "ttg.convert_layout":
+            continue
+        placeholder = text[text.index(", ") + 2:-1]
+        if not any(placeholder in t for t in types):
+            found[name] = Want(builder.get_gluon_layout_from_tensor(only[0].get_result(0)), False)
+    return found
 
 
 def reads_async_proxy(module) -> bool:

@@ -85,6 +85,9 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     elif folded.moved.get(boundary_tag) == "merged" and not remaining:
         reason = ("moved past the casts after it into the host's own conversion there, as the all-Triton kernel "
                   "converts (where Triton's passes keep that conversion)")
+    elif folded.moved.get(boundary_tag) == "reloaded" and not remaining:
+        reason = ("the host loads the tile in the layout the region takes: its load issued again there, as Triton "
+                  "rematerializes inside a kernel")
     elif folded.moved.get(boundary_tag) == "adopted" and not remaining:
         reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
                   "removed the conversion")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
-from ..stitching import opaque, stitch
+from ..stitching import access_layouts, opaque, stitch
 from .. import diagnostics, locations, validate
 from ..boundaries import handoff, movement, swizzle
 from ..instrumentation import timing
@@ -63,6 +63,8 @@ class GluonRegions:
         ret_type, probe_module = self._probed[specialization]
         ret_type = lower_gluon.to_triton_type(ret_type)
         named_leaves = arguments.leaves(args, fn.arg_names)
+        entry = handoff.entry_layouts(probe_module, lower_gluon.PROBE, [leaf_name for leaf_name, _ in named_leaves],
+                                      gluon_ir.GluonOpBuilder(self.cc.context))
         leaves = [leaf for _, leaf in named_leaves]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
         ir_types = [ty.to_ir(gen.builder) for ty in result_types]
@@ -78,7 +80,8 @@ class GluonRegions:
                 [wants.get(leaf_name) for leaf_name, _ in named_leaves],
                 handoff.reads_async_proxy(probe_module),
                 handoff.readers(probe_module, lower_gluon.PROBE, gluon_ir.GluonOpBuilder(self.cc.context)) if planned
-                else {}))
+                else {},
+                [entry.get(leaf_name) if leaf_name not in wants else None for leaf_name, _ in named_leaves]))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
             results = triton_host.emit_boundary(gen.builder, region.index, [leaf.handle for leaf in leaves], ir_types,
                                                 enable)
@@ -156,13 +159,18 @@ class GluonRegions:
     def _build(self, call: triton_host.GluonCall, ports: triton_host.Ports, module, gluon_builder,
                variant: int) -> tuple:
         """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
-        shared layouts of planned handoffs chosen for them; returns (function, wants, plans)."""
+        shared layouts of planned handoffs chosen for them, and an operand the function converts
+        first taken in the layout converted to where the host can load it there instead
+        (``access_layouts``); returns (function, wants, plans)."""
         wants, plans = list(call.wants), {}
         for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
             if want is not None and want.planned:
                 plans[k] = swizzle.plan(gluon_builder, gluon_builder.get_gluon_layout_from_tensor(value),
                                         call.readers.get(k, []), list(ty.shape), ty.element_ty.primitive_bitwidth)
                 wants[k] = handoff.Want(plans[k].layout, True, planned=True)
+            elif want is None and call.entry_wants[k] is not None \
+                    and access_layouts.issuable(module, value, call.entry_wants[k].layout, gluon_builder):
+                wants[k] = call.entry_wants[k]   # the host will load the tile in it: the conversion goes
         leaf_types = [want.gluon_type(t) if want else
                       gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
                       if isinstance(t, tl.block_type) else t

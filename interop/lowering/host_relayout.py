@@ -15,14 +15,17 @@ the epilogue all-Triton would have (an ``acc.to(fp16)`` in the region's layout, 
 own conversion); runs the passes ``make_ttgir`` runs to place the host's conversions around its
 anchors (``compat.add_host_relayout``); tags the conversions then left on a call's operands or
 results as that boundary's; and moves the bodies back. The host's code after a call adopts the
-region's layout where Triton finds that cheaper, as around any anchor.
+region's layout where Triton finds that cheaper, as around any anchor. Before the passes, a tile
+the host loads and converts for a call is loaded in the call's layout instead, and after them a
+store of a value they left converted is issued in the value's layout (``access_layouts``): the
+rematerialization Triton does inside a kernel, which its passes do not do across a call.
 """
 from __future__ import annotations
 
 from .. import diagnostics
 from ..boundary import TAG, tag
 from ..instrumentation import timing
-from ..stitching import sinking, stitch
+from ..stitching import access_layouts, sinking, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, passes
 
@@ -36,7 +39,9 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
     each Gluon function called -> its region's index. Returns what became of the boundaries'
     conversions: moved past the host's casts before Triton's passes run (``sinking``), so that
     they see the host as all-Triton's (a cast in the region's layout, then the host's own
-    conversion); removed by them (``"adopted"``: the host takes the region's layout); or, a
+    conversion); removed by them (``"adopted"``: the host takes the region's layout); a tile the
+    host loaded, loaded again in the layout the region takes (``"reloaded"``,
+    ``access_layouts``); or, a
     result stored into shared memory as it came, the host's loads of that buffer moved up to the
     store (``stitch.load_stored_values_early``). A host without Gluon calls (all in untaken
     branches) is left as Triton made it."""
@@ -47,16 +52,21 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
     try:
         _run(module, context, passes.common.add_canonicalizer)   # folds the boundary's scf.if, drops the markers
         builder = gluon_ir.GluonOpBuilder(context)
-        results, _ = _call_edges(module, regions)
+        results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
+        issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
+        if issued and access_layouts.issue_stores_in_value_layouts(module, builder):
+            _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
+            _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
         for function, holder in held:
             stitch.splice(module, function, *holder)
     stitch.verify(module, "laying the host out again around its Gluon calls")
-    gone = {t: "adopted" for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
+    gone = {t: "reloaded" if t in issued else "adopted"
+            for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
     return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
                          moved={**moved, **gone})
 

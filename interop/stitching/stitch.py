@@ -168,7 +168,8 @@ class Folded:
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
     moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``);
-                                # "adopted": removed by Triton's passes laying the host out again (``host_relayout``)
+                                # "adopted": removed by Triton's passes laying the host out again (``host_relayout``);
+                                # "reloaded": the host's load issued again in the wanted layout (``access_layouts``)
 
     @staticmethod
     def nothing() -> "Folded":

@@ -160,7 +160,7 @@ def returns_nothing(ret_type) -> bool:
 
 def reads_operation_attributes() -> bool:
     """Whether an operation's integer attributes and constant values can be read (3.6's
-    operations read only string, bool and symbol attributes)."""
+    operations read only string, bool and symbol attributes; 3.7's no constant values)."""
     from triton._C.libtriton import ir
     return hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
 
@@ -178,6 +178,27 @@ def integer_constant(op) -> int | None:
     except Exception:   # the bindings raise for constants they do not model
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _no_hints(builder) -> tuple:
+    """No cache or eviction hints: 3.9's builder takes one cache policy, earlier ones a cache
+    modifier and an eviction policy."""
+    if hasattr(builder, "get_cache_policy"):
+        return (builder.get_cache_policy("none", "evict_normal"), )
+    from triton._C.libtriton import ir
+    return ir.CACHE_MODIFIER.NONE, ir.EVICTION_POLICY.NORMAL
+
+
+def create_plain_load(builder, pointers, mask, other):
+    """A ``tt.load`` without cache or eviction hints, not volatile."""
+    if mask is None:
+        return builder.create_load(pointers, *_no_hints(builder), False)
+    return builder.create_masked_load(pointers, mask, other, *_no_hints(builder), False)
+
+
+def create_plain_store(builder, pointers, value, mask) -> None:
+    """A masked ``tt.store`` without cache or eviction hints."""
+    builder.create_masked_store(pointers, value, mask, *_no_hints(builder))
 
 
 def gluon_barrier():

@@ -1,0 +1,159 @@
+"""A Triton host's loads and stores issued in the layouts of the Gluon code around them.
+
+A Gluon function may take a tensor in a layout of its own: declared (``@hybrid.takes``) or the
+one its code converts the argument to first (``gl.convert_layout(x, L)``, taken as declared:
+``handoff.entry_layouts``). The Triton host, laid out while the call was opaque, loads the tile
+in the layout Triton's coalescing chose and the boundary converts it, through shared memory.
+Triton's ``RemoveLayoutConversions`` would not move the load (a load is an anchor), so the
+rematerialization it does inside a kernel is done here across the call: the load is issued again
+in the region's layout (its pointers and mask made again by ``remat``) where that reads memory as
+well, the call takes it as loaded, and the host's other uses of the tile take it through a
+conversion. Triton's passes, run next on the host (``lowering/host_relayout``), then lay the
+host's code out around the load and the region's results. A store they leave in the layout
+Triton's coalescing chose, its value converted to it from the layout the host's code now computes
+in, is issued in that layout as well (``issue_stores_in_value_layouts``; the old store is masked
+off for the canonicalizer to delete, as the bindings delete no op). Where the layouts agree, the
+host then has all-Triton's single layout: no conversion and no shared memory.
+
+Only loads and stores without cache, eviction or volatile hints are issued again (the bindings
+cannot read those hints off an op, so a host with any is left as it is), and a store only where
+it is masked by a mask nothing else live uses.
+"""
+from __future__ import annotations
+
+import re
+
+from triton.experimental.gluon import language as gl
+
+from ..boundary import TAG
+from ..triton import compat
+from .remat import Rematerializer, in_layout
+from .uses import uses
+
+#: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile.
+_PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2} : ")
+
+
+def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
+    """Each boundary conversion tagged one of ``tags`` (a call's operands) of a tile the host
+    loaded becomes the load issued again in the layout converted to. Returns the tags so removed."""
+    text = module.str_nodebug()
+    if not compat.reads_operation_attributes() or not _plain_accesses(text):
+        return set()
+    _, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
+    remat = Rematerializer(module, builder)
+    issued: set[str] = set()
+    for conversion in conversions:
+        load = remat.defining(conversion.get_operand(0))
+        if load is not None and load.get_name() == "tt.load" and _issue(load, conversion, remat, builder):
+            issued.add(conversion.get_str_attr(TAG))
+    return issued
+
+
+def issue_stores_in_value_layouts(module, builder) -> int:
+    """Each masked ``tt.store`` of a value converted to the store's layout is issued in the
+    layout converted from, where that writes memory as well; the old store's mask (used by
+    nothing else live) becomes all false, for the canonicalizer to delete it. Returns how many
+    stores were issued again."""
+    if not compat.reads_operation_attributes() or not _plain_accesses(module.str_nodebug()):
+        return 0
+    users, stores = uses(module, lambda op: op.get_name() == "tt.store" and op.get_num_operands() == 3)
+    remat = Rematerializer(module, builder)
+    issued = 0
+    for store in stores:
+        pointers, value, mask = (store.get_operand(i) for i in range(3))
+        conversion = remat.defining(value)
+        if conversion is None or conversion.get_name() != "ttg.convert_layout" \
+                or not _only_store_of(mask, users):
+            continue
+        source = conversion.get_operand(0)
+        wanted = builder.get_gluon_layout_from_tensor(source)
+        if not _accesses_as_well(builder.get_gluon_layout_from_tensor(value), wanted, value.get_shape()) \
+                or not remat.possible(pointers) or not remat.possible(mask):
+            continue
+        builder.set_insertion_point_after(store)
+        compat.create_plain_store(builder, remat.make(pointers, wanted), source, remat.make(mask, wanted))
+        mask.replace_all_uses_with(builder.create_splat(mask.get_type(), builder.get_int1(False)))
+        issued += 1
+    return issued
+
+
+def _only_store_of(mask, users: dict) -> bool:
+    """Whether one store uses ``mask`` and every other user has results none of which is used
+    (an op left dead by an earlier rewrite, no effect the program keeps)."""
+    others = [op for op in users.get(mask.id(), []) if op.get_name() != "tt.store"]
+    return len(users.get(mask.id(), [])) - len(others) == 1 and all(
+        op.get_num_results() > 0 and not any(users.get(op.get_result(i).id()) for i in range(op.get_num_results()))
+        for op in others)
+
+
+def issuable(module, value, layout, builder) -> bool:
+    """Whether ``value`` (a tile of ``module``) is loaded by a load ``issue_in_wanted_layouts``
+    would issue again in ``layout``: what makes taking a Gluon function's entry conversion as its
+    declared layout pay (``handoff.entry_layouts``)."""
+    if not compat.reads_operation_attributes() or not _plain_accesses(module.str_nodebug()):
+        return False
+    remat = Rematerializer(module, builder)
+    load = remat.defining(value)
+    return load is not None and load.get_name() == "tt.load" and _loads_as_well(load, layout, remat, builder)
+
+
+def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
+    """Whether ``load`` can be made again in ``wanted`` (its pointers and mask index arithmetic,
+    its other value a constant) and reads memory as well there."""
+    result = load.get_result(0)
+    pointers, mask, other = _operands(load)
+    return (_accesses_as_well(builder.get_gluon_layout_from_tensor(result), wanted, result.get_shape())
+            and remat.possible(pointers) and (mask is None or remat.possible(mask))
+            and (other is None or _constant(remat.defining(other))))
+
+
+def _issue(load, conversion, remat: Rematerializer, builder) -> bool:
+    """``load`` made again in the layout ``conversion`` converts it to: the conversion's uses take
+    the new load, the old load's other uses take it converted back."""
+    wanted = builder.get_gluon_layout_from_tensor(conversion.get_result(0))
+    if not _loads_as_well(load, wanted, remat, builder):
+        return False
+    result = load.get_result(0)
+    pointers, mask, other = _operands(load)
+    builder.set_insertion_point_after(load)
+    pointers = remat.make(pointers, wanted)
+    mask = remat.make(mask, wanted) if mask is not None else None
+    if other is not None:   # a constant: the canonicalizer folds its conversion into it
+        other = builder.create_convert_layout(in_layout(other, wanted, builder), other)
+    loaded = compat.create_plain_load(builder, pointers, mask, other)
+    loaded.set_loc(result.get_loc())
+    conversion.get_result(0).replace_all_uses_with(loaded)
+    back = builder.create_convert_layout(result.get_type(), loaded)
+    back.set_loc(result.get_loc())
+    result.replace_all_uses_with(back)
+    return True
+
+
+def _accesses_as_well(loaded, wanted, shape: list[int]) -> bool:
+    """Whether a load in ``wanted`` reads memory as well as one in ``loaded`` (the layout Triton's
+    coalescing chose): both blocked with the same fastest dimension, at least as many contiguous
+    elements per thread, and a warp's contiguous run at least as long (or the whole dimension)."""
+    if not (isinstance(loaded, gl.BlockedLayout) and isinstance(wanted, gl.BlockedLayout)):
+        return False
+    fastest = loaded.order[0]
+    if wanted.order[0] != fastest:
+        return False
+    run = loaded.size_per_thread[fastest] * loaded.threads_per_warp[fastest]
+    return (wanted.size_per_thread[fastest] >= loaded.size_per_thread[fastest]
+            and wanted.size_per_thread[fastest] * wanted.threads_per_warp[fastest] >= min(run, shape[fastest]))
+
+
+def _operands(load) -> tuple:
+    """A ``tt.load``'s (pointers, mask or None, other or None)."""
+    return tuple(([load.get_operand(i) for i in range(load.get_num_operands())] + [None, None])[:3])
+
+
+def _constant(op) -> bool:
+    return op is not None and op.get_name() == "arith.constant"
+
+
+def _plain_accesses(text: str) -> bool:
+    """Whether every ``tt.load`` and ``tt.store`` of ``text`` (a module printed) has no hints."""
+    lines = [line for line in text.splitlines() if " = tt.load " in line or " tt.store " in line]
+    return all(_PLAIN.search(line) for line in lines)
