@@ -84,6 +84,8 @@ def port_rows(names, targets: list[str]) -> list[dict]:
         if names and port.name not in names:
             continue
         for target in targets:
+            if port.targets and target not in port.targets:
+                continue
             builds = port.builds(target)
             rows.append({**row(port.name, "", target, builds), "direction": port.direction})
             gc.collect()

@@ -19,7 +19,7 @@ from triton.experimental.gluon.language.nvidia import blackwell
 from triton.experimental.gluon.language.nvidia.hopper import tma, warpgroup_mma, warpgroup_mma_wait
 
 import hybrid
-from examples import attention, mma_handoff, softmax
+from examples import attention, matmul_wgmma, mma_handoff, softmax
 from examples.layernorm import row_moments_triton
 from examples.layouts import compile_pure, has_tma, row_layout, stores_from_dot_layout, tile_layout, vector_layout
 from interop.targets import TARGETS
@@ -382,6 +382,16 @@ PERSISTENT_CONSTEXPRS = {"BM": 128, "BN": 128, "BK": 64, "GROUP_M": 8, "NUM_SMS"
 PERSISTENT_DIVISIBLE = ("M", "N", "K")
 
 
+# -- matmul_wgmma with the Gluon pipeline's buffers as many as Triton's (3 stages) --
+def _wgmma_three_stages(target: str) -> dict:
+    """examples/matmul_wgmma.py's Gluon host with 3 stages (1 load in flight) where the example has
+    4 (2 in flight): the 3 buffers Triton's pipeline allocates for its ``num_stages=3``."""
+    return {"hybrid": hybrid.compile(matmul_wgmma.matmul_kernel, matmul_wgmma.SIGNATURE,
+                                     {**matmul_wgmma.constexprs(target), "STAGES": 3}, target,
+                                     num_warps=matmul_wgmma.NUM_WARPS, divisible=matmul_wgmma.DIVISIBLE),
+            "triton": matmul_wgmma.build_triton(target)}
+
+
 def _persistent_descriptors(target: str) -> dict:
     """Where the target has TMA, the Gluon host makes the descriptors for the Triton K loop and
     epilogue; elsewhere the descriptors are made in the Triton region (Gluon has none there)."""
@@ -397,6 +407,7 @@ class Port:
     name: str
     direction: str   # "gluon->triton": a Gluon host calls Triton code; "triton->gluon" the other way
     builds: Callable[[str], dict]   # target -> {variant: compiled}
+    targets: tuple = ()             # the targets it is built for (all where empty)
 
 
 def _vector_add(target: str, host: str) -> dict:
@@ -463,5 +474,6 @@ PORTS = (
     Port("mma_handoff_a_operand", "triton->gluon", _mma_a_operand),
     Port("softmax_gluon_stats_host_layout", "triton->gluon", _softmax_host_layout_stats),
     Port("persistent_matmul_descriptors", "gluon->triton", _persistent_descriptors),
+    Port("matmul_wgmma_three_stages", "gluon->triton", _wgmma_three_stages, ("sm90a", )),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]

@@ -75,10 +75,11 @@ def test_cli_report_writes_json_and_html(tmp_path):
 
 @pytest.fixture(scope="module")
 def summaries() -> list[dict]:
-    """Builds with every kind of boundary (conversions through shared memory, a shared-memory
-    handoff), and a failed build with a long message."""
-    from examples import mma_handoff
-    built = [softmax_gluon_stats.build("sm90a"), softmax_gluon_stats.build("gfx942"), mma_handoff.build("sm90a")]
+    """Builds with every kind of boundary (layouts that agree, conversions removed or through
+    shared memory, a shared-memory handoff), and a failed build with a long message."""
+    from examples import mma_handoff, tma_stage
+    built = [softmax_gluon_stats.build("sm90a"), softmax_gluon_stats.build("gfx942"), mma_handoff.build("sm90a"),
+             tma_stage.build("sm90a")]
     failed = {"kernel": "broken_kernel", "target": "sm80", "error": "RegionError: " + "a long message " * 20}
     return [fb.summary() for fb in built] + [failed]
 
