@@ -6,7 +6,9 @@ For every hybrid example (``bench.kernels.SUITE``, every case) and every port of
 tutorial pattern (``bench/parity_ports.py``), the hybrid kernel and its all-Triton version (and
 all-Gluon, where written) are built for every target, and their machine code compared: SASS
 instructions (``cuobjdump -sass``) on NVIDIA, AMDGCN instructions on AMD, registers, shared
-memory, and the hybrid kernel's boundary conversions with each one's recorded reason.
+memory, the hybrid kernel's boundary conversions with each one's recorded reason, and the layout
+conversions each kernel's final ttgir has, boundary or not (so that a boundary conversion that
+all-Triton makes too, inside its own code, shows as such).
 Goal, where the Gluon part does what the Triton code would have done: instructions within 2% of
 the all-Triton kernel, shared memory no higher, zero boundary conversions. A row that misses it
 says so; a hand-written Gluon part may legitimately differ (its layouts are the author's).
@@ -27,19 +29,20 @@ from rich.console import Console  # noqa: E402
 from bench.kernels import PURE, SUITE, case_label, cases, environment, load, variants  # noqa: E402
 from bench.output import table, write_json  # noqa: E402
 from bench.parity_ports import PORTS  # noqa: E402
-from interop.instrumentation.resources import instructions, resources  # noqa: E402
+from interop.instrumentation.resources import instructions, layout_conversions, resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 INSTRUCTION_GOAL = 1.02   # hybrid / all-Triton instructions, at most
 COLUMNS = ("kernel", "direction", "case", "target", "instr hybrid / triton (gluon)", "ratio", "regs h / t",
-           "smem B h / t", "boundary cvt", "goal")
+           "smem B h / t", "boundary cvt", "kernel cvt h / t", "goal")
 
 
 def figures(compiled) -> dict:
     asm = compiled.asm
     metadata = compiled.metadata if isinstance(compiled.metadata, dict) else compiled.metadata._asdict()
     found = resources(asm, metadata)
-    return {"instructions": instructions(asm), "registers": found["registers"], "shared_bytes": found["shared_bytes"]}
+    return {"instructions": instructions(asm), "registers": found["registers"], "shared_bytes": found["shared_bytes"],
+            "layout_conversions": layout_conversions(asm["ttgir"])}
 
 
 def direction(fb) -> str:
@@ -98,7 +101,7 @@ def cells(r: dict) -> list[str]:
     verdict = "" if "meets_goal" not in r else ("ok" if r["meets_goal"] else "missed")
     return [r["kernel"], r["direction"], r["case"], r["target"], instr, f"{r['ratio']:.3f}" if "ratio" in r else "-",
             f"{h['registers']} / {t.get('registers', '-')}", f"{h['shared_bytes']} / {t.get('shared_bytes', '-')}",
-            str(r["boundary_conversions"]), verdict]
+            str(r["boundary_conversions"]), f"{h['layout_conversions']} / {t.get('layout_conversions', '-')}", verdict]
 
 
 def markdown(result: dict) -> str:

@@ -22,6 +22,15 @@ def resources(asm: dict, metadata) -> dict:
             "binary_bytes": len(asm.get("cubin") or asm["hsaco"]), "conversions": asm["ttgir"].count("ttg.convert_layout ")}
 
 
+def layout_conversions(ttgir: str) -> int:
+    """``ttg.convert_layout`` ops of ``ttgir`` between two different layouts (a conversion to the
+    layout a value already has lowers to nothing): what a kernel converts, boundary or not."""
+    aliases = dict(re.findall(r"^(#\w+) = (#.*)$", ttgir, re.M))
+    pairs = re.findall(r"ttg\.convert_layout .*: tensor<[^,]+, (#[\w.]+(?:<.*?>)?)> -> tensor<[^,]+, (#[\w.]+(?:<.*?>)?)>",
+                       ttgir)
+    return sum(aliases.get(a, a) != aliases.get(b, b) for a, b in pairs)
+
+
 def instructions(asm: dict) -> int | None:
     """Machine instructions in the kernel: SASS from the cubin (``cuobjdump -sass``, NOPs of the
     padding left out) on NVIDIA, AMDGCN instructions of the assembly text on AMD; None where
