@@ -13,12 +13,12 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
-from ..stitching import access_layouts, opaque, stitch
+from ..stitching import access_layouts, opaque, stitch, uses
 from .. import diagnostics, locations, validate
 from ..boundaries import handoff, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble
-from ..boundary import is_shared
+from ..boundary import TAG, is_shared
 from ..errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
 from ..region import CallSite
 from ..triton import compat
@@ -161,7 +161,8 @@ class GluonRegions:
         """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
         shared layouts of planned handoffs chosen for them, and an operand the function converts
         first taken in the layout converted to where the host can load it there instead
-        (``access_layouts``); returns (function, wants, plans)."""
+        (``access_layouts``), and a tile another Gluon call returned taken in the layout it was
+        returned in; returns (function, wants, plans)."""
         wants, plans = list(call.wants), {}
         for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
             if want is not None and want.planned:
@@ -171,6 +172,10 @@ class GluonRegions:
             elif want is None and call.entry_wants[k] is not None \
                     and access_layouts.issuable(module, value, call.entry_wants[k].layout, gluon_builder):
                 wants[k] = call.entry_wants[k]   # the host will load the tile in it: the conversion goes
+            elif want is None and isinstance(ty, tl.block_type):
+                produced = _gluon_result(module, value)
+                if produced is not None:   # as a Gluon caller would pass it: no conversion between the two
+                    wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(produced), False)
         leaf_types = [want.gluon_type(t) if want else
                       gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
                       if isinstance(t, tl.block_type) else t
@@ -244,3 +249,15 @@ def _verify_hint(errors: str) -> str:
                 "pass target-specific layouts as constexprs")
     return "fix the Gluon function at the file:line above, or the values passed to it at the call site"
 
+
+def _gluon_result(module, value):
+    """The result of an earlier Gluon call that ``value`` is the boundary's conversion of (the
+    host took it in the layout Triton chose while both calls were opaque), or None."""
+    producers = uses.producers(module)
+    conversion = producers.get(value.id())
+    if conversion is None or conversion.get_name() != "ttg.convert_layout" \
+            or ":out:" not in (conversion.get_str_attr(TAG) or ""):
+        return None
+    source = conversion.get_operand(0)
+    call = producers.get(source.id())
+    return source if call is not None and call.get_name() == "tt.call" else None

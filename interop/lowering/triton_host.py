@@ -79,7 +79,8 @@ class Ports:
     marker ops, not by the ``scf.if``'s result list.
     """
     operands: list              # sink operands: the values the Gluon function receives
-    last_sink: object           # the call goes right after it, where every operand is defined
+    last_sink: object           # the call goes right after it, where every operand is defined (the
+                                # first producer for a call without runtime arguments)
     outputs: list[tuple[int, object]]   # (Gluon result index, a producer's value) per layout the host wants
     markers: list               # the sink and producer ops, deleted once the call replaces them
 
@@ -106,10 +107,12 @@ def find_ports(module, call_index: int) -> list[Ports]:
         elif marker.startswith(f"{PRODUCER}{call_index}."):
             port(op).markers.append(op)
             port(op).outputs.append((int(marker.rsplit(".", 1)[1]), op.get_result(0)))
+            if port(op).last_sink is None:   # a call without runtime arguments goes after its first producer
+                port(op).last_sink = op
 
     module.walk(visit)
     for block_id, found in copies.items():
-        found.operands = [sinks[block_id][k].get_operand(0) for k in sorted(sinks[block_id])]
+        found.operands = [sinks[block_id][k].get_operand(0) for k in sorted(sinks.get(block_id, {}))]
     return list(copies.values())
 
 

@@ -18,3 +18,15 @@ def uses(module, selected: Callable[[object], bool]) -> tuple[dict[int, list], l
 
     module.walk(visit)
     return users, picked
+
+
+def producers(module) -> dict[int, object]:
+    """value id -> the op that defines it (block arguments have none)."""
+    found: dict[int, object] = {}
+
+    def visit(op):
+        for i in range(op.get_num_results()):
+            found[op.get_result(i).id()] = op
+
+    module.walk(visit)
+    return found
