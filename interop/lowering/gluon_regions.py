@@ -43,6 +43,7 @@ class GluonRegions:
         self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
         self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
         self.symbols: dict[str, int] = {}   # a Gluon function built -> its region's index
+        self._loads_taken: dict[int, object] = {}   # loads the host issues in a call's layout (``splice_all``)
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -138,6 +139,7 @@ class GluonRegions:
         gluon_builder = gluon_ir.GluonOpBuilder(self.cc.context)
         calls, self._calls = self._calls, []
         dropped = set()
+        self._loads_taken = _loads_taken_in_entry_layouts(calls, module, gluon_builder)
         for call in calls:
             copies = triton_host.find_ports(module, call.region.index)
             if not copies:
@@ -172,6 +174,8 @@ class GluonRegions:
             elif want is None and call.entry_wants[k] is not None \
                     and access_layouts.issuable(module, value, call.entry_wants[k].layout, gluon_builder):
                 wants[k] = call.entry_wants[k]   # the host will load the tile in it: the conversion goes
+            elif want is None and value.id() in self._loads_taken:   # the host will load it in that layout
+                wants[k] = self._loads_taken[value.id()]
             elif want is None and isinstance(ty, tl.block_type):
                 produced = _gluon_result(module, value)
                 if produced is not None:   # as a Gluon caller would pass it: no conversion between the two
@@ -248,6 +252,19 @@ def _verify_hint(errors: str) -> str:
         return ("a layout written in a Gluon region must match the target's warp size and the kernel's num_warps; "
                 "pass target-specific layouts as constexprs")
     return "fix the Gluon function at the file:line above, or the values passed to it at the call site"
+
+
+def _loads_taken_in_entry_layouts(calls: list, module, builder) -> dict[int, object]:
+    """Before any call is built: each load the host will issue in a call's entry layout
+    (``handoff.entry_layouts``, ``access_layouts.issuable``), by value id, with that layout's
+    ``Want``: every call the load feeds takes it in that layout, as the host will have it."""
+    loads: dict[int, object] = {}
+    for call in calls:
+        for ports in triton_host.find_ports(module, call.region.index)[:1]:
+            for want, entry, value in zip(call.wants, call.entry_wants, ports.operands):
+                if want is None and entry is not None and access_layouts.issuable(module, value, entry.layout, builder):
+                    loads[value.id()] = entry
+    return loads
 
 
 def _gluon_result(module, value):

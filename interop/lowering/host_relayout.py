@@ -56,7 +56,7 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
-        if issued and access_layouts.issue_stores_in_value_layouts(module, builder):
+        if access_layouts.issue_stores_in_value_layouts(module, builder):
             _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
             _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
         _tag_boundaries(module, context, regions)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import arguments, axis_hints
-from ..stitching import opaque, remat, stitch
+from ..stitching import access_layouts, opaque, remat, stitch
 from .. import diagnostics
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module
@@ -97,6 +97,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     with compat.ttgir_after_conversion():
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
+    issue_stores_in_value_layouts(context, module)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
@@ -118,6 +119,18 @@ def hoist_argument_conversions(context, module, num_tensors: int) -> None:
         errors = diagnostics.verify(module)
         if errors:
             raise RuntimeError(f"the region with its argument conversions hoisted does not verify:\n{errors}")
+
+
+def issue_stores_in_value_layouts(context, module) -> None:
+    """A store of a value Triton's passes converted to its coalesced layout issued in the value's
+    instead, where that writes memory as well (``access_layouts``, as in a Triton host): a tensor
+    argument in the host's layout makes the region compute in it, where the all-Triton kernel
+    computes in its load's, and stores from there."""
+    if access_layouts.issue_stores_in_value_layouts(module, gluon_ir.GluonOpBuilder(context)):
+        stitch.canonicalize(module, context)
+        errors = diagnostics.verify(module)
+        if errors:
+            raise RuntimeError(f"the region with its stores issued in its values' layouts does not verify:\n{errors}")
 
 
 def _with_hints(context, module, num_scalars: int, hints: list[str]):
