@@ -12,7 +12,7 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from examples import softmax, softmax_gluon_stats
 from examples.layouts import row_layout
-from interop.instrumentation.resources import instructions
+from interop.instrumentation.resources import instructions, layout_conversions
 from interop.triton import compat
 
 #: Triton 3.6 and 3.7 operations do not give their integer attributes and constants: nothing is rematerialized there.
@@ -36,14 +36,9 @@ def test_a_triton_host_loads_and_stores_in_the_layout_its_gluon_statistics_conve
     assert sum(b.conversions for b in fb.boundaries) == 0
     ttgir = fb.asm["ttgir"]
     assert len(_ops(ttgir, "tt.load")) == len(_ops(ttgir, "tt.store")) == 1
-    assert not [line for line in _ops(ttgir, "ttg.convert_layout") if _converts_between_layouts(line)]
+    assert layout_conversions(ttgir) == 0
     assert fb.metadata.shared <= pure.metadata.shared
     assert instructions(fb.asm) <= 1.02 * instructions(pure.asm)
-
-
-def _converts_between_layouts(line: str) -> bool:
-    layouts = re.findall(r"tensor<[^,]+, (#\w+)>", line)
-    return len(layouts) == 2 and layouts[0] != layouts[1]
 
 
 @gluon.jit

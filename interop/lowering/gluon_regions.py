@@ -10,6 +10,8 @@ call, and has ``assemble`` stitch and plan the module.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
@@ -40,10 +42,10 @@ class GluonRegions:
     def __init__(self, compile_context):
         self.cc = compile_context
         self._calls: list[triton_host.GluonCall] = []
-        self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module)
+        self._probed: dict[str, tuple] = {}   # by specialization: (Gluon return type, probe module, entry layouts)
         self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
         self.symbols: dict[str, int] = {}   # a Gluon function built -> its region's index
-        self._loads_taken: dict[int, object] = {}   # loads the host issues in a call's layout (``splice_all``)
+        self._taken = _Taken({}, {})        # the loads the host issues in a call's layout (``splice_all``)
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -59,13 +61,14 @@ class GluonRegions:
                               f"Triton lowers it to pointers)", _DESCRIPTOR_HINT)
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
-        if specialization not in self._probed:
-            self._probed[specialization] = self._probe(fn, args, wants, call_site)
-        ret_type, probe_module = self._probed[specialization]
-        ret_type = lower_gluon.to_triton_type(ret_type)
         named_leaves = arguments.leaves(args, fn.arg_names)
-        entry = handoff.entry_layouts(probe_module, lower_gluon.PROBE, [leaf_name for leaf_name, _ in named_leaves],
-                                      gluon_ir.GluonOpBuilder(self.cc.context))
+        if specialization not in self._probed:
+            ret_type, probe_module = self._probe(fn, args, wants, call_site)
+            entry = handoff.entry_layouts(probe_module, lower_gluon.PROBE, [leaf_name for leaf_name, _ in named_leaves],
+                                          gluon_ir.GluonOpBuilder(self.cc.context))
+            self._probed[specialization] = ret_type, probe_module, entry
+        ret_type, probe_module, entry = self._probed[specialization]
+        ret_type = lower_gluon.to_triton_type(ret_type)
         leaves = [leaf for _, leaf in named_leaves]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
         ir_types = [ty.to_ir(gen.builder) for ty in result_types]
@@ -139,7 +142,7 @@ class GluonRegions:
         gluon_builder = gluon_ir.GluonOpBuilder(self.cc.context)
         calls, self._calls = self._calls, []
         dropped = set()
-        self._loads_taken = _loads_taken_in_entry_layouts(calls, module, gluon_builder)
+        self._taken = _taken_in_entry_layouts(calls, module, gluon_builder)
         for call in calls:
             copies = triton_host.find_ports(module, call.region.index)
             if not copies:
@@ -166,18 +169,19 @@ class GluonRegions:
         (``access_layouts``), and a tile another Gluon call returned taken in the layout it was
         returned in; returns (function, wants, plans)."""
         wants, plans = list(call.wants), {}
+        producers = None
         for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
             if want is not None and want.planned:
                 plans[k] = swizzle.plan(gluon_builder, gluon_builder.get_gluon_layout_from_tensor(value),
                                         call.readers.get(k, []), list(ty.shape), ty.element_ty.primitive_bitwidth)
                 wants[k] = handoff.Want(plans[k].layout, True, planned=True)
-            elif want is None and call.entry_wants[k] is not None \
-                    and access_layouts.issuable(module, value, call.entry_wants[k].layout, gluon_builder):
+            elif want is None and (call.region.index, value.id()) in self._taken.entries:
                 wants[k] = call.entry_wants[k]   # the host will load the tile in it: the conversion goes
-            elif want is None and value.id() in self._loads_taken:   # the host will load it in that layout
-                wants[k] = self._loads_taken[value.id()]
+            elif want is None and value.id() in self._taken.loads:   # the host will load it in that layout
+                wants[k] = self._taken.loads[value.id()]
             elif want is None and isinstance(ty, tl.block_type):
-                produced = _gluon_result(module, value)
+                producers = producers or uses.producers(module)
+                produced = _gluon_result(producers, value)
                 if produced is not None:   # as a Gluon caller would pass it: no conversion between the two
                     wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(produced), False)
         leaf_types = [want.gluon_type(t) if want else
@@ -254,23 +258,32 @@ def _verify_hint(errors: str) -> str:
     return "fix the Gluon function at the file:line above, or the values passed to it at the call site"
 
 
-def _loads_taken_in_entry_layouts(calls: list, module, builder) -> dict[int, object]:
-    """Before any call is built: each load the host will issue in a call's entry layout
-    (``handoff.entry_layouts``, ``access_layouts.issuable``), by value id, with that layout's
-    ``Want``: every call the load feeds takes it in that layout, as the host will have it."""
-    loads: dict[int, object] = {}
-    for call in calls:
-        for ports in triton_host.find_ports(module, call.region.index)[:1]:
-            for want, entry, value in zip(call.wants, call.entry_wants, ports.operands):
-                if want is None and entry is not None and access_layouts.issuable(module, value, entry.layout, builder):
-                    loads[value.id()] = entry
-    return loads
+@dataclass(frozen=True)
+class _Taken:
+    """The loads the host will issue in a call's entry layout (``handoff.entry_layouts``,
+    ``access_layouts``), decided once before any call is built (so on the host's code alone, as
+    ``host_relayout`` later sees it): ``entries``, (region index, operand value id) of each call
+    whose entry layout is taken; ``loads``, each such load's value id -> that layout's ``Want``,
+    in which every other call the load feeds takes it too, as the host will have it."""
+    entries: frozenset
+    loads: dict
 
 
-def _gluon_result(module, value):
+def _taken_in_entry_layouts(calls: list, module, builder) -> _Taken:
+    wanted = [(call.region.index, value, entry) for call in calls
+              for ports in triton_host.find_ports(module, call.region.index)
+              for want, entry, value in zip(call.wants, call.entry_wants, ports.operands)
+              if want is None and entry is not None]
+    taken = [w for w, ok in zip(wanted, access_layouts.issuable(module, builder, [(v, e.layout) for _, v, e in wanted]))
+             if ok]
+    return _Taken(frozenset((index, value.id()) for index, value, _ in taken),
+                  {value.id(): entry for _, value, entry in taken})
+
+
+def _gluon_result(producers: dict, value):
     """The result of an earlier Gluon call that ``value`` is the boundary's conversion of (the
-    host took it in the layout Triton chose while both calls were opaque), or None."""
-    producers = uses.producers(module)
+    host took it in the layout Triton chose while both calls were opaque), or None;
+    ``producers``: ``uses.producers`` of the module."""
     conversion = producers.get(value.id())
     if conversion is None or conversion.get_name() != "ttg.convert_layout" \
             or ":out:" not in (conversion.get_str_attr(TAG) or ""):

@@ -115,10 +115,7 @@ def hoist_argument_conversions(context, module, num_tensors: int) -> None:
     first = entry.get_num_arguments() - num_tensors
     arguments = [entry.arg(first + i) for i in range(num_tensors)]
     if remat.hoist_argument_conversions(module, entry, arguments, gluon_ir.GluonOpBuilder(context)):
-        stitch.canonicalize(module, context)
-        errors = diagnostics.verify(module)
-        if errors:
-            raise RuntimeError(f"the region with its argument conversions hoisted does not verify:\n{errors}")
+        _canonicalize(context, module, "with its argument conversions hoisted")
 
 
 def issue_stores_in_value_layouts(context, module) -> None:
@@ -127,10 +124,16 @@ def issue_stores_in_value_layouts(context, module) -> None:
     argument in the host's layout makes the region compute in it, where the all-Triton kernel
     computes in its load's, and stores from there."""
     if access_layouts.issue_stores_in_value_layouts(module, gluon_ir.GluonOpBuilder(context)):
-        stitch.canonicalize(module, context)
-        errors = diagnostics.verify(module)
-        if errors:
-            raise RuntimeError(f"the region with its stores issued in its values' layouts does not verify:\n{errors}")
+        _canonicalize(context, module, "with its stores issued in its values' layouts")
+
+
+def _canonicalize(context, module, rewritten: str) -> None:
+    """The region ``module`` canonicalized after a rewrite (which left dead ops behind), and
+    verified; RuntimeError, saying which rewrite, where it does not verify."""
+    stitch.canonicalize(module, context)
+    errors = diagnostics.verify(module)
+    if errors:
+        raise RuntimeError(f"the region {rewritten} does not verify:\n{errors}")
 
 
 def _with_hints(context, module, num_scalars: int, hints: list[str]):

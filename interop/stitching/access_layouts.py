@@ -37,8 +37,7 @@ _PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2} : ")
 def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
     """Each boundary conversion tagged one of ``tags`` (a call's operands) of a tile the host
     loaded becomes the load issued again in the layout converted to. Returns the tags so removed."""
-    text = module.str_nodebug()
-    if not compat.reads_operation_attributes() or not _plain_accesses(text):
+    if not _rewritable(module):
         return set()
     _, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
     remat = Rematerializer(module, builder)
@@ -55,7 +54,7 @@ def issue_stores_in_value_layouts(module, builder) -> int:
     layout converted from, where that writes memory as well; the old store's mask (used by
     nothing else live) becomes all false, for the canonicalizer to delete it. Returns how many
     stores were issued again."""
-    if not compat.reads_operation_attributes() or not _plain_accesses(module.str_nodebug()):
+    if not _rewritable(module):
         return 0
     users, stores = uses(module, lambda op: op.get_name() == "tt.store" and op.get_num_operands() == 3)
     remat = Rematerializer(module, builder)
@@ -87,15 +86,17 @@ def _only_store_of(mask, users: dict) -> bool:
         for op in others)
 
 
-def issuable(module, value, layout, builder) -> bool:
-    """Whether ``value`` (a tile of ``module``) is loaded by a load ``issue_in_wanted_layouts``
-    would issue again in ``layout``: what makes taking a Gluon function's entry conversion as its
-    declared layout pay (``handoff.entry_layouts``)."""
-    if not compat.reads_operation_attributes() or not _plain_accesses(module.str_nodebug()):
-        return False
+def issuable(module, builder, tiles: list[tuple]) -> list[bool]:
+    """For each ``(value, layout)`` of ``tiles`` (a tile of ``module`` and a Gluon layout), whether
+    a load ``issue_in_wanted_layouts`` would issue again in that layout loads it: what makes
+    taking a Gluon function's entry conversion as its declared layout pay
+    (``handoff.entry_layouts``). One walk of the module answers them all."""
+    if not tiles or not _rewritable(module):
+        return [False] * len(tiles)
     remat = Rematerializer(module, builder)
-    load = remat.defining(value)
-    return load is not None and load.get_name() == "tt.load" and _loads_as_well(load, layout, remat, builder)
+    loads = [remat.defining(value) for value, _ in tiles]
+    return [load is not None and load.get_name() == "tt.load" and _loads_as_well(load, layout, remat, builder)
+            for load, (_, layout) in zip(loads, tiles)]
 
 
 def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
@@ -153,7 +154,11 @@ def _constant(op) -> bool:
     return op is not None and op.get_name() == "arith.constant"
 
 
-def _plain_accesses(text: str) -> bool:
-    """Whether every ``tt.load`` and ``tt.store`` of ``text`` (a module printed) has no hints."""
-    lines = [line for line in text.splitlines() if " = tt.load " in line or " tt.store " in line]
+def _rewritable(module) -> bool:
+    """Whether loads and stores of ``module`` may be issued again: this Triton's bindings read the
+    index arithmetic (``compat.reads_operation_attributes``), and no ``tt.load`` or ``tt.store`` of
+    the module carries a hint an op made again would lose."""
+    if not compat.reads_operation_attributes():
+        return False
+    lines = [line for line in module.str_nodebug().splitlines() if " = tt.load " in line or " tt.store " in line]
     return all(_PLAIN.search(line) for line in lines)
