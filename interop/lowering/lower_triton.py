@@ -98,6 +98,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
     issue_stores_in_value_layouts(context, module)
+    lay_out_again(context, module, target)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
@@ -125,6 +126,22 @@ def issue_stores_in_value_layouts(context, module) -> None:
     computes in its load's, and stores from there."""
     if access_layouts.issue_stores_in_value_layouts(module, gluon_ir.GluonOpBuilder(context)):
         _canonicalize(context, module, "with its stores issued in its values' layouts")
+
+
+def lay_out_again(context, module, target) -> None:
+    """The region laid out again by the passes that lay a host out around its Gluon calls
+    (``host_relayout``): on AMD, ``make_ttgir`` turns loads into buffer loads after its last
+    layout pass, and a buffer load is no anchor, so the second run rematerializes a small load
+    in the layout its use takes (a row of weights in the tile's slice layout, where the first
+    run had loaded it in its own layout and converted it through shared memory). A Triton
+    host's code gets this from ``host_relayout``; its regions must too, or a function moved
+    between the two is laid out differently."""
+    if target.backend != "hip":
+        return
+    pm = ir.pass_manager(context)
+    compat.add_host_relayout(pm, target)
+    diagnostics.run(pm, module, "hybrid_region_relayout")
+    _canonicalize(context, module, "laid out again")
 
 
 def _canonicalize(context, module, rewritten: str) -> None:
