@@ -107,3 +107,17 @@ def test_moving_conversions_leave_out_layouts_that_place_alike(rows, expected):
     assert layout_conversions(kernel.asm["ttgir"]) == 1
     assert moving_conversions(kernel.asm["ttgir"], "sm90a") == expected
     assert ("shfl.sync" in kernel.asm["ptx"] or kernel.metadata.shared > 0) == bool(expected)
+
+
+def test_a_linear_layout_of_a_larger_tile_broadcasts_past_the_shape(builder):
+    """Triton's AMD passes type a ``128x1`` column with the ``128x64`` tile's linear layout (a
+    persistent matmul's row offsets, gfx950): the bases past the column's one element broadcast,
+    as Triton's ``ensureLayoutNotLargerThan`` makes them, where they used to index past the tile."""
+    _, gluon_builder = builder
+    tile = gl.DistributedLinearLayout([[0, 1], [0, 2], [0, 4], [4, 0], [8, 0]],
+                                      [[0, 8], [0, 16], [0, 32], [64, 0], [32, 0], [16, 0]], [[1, 0], [2, 0]], [],
+                                      [128, 64])
+    column = gl.DistributedLinearLayout([[4, 0], [8, 0]], [[0, 0], [0, 0], [0, 0], [64, 0], [32, 0], [16, 0]],
+                                        [[1, 0], [2, 0]], [], [128, 1])
+    assert movement.linear(gluon_builder, tile, [128, 1]).reg_bases == [[0, 0], [0, 0], [0, 0], [4, 0], [8, 0]]
+    assert movement.between(gluon_builder, column, tile, [128, 1], 64).kind == "registers"

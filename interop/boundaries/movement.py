@@ -77,9 +77,15 @@ def _round_trip(tile_bytes: int, scratch_bytes: int) -> Movement:
 
 
 def linear(builder, layout, shape: list) -> DistributedLinearLayout:
-    """Triton's linear layout (register, lane, warp bases) of a distributed layout over ``shape``."""
+    """Triton's linear layout (register, lane, warp bases) of a distributed layout over ``shape``.
+    A linear layout written for a larger tile than ``shape`` (Triton's passes type a ``128x1``
+    column with the ``128x64`` tile's layout) broadcasts what lies beyond it, as Triton's
+    ``ensureLayoutNotLargerThan`` does: each basis component past its dimension is zero."""
     if isinstance(layout, DistributedLinearLayout):
-        return layout
+        def fit(bases):
+            return [[c if c < size else 0 for c, size in zip(basis, shape)] for basis in bases]
+        return DistributedLinearLayout(fit(layout.reg_bases), fit(layout.lane_bases), fit(layout.warp_bases),
+                                       fit(layout.block_bases), list(shape))
     return builder.to_linear_layout(layout_to_ir(layout, builder), list(shape))
 
 

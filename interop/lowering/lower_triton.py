@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from . import arguments, axis_hints
 from ..stitching import access_layouts, opaque, remat, stitch
 from .. import diagnostics
+from ..boundaries.scratch import ScratchProbe
+from ..instrumentation.resources import layout_conversions
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.frontend import Language, make_backend
@@ -98,7 +100,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
     issue_stores_in_value_layouts(context, module)
-    lay_out_again(context, module, target)
+    lay_out_again(context, module, target, options)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
@@ -128,16 +130,26 @@ def issue_stores_in_value_layouts(context, module) -> None:
         _canonicalize(context, module, "with its stores issued in its values' layouts")
 
 
-def lay_out_again(context, module, target) -> None:
+def lay_out_again(context, module, target, options) -> None:
     """The region laid out again by the passes that lay a host out around its Gluon calls
-    (``host_relayout``): on AMD, ``make_ttgir`` turns loads into buffer loads after its last
-    layout pass, and a buffer load is no anchor, so the second run rematerializes a small load
-    in the layout its use takes (a row of weights in the tile's slice layout, where the first
-    run had loaded it in its own layout and converted it through shared memory). A Triton
-    host's code gets this from ``host_relayout``; its regions must too, or a function moved
-    between the two is laid out differently."""
+    (``host_relayout``), where that leaves it fewer conversions and no more shared memory. On
+    AMD, ``make_ttgir`` turns loads into buffer loads after its last layout pass, and a buffer
+    load is no anchor: the second run loads a row of weights in the slice layout its use takes,
+    where the first loaded it in its own and converted it through shared memory, as the host's
+    own code gets it from ``host_relayout``. It is tried on a copy first, since in a pipelined
+    loop it can also undo what the backend's later passes chose."""
     if target.backend != "hip":
         return
+    trial = parse_module(str(module), context)
+    _relayout(context, trial, target)
+    probe = ScratchProbe(context, target, options)
+    if layout_conversions(str(trial)) < layout_conversions(str(module)) \
+            and probe.kernel_bytes(parse_module(str(trial), context)) \
+            <= probe.kernel_bytes(parse_module(str(module), context)):
+        _relayout(context, module, target)
+
+
+def _relayout(context, module, target) -> None:
     pm = ir.pass_manager(context)
     compat.add_host_relayout(pm, target)
     diagnostics.run(pm, module, "hybrid_region_relayout")
