@@ -42,7 +42,7 @@ from hybrid.port.names import is_triton, jit_callees, jit_function  # noqa: E402
 from hybrid.port.render import has_problem  # noqa: E402
 from triton.runtime import JITFunction  # noqa: E402
 from interop.triton.frontend import GluonJITFunction  # noqa: E402
-from interop.instrumentation.resources import moving_conversions  # noqa: E402
+from interop.boundaries.movement import moving_conversions  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 INSTRUCTION_GOAL = 1.02

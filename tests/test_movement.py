@@ -98,14 +98,14 @@ def test_moving_conversions_leave_out_layouts_that_place_alike(rows, expected):
     """Over a one-row tile, a [4, 1] and a [1, 1] blocked layout (4 warps along the rows) place
     every element alike: Triton keeps the ``convert_layout`` but emits nothing for it, and
     ``moving_conversions`` does not count it; over 32 rows they differ and it does."""
-    from interop.instrumentation.resources import layout_conversions, moving_conversions
+    from interop.instrumentation.resources import layout_conversions
     a, b = gl.BlockedLayout([4, 1], [1, 32], [4, 1], [1, 0]), gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])
     signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "A": "constexpr", "B": "constexpr", "M": "constexpr",
                  "N": "constexpr"}
     kernel = triton.compile(GluonASTSource(convert, signature, {"A": a, "B": b, "M": rows, "N": N}),
                             target=TARGETS["sm90a"])
     assert layout_conversions(kernel.asm["ttgir"]) == 1
-    assert moving_conversions(kernel.asm["ttgir"], "sm90a") == expected
+    assert movement.moving_conversions(kernel.asm["ttgir"], "sm90a") == expected
     assert ("shfl.sync" in kernel.asm["ptx"] or kernel.metadata.shared > 0) == bool(expected)
 
 

@@ -18,6 +18,9 @@ import numpy as np
 
 from ..instrumentation import timing
 from ..boundary import shape_and_dtype
+from ..targets import resolve
+from ..triton.bindings import gluon_ir, ir, parse_module
+from ..triton.frontend import make_backend
 from ..triton.language import DistributedLinearLayout, layout_to_ir
 
 #: movement kinds, cheapest first
@@ -41,6 +44,31 @@ def of_conversion(builder, source, result, probe=None) -> Movement:
                    list(shape), element_bits(dtype))
     scratch = probe.conversion_bytes(source.get_type(), result.get_type()) if move.kind == "shared" and probe else 0
     return _round_trip(tile_bytes(shape, element_bits(dtype)), scratch) if scratch else move
+
+
+def moving_conversions(ttgir: str, target: str) -> int:
+    """Layout conversions of a kernel's final ``ttgir`` that move data between threads:
+    ``ttg.convert_layout`` (and AMD's ``amdg.in_thread_transpose``, a conversion Triton's AMD
+    backend spells as its own op) whose source and result place the tile's elements, as Triton's
+    linear layouts, so that a thread needs an element another thread holds (warp shuffles or a
+    round trip through shared memory). Two attributes that print apart but place
+    every element alike (a ``[4, 1]`` and a ``[1, 1]`` blocked layout over a ``1x64`` row) lower
+    to nothing, and a permutation of each thread's own registers moves nothing between threads;
+    neither is counted (what either costs shows in the instruction count)."""
+    context = ir.context()
+    ir.load_dialects(context)
+    make_backend(resolve(target)).load_dialects(context)
+    module = parse_module(ttgir, context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    moving = 0
+
+    def visit(op) -> None:
+        nonlocal moving
+        if op.get_name() in ("ttg.convert_layout", "amdg.in_thread_transpose"):
+            moving += of_conversion(builder, op.get_operand(0), op.get_result(0)).kind in ("shuffles", "shared")
+
+    module.walk(visit)
+    return moving
 
 
 def element_bits(dtype: str) -> int:

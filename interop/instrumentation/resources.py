@@ -31,36 +31,6 @@ def layout_conversions(ttgir: str) -> int:
     return sum(aliases.get(a, a) != aliases.get(b, b) for a, b in pairs)
 
 
-def moving_conversions(ttgir: str, target: str) -> int:
-    """Layout conversions of a kernel's final ``ttgir`` that move data between threads:
-    ``ttg.convert_layout`` (and AMD's ``amdg.in_thread_transpose``, a conversion Triton's AMD
-    backend spells as its own op) whose source and result place the tile's elements, as Triton's
-    linear layouts, so that a thread needs an element another thread holds (warp shuffles or a
-    round trip through shared memory, ``movement``). Two attributes that print apart but place
-    every element alike (a ``[4, 1]`` and a ``[1, 1]`` blocked layout over a ``1x64`` row) lower
-    to nothing, and a permutation of each thread's own registers moves nothing between threads;
-    neither is counted (what either costs shows in the instruction count)."""
-    from interop.boundaries import movement
-    from interop.targets import resolve
-    from interop.triton.bindings import gluon_ir, ir, parse_module
-    from interop.triton.frontend import make_backend
-
-    context = ir.context()
-    ir.load_dialects(context)
-    make_backend(resolve(target)).load_dialects(context)
-    module = parse_module(ttgir, context)
-    builder = gluon_ir.GluonOpBuilder(context)
-    moving = 0
-
-    def visit(op) -> None:
-        nonlocal moving
-        if op.get_name() in ("ttg.convert_layout", "amdg.in_thread_transpose"):
-            moving += movement.of_conversion(builder, op.get_operand(0), op.get_result(0)).kind in ("shuffles", "shared")
-
-    module.walk(visit)
-    return moving
-
-
 def instructions(asm: dict) -> int | None:
     """Machine instructions in the kernel: SASS from the cubin (``cuobjdump -sass``, NOPs of the
     padding left out) on NVIDIA, AMDGCN instructions of the assembly text on AMD; None where

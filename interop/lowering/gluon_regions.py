@@ -10,6 +10,7 @@ call, and has ``assemble`` stitch and plan the module.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from triton.experimental.gluon import language as gl
@@ -46,6 +47,7 @@ class GluonRegions:
         self._operands: dict[str, list[int]] = {}   # a Gluon function being built -> its host operands' ids
         self.symbols: dict[str, int] = {}   # a Gluon function built -> its region's index
         self._taken = _Taken({}, {})        # the loads the host issues in a call's layout (``splice_all``)
+        self._result_layouts: dict[str, dict[int, object]] = {}   # a Gluon function being built -> results' layouts
 
     # -- during code generation -------------------------------------------------------------
     def call(self, gen, fn, args, kwargs):
@@ -143,6 +145,7 @@ class GluonRegions:
         calls, self._calls = self._calls, []
         dropped = set()
         self._taken = _taken_in_entry_layouts(calls, module, gluon_builder)
+        returned = _returned_in_entry_layouts(calls, module)
         for call in calls:
             copies = triton_host.find_ports(module, call.region.index)
             if not copies:
@@ -151,7 +154,8 @@ class GluonRegions:
             built: dict[tuple, tuple] = {}   # per set of operand layouts: (Gluon function, wants, plans)
             for ports in copies:
                 if ports.operand_types not in built:
-                    built[ports.operand_types] = self._build(call, ports, module, gluon_builder, len(built))
+                    built[ports.operand_types] = self._build(call, ports, module, gluon_builder, len(built),
+                                                             returned.get(call.region.index, {}))
                 function, wants, plans = built[ports.operand_types]
                 produced = triton_host.splice(call, function, wants, ports, self.cc.context,
                                               profiled=self.cc.scopes.around_region(module, call.region,
@@ -162,12 +166,13 @@ class GluonRegions:
 
     @timing.timed("Gluon region builds")
     def _build(self, call: triton_host.GluonCall, ports: triton_host.Ports, module, gluon_builder,
-               variant: int) -> tuple:
+               variant: int, result_layouts: dict) -> tuple:
         """``call``'s Gluon function built for the layouts its operands got in ``ports``, with the
         shared layouts of planned handoffs chosen for them, and an operand the function converts
         first taken in the layout converted to where the host can load it there instead
         (``access_layouts``), and a tile another Gluon call returned taken in the layout it was
-        returned in; returns (function, wants, plans)."""
+        returned in; a function that only returns a Triton function's results has the region load
+        each in ``result_layouts`` (``_returned_in_entry_layouts``). Returns (function, wants, plans)."""
         wants, plans = list(call.wants), {}
         producers = None
         for k, (want, value, ty) in enumerate(zip(call.wants, ports.operands, call.leaf_types)):
@@ -192,6 +197,8 @@ class GluonRegions:
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
         self._operands[name] = [value.id() for value in ports.operands]
+        if result_layouts and _only_returns_a_call(call.fn):
+            self._result_layouts[name] = result_layouts
         self.symbols[name] = call.region.index
         with as_region_error(call.region.function, call.region.call_site, _HINT):
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
@@ -207,6 +214,12 @@ class GluonRegions:
         if operands is None or gen.fn is None or gen.fn.get_num_args() != len(operands):
             return {}
         return {gen.fn.args(i).id(): operand for i, operand in enumerate(operands)}
+
+    def result_layouts_of(self, gen) -> dict[int, object]:
+        """While ``gen`` builds a Gluon function of this Triton host that only returns a Triton
+        function's results: per result index, the layout a later Gluon call takes that result in
+        (its entry layout), for the Triton region to load it there; otherwise empty."""
+        return self._result_layouts.get(getattr(gen, "function_name", None), {})
 
     def _plan_boundaries(self, call: triton_host.GluonCall, wants: list, plans: dict, ports: triton_host.Ports,
                          produced: list[str]) -> None:
@@ -278,6 +291,40 @@ def _taken_in_entry_layouts(calls: list, module, builder) -> _Taken:
              if ok]
     return _Taken(frozenset((index, value.id()) for index, value, _ in taken),
                   {value.id(): entry for _, value, entry in taken})
+
+
+def _returned_in_entry_layouts(calls: list, module) -> dict[int, dict[int, object]]:
+    """Per call (region index), the results that reach another call as an operand that call
+    takes in its entry layout (``handoff.entry_layouts``, nothing declared): result index -> that
+    layout. Read off the opaque boundaries (a result's producer, or its conversion, is the operand)."""
+    producers: dict[int, tuple[int, int]] = {}   # a producer's value id -> (region index, result index)
+    for call in calls:
+        for ports in triton_host.find_ports(module, call.region.index):
+            producers.update((value.id(), (call.region.index, j)) for j, value in ports.outputs)
+    found: dict[int, dict[int, object]] = {}
+    defining = uses.producers(module) if producers else {}
+    for call in calls:
+        for ports in triton_host.find_ports(module, call.region.index):
+            for want, entry, value in zip(call.wants, call.entry_wants, ports.operands):
+                source = defining.get(value.id())
+                origin = producers.get(value.id())
+                if origin is None and source is not None and source.get_name() == "ttg.convert_layout":
+                    origin = producers.get(source.get_operand(0).id())
+                if want is None and entry is not None and origin is not None:
+                    found.setdefault(origin[0], {})[origin[1]] = entry.layout
+    return found
+
+
+def _only_returns_a_call(fn) -> bool:
+    """Whether the body of ``fn`` (a ``@gluon.jit`` function) is one ``return f(a, b, ...)`` of
+    its parameters (a docstring aside): its results are the callee's, as a port probe's are."""
+    body = fn.parse().body[0].body
+    body = body[1:] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return False
+    call = body[0].value
+    return all(isinstance(arg, ast.Name) for arg in call.args) and all(
+        isinstance(keyword.value, ast.Name) for keyword in call.keywords)
 
 
 def _gluon_result(producers: dict, value):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from .. import diagnostics
 from ..boundary import TAG, tag
 from ..instrumentation import timing
-from ..stitching import access_layouts, sinking, stitch
+from ..stitching import access_layouts, anchors, sinking, stitch
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, passes
 
@@ -55,10 +55,14 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
+        stand_ins = anchors.hold(module, builder, set(regions))
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
         if access_layouts.issue_stores_in_value_layouts(module, builder):
             _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
             _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
+        if stand_ins:
+            anchors.release(stand_ins)
+            _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:

@@ -57,7 +57,8 @@ class LoweredRegion:
 
 
 def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, context, options, target,
-                          scalar_attrs: list | None = None, hints: list[str] | None = None) -> LoweredRegion:
+                          scalar_attrs: list | None = None, hints: list[str] | None = None,
+                          result_layouts: dict | None = None) -> LoweredRegion:
     """Build ``fn`` for ``arg_types`` and run the backend's ``ttir`` and ``ttgir`` stages on it,
     its tensor inputs in ``host_types`` (the ttg types the host's tensor leaves have, in order).
 
@@ -66,7 +67,9 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     arguments, they let coalescing vectorize as it would in the unported kernel. ``hints[i]`` is
     the attribute dictionary (``axis_hints``) of the i-th tensor input, what Triton's axis
     analysis may know of the host's value, so the region's loads coalesce and pipeline as the
-    all-Triton kernel's do.
+    all-Triton kernel's do. ``result_layouts`` (result index -> Gluon layout) are the layouts its
+    caller takes results in, where the region should load them in that layout
+    (``issue_results_in``).
 
     Exceptions propagate unchanged; the caller wraps them with the region and call site.
     """
@@ -100,6 +103,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
     issue_stores_in_value_layouts(context, module)
+    issue_results_in(context, module, target, result_layouts or {})
     lay_out_again(context, module, target, options)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
@@ -128,6 +132,22 @@ def issue_stores_in_value_layouts(context, module) -> None:
     computes in its load's, and stores from there."""
     if access_layouts.issue_stores_in_value_layouts(module, gluon_ir.GluonOpBuilder(context)):
         _canonicalize(context, module, "with its stores issued in its values' layouts")
+
+
+def issue_results_in(context, module, target, result_layouts: dict) -> None:
+    """Each result of ``result_layouts`` that the region loads, loaded in the layout given for it
+    (``access_layouts.issue_result_in``), and the region laid out again around the new load by
+    the passes that lay a host out: its sink takes the tile as loaded there. A Gluon function that
+    only returns a Triton function's result hands it to a Gluon call that takes it in that layout
+    (``GluonRegions``): what the all-Triton kernel does when the host's load feeds that call."""
+    if not result_layouts:
+        return
+    builder = gluon_ir.GluonOpBuilder(context)
+    sinks = opaque.find(module).sinks
+    issued = [access_layouts.issue_result_in(module, builder, sinks[j].get_operand(0), layout)
+              for j, layout in result_layouts.items() if j in sinks]
+    if any(issued):
+        _relayout(context, module, target)
 
 
 def lay_out_again(context, module, target, options) -> None:

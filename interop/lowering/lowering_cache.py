@@ -51,12 +51,13 @@ caches.register(_memory.clear)
 
 
 def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: list, options, target,
-        hints: list[str] = ()) -> str:
+        hints: list[str] = (), results: dict | None = None) -> str:
     """The key of ``fn``'s lowering for this call (``host_types``: the printed IR type of each
-    tensor argument as the host holds it; ``hints``: their axis hints)."""
+    tensor argument as the host holds it; ``hints``: their axis hints; ``results``: the printed
+    layout its caller takes each result in, where given)."""
     parts = {"fn": fn.cache_key, "file": inspect.getsourcefile(fn.fn), "args": [_describe(a) for a in args],
              "types": [_describe(t) for t in arg_types], "host": host_types, "hints": list(hints),
-             "scalars": scalar_attrs,
+             "scalars": scalar_attrs, "results": sorted((results or {}).items()),
              "options": sorted((k, repr(v)) for k, v in options.__dict__.items()),
              "target": [target.backend, str(target.arch), target.warp_size], "triton": compat.TRITON_VERSION,
              "stitch": caches.STITCH_VERSION}

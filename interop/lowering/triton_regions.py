@@ -100,12 +100,15 @@ class TritonRegions:
         hints = self._hints(gen, leaves)
         if any(hints):
             specialization += f" {hints}"
+        result_layouts = {} if probing else self.cc.gluon.result_layouts_of(gen)
+        if result_layouts:
+            specialization += f" -> {result_layouts}"
         dry = compat.in_loop_carry_discovery(gen) or probing
         lowered = self._spare.get(specialization) if dry else self._spare.pop(specialization, None)
         if lowered is None:
             with as_region_error(name, call_site, _HINT), interception.inside_triton_region(f"'{name}' called at "
                                                                                           f"{call_site}"):
-                lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs, hints)
+                lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs, hints, result_layouts)
             if dry:
                 self._spare[specialization] = lowered
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
@@ -182,13 +185,16 @@ class TritonRegions:
         return [host.hints(leaf.handle) for leaf in tensors]
 
     @timing.timed("Triton region lowering")
-    def _lower(self, fn, args, arg_types, host_types: list, scalar_attrs: list, hints: list[str]) -> LoweredRegion:
+    def _lower(self, fn, args, arg_types, host_types: list, scalar_attrs: list, hints: list[str],
+               result_layouts: dict) -> LoweredRegion:
         cc, printed = self.cc, [str(ty) for ty in host_types]
         return lowering_cache.lowered(
-            lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, cc.options, cc.target, hints),
+            lowering_cache.key(fn, args, arg_types, printed, scalar_attrs, cc.options, cc.target, hints,
+                               {j: str(layout) for j, layout in result_layouts.items()}),
             cc.context, printed, lambda: lower_triton_function(fn, args, arg_types, host_types, context=cc.context,
                                                                options=cc.options, target=cc.target,
-                                                               scalar_attrs=scalar_attrs, hints=hints))
+                                                               scalar_attrs=scalar_attrs, hints=hints,
+                                                               result_layouts=result_layouts))
 
     def _plan_boundaries(self, region: Region, lowered: LoweredRegion, leaves: list) -> None:
         """Inputs go from the host's layout to the one the region wants; results keep the

@@ -109,12 +109,37 @@ def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
             and (other is None or _constant(remat.defining(other))))
 
 
+def issue_result_in(module, builder, value, layout) -> bool:
+    """The tile ``value`` (a region's result) that a plain load of ``module`` produced, directly
+    or through one conversion, loaded again in ``layout`` where that reads memory as well; the old
+    load's uses take the new one converted back, for Triton's layout pass to fold (a region's
+    result sink follows its operand's layout). Whether it was."""
+    if not _rewritable(module):
+        return False
+    remat = Rematerializer(module, builder)
+    load = remat.defining(value)
+    if load is not None and load.get_name() == "ttg.convert_layout":
+        load = remat.defining(load.get_operand(0))
+    if load is None or load.get_name() != "tt.load" or not _loads_as_well(load, layout, remat, builder):
+        return False
+    _load_again(load, layout, remat, builder)
+    return True
+
+
 def _issue(load, conversion, remat: Rematerializer, builder) -> bool:
     """``load`` made again in the layout ``conversion`` converts it to: the conversion's uses take
     the new load, the old load's other uses take it converted back."""
     wanted = builder.get_gluon_layout_from_tensor(conversion.get_result(0))
     if not _loads_as_well(load, wanted, remat, builder):
         return False
+    loaded = _load_again(load, wanted, remat, builder)
+    conversion.get_result(0).replace_all_uses_with(loaded)
+    return True
+
+
+def _load_again(load, wanted, remat: Rematerializer, builder):
+    """A plain load of what ``load`` reads, made in ``wanted`` right after it; ``load``'s uses take
+    it converted back to their layout. Returns the new load's result."""
     result = load.get_result(0)
     pointers, mask, other = _operands(load)
     builder.set_insertion_point_after(load)
@@ -124,11 +149,10 @@ def _issue(load, conversion, remat: Rematerializer, builder) -> bool:
         other = builder.create_convert_layout(in_layout(other, wanted, builder), other)
     loaded = compat.create_plain_load(builder, pointers, mask, other)
     loaded.set_loc(result.get_loc())
-    conversion.get_result(0).replace_all_uses_with(loaded)
     back = builder.create_convert_layout(result.get_type(), loaded)
     back.set_loc(result.get_loc())
     result.replace_all_uses_with(back)
-    return True
+    return loaded
 
 
 def _accesses_as_well(loaded, wanted, shape: list[int]) -> bool:

@@ -52,11 +52,11 @@ Leaf = Callable[[object, object], object]   # (tensor block argument, layout) ->
 
 def in_layout(value, layout, builder):
     """The IR type of ``value`` (a tensor) with ``layout`` (a Gluon layout) in place of its own."""
-    shape, element = _tensor_type(str(value.get_type()))
+    shape, element = tensor_type(str(value.get_type()))
     return gl.distributed_type(element, shape, layout).to_ir(builder)
 
 
-def _tensor_type(text: str) -> tuple[list[int], object]:
+def tensor_type(text: str) -> tuple[list[int], object]:
     match = re.match(r"tensor<((?:\d+x)+)(!tt\.ptr<(\w+)>|\w+)", text)
     if match is None:
         raise ValueError(f"not a ranked tensor type: {text}")
@@ -142,7 +142,7 @@ class Rematerializer:
         result_type = in_layout(value, layout, builder)
         if name == "tt.make_range":
             start = compat.int_attr(op, "start")
-            made = builder.create_make_range(result_type, start, start + _tensor_type(str(value.get_type()))[0][0])
+            made = builder.create_make_range(result_type, start, start + tensor_type(str(value.get_type()))[0][0])
         elif name == "arith.constant":
             element = re.match(r"tensor<(?:\d+x)+(\w+)", str(value.get_type())).group(1)
             scalar = getattr(builder, _INTEGER_CONSTANTS[element])(compat.integer_constant(op))

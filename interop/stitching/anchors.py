@@ -1,0 +1,81 @@
+"""A Gluon call's results held as layout anchors while Triton's passes lay its Triton host out.
+
+Triton's ``RemoveLayoutConversions`` starts its layouts from anchors: loads and stores of more
+elements than the kernel has threads, dots, atomics and function arguments. A ``tt.call``'s
+result is none of these, so the host's code after a Gluon call is laid out from its other
+anchors (its stores, a row of weights it loads) and takes the call's tile through a conversion:
+a ported ``load_rows`` that returns the tile in the layout the kernel's reduction wants leaves
+the host's ``normalize`` code in the store's layout, converting the tile through shared memory,
+where the all-Triton kernel's tile load was an anchor its code followed.
+
+While the passes run, each such result is held by a stand-in the passes treat as the anchor the
+all-Triton kernel had: a plain ``tt.load`` of its type (through a null pointer it never reads:
+it is replaced by the result before anything runs, and the canonicalizer deletes it unused).
+"""
+from __future__ import annotations
+
+import math
+
+from triton.experimental.gluon import language as gl
+
+from ..triton import compat
+from .remat import tensor_type
+
+Held = list[tuple[object, object]]   # (stand-in value, the call result it holds)
+
+
+def hold(module, builder, callees: set[str]) -> Held:
+    """Each tensor result of a ``tt.call`` of one of ``callees``, outside any loop, with at least as
+    many elements as the kernel has threads (fewer is no anchor for Triton either) is used through
+    a stand-in load made right after the call. Returns the (stand-in, result) pairs for ``release``."""
+    threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
+    calls, owner = [], {}   # owner: region id -> the op owning it (the bindings give no parent op)
+
+    def visit(op):
+        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
+        if op.get_name() == "tt.call" and op.get_flat_symbol_ref_attr("callee") in callees:
+            calls.append(op)
+
+    module.walk(visit)
+    held: Held = []
+    for call in (c for c in calls if not _in_loop(c, owner)):
+        for j in range(call.get_num_results()):
+            result = call.get_result(j)
+            text = str(result.get_type())
+            try:
+                shape, element = tensor_type(text)
+            except (KeyError, ValueError):   # not a tensor, or of an element the stand-in cannot load
+                continue
+            if isinstance(element, gl.pointer_type) or math.prod(shape) < threads:
+                continue
+            builder.set_insertion_point_after(call)
+            stand_in = _stand_in(builder, shape, element, builder.get_gluon_layout_from_tensor(result))
+            result.replace_all_uses_with(stand_in)
+            held.append((stand_in, result))
+    return held
+
+
+def release(held: Held) -> None:
+    """Every stand-in's uses take the call result it held again (the stand-ins are left unused,
+    for the canonicalizer)."""
+    for stand_in, result in held:
+        stand_in.replace_all_uses_with(result)
+
+
+def _in_loop(op, owner: dict) -> bool:
+    """Whether ``op`` is inside a loop: one Triton's pipeliner has already laid out, whose
+    carried values a stand-in would have the layout pass retype (a new loop op)."""
+    block = op.get_block()
+    while block is not None and block.get_parent().id() in owner:
+        parent = owner[block.get_parent().id()]
+        if parent.get_name() in ("scf.for", "scf.while"):
+            return True
+        block = parent.get_block()
+    return False
+
+
+def _stand_in(builder, shape: list[int], element, layout):
+    pointer = gl.pointer_type(element)
+    null = builder.create_int_to_ptr(builder.get_int64(0), pointer.to_ir(builder))
+    pointers = builder.create_splat(gl.distributed_type(pointer, shape, layout).to_ir(builder), null)
+    return compat.create_plain_load(builder, pointers, None, None)
