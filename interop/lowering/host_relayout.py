@@ -6,8 +6,10 @@ it: on AMD a blocked layout the result is converted to before its store, where a
 stores straight from the MFMA layout (``optimize_epilogue`` ran while the result was opaque).
 
 Once the calls are spliced, each call's results are typed by its callee's signature, and a
-``tt.call`` is an op Triton's layout passes cannot re-lay out: its results are anchors, as a
-load's are. ``relayout`` moves the body of every function but the host kernel into a holder
+``tt.call`` is an op Triton's layout passes cannot re-lay out; but a call's result is no anchor
+for them (loads, stores, dots and function arguments are), so while they run each tile a call
+returns outside a loop is held by a stand-in load (``anchors``): the host's code follows it as
+all-Triton's follows its own tile load. ``relayout`` moves the body of every function but the host kernel into a holder
 module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
 exactly its author's layouts); folds the emptied boundary ``scf.if`` (Triton's canonicalizer)
 and moves each result's conversion past the host's casts (``sinking``), so that the passes find
