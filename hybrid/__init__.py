@@ -17,6 +17,8 @@ API:
     load_bundle       launch a kernel built by ``hybrid build`` (no compiler, no Triton JIT)
     takes, shared     declare how a Gluon region takes its tensors (a layout, or shared memory)
     stage             a Triton region's result stored into shared memory for a Gluon kernel
+    convert_in        a Gluon function's tensor argument in the layout it needs (made there, not
+                      converted, where the caller made it from a constant or index arithmetic)
     boundary_mode     how boundaries are planned in a ``with`` block
     TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950
     Boundary          the record of one boundary (layouts, conversion, cost)
@@ -46,6 +48,7 @@ _EXPORTS = {
     "takes": ("interop.boundaries.handoff", "takes"),
     "boundary_mode": ("interop.setting", "boundary_mode"),
     "stage": ("interop.lowering.stage", "stage"),
+    "convert_in": ("interop.lowering.convert_in", "convert_in"),
     "TARGETS": ("interop.targets", "TARGETS"),
     "FusedBinary": ("hybrid.compiler", "FusedBinary"),
     "compile": ("hybrid.compiler", "compile"),

@@ -176,10 +176,13 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
         if wanted:   # the region only converts it: the port converts it once, straight to that layout
             emitter.converted_on_entry[ssa] = wanted
             constants[name] = emitter.layouts.expression(layout)
-            entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at "
-                      f"the Triton", f"    # region's boundary; a caller that makes it in {layout} leaves no "
-                      f"conversion here"]
-        entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
+            emitter.imports.add("import hybrid")
+            entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at the "
+                      f"Triton region's", f"    # boundary; hybrid.convert_in makes it there too (a plain conversion "
+                      f"for any other value)"]
+            entry.append(f"    {name} = hybrid.convert_in({name}, {layout})")
+        else:
+            entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
     try:
         emitter.block(module.body, 1)
     except Unsupported as exc:

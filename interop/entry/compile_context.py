@@ -25,6 +25,7 @@ class CompileContext:
     target: object                  # triton.backends.compiler.GPUTarget
     settings: BuildSettings
     kernel_arg_attrs: list = field(default_factory=list)   # per runtime kernel argument: its tt.divisibility
+    host_language: str = "triton"   # the kernel's own language: "triton" or "gluon"
     regions: list[Region] = field(default_factory=list)
     planned: list[PlannedBoundary] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)

@@ -116,7 +116,8 @@ def _new_compile(source, target, options, context) -> CompileContext:
                             f"{target.backend}:{target.arch}")
     runtime = [i for i, name in enumerate(source.fn.arg_names) if source.signature.get(name) != "constexpr"]
     return CompileContext(context, options, target, source.settings,
-                          [list(source.attrs.get((i, ), [])) for i in runtime])
+                          [list(source.attrs.get((i, ), [])) for i in runtime],
+                          host_language="gluon" if isinstance(source, GluonASTSource) else "triton")
 
 
 def _recorded(module, cc: CompileContext, context):

@@ -226,7 +226,7 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
         result.replace_all_uses_with(folded)
 
     canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
-    constants = _fold_constant_conversions(module, builder)
+    constants = fold_constant_conversions(module, builder)
     recomputed = remat.recompute_boundary_conversions(module, builder) - constants
     moved = sinking.sink_past_casts(module, builder, set(movable) - constants - recomputed)
     loaded = _fold_into_shared_loads(module, builder)
@@ -244,7 +244,7 @@ _SCALARS = {"f32": "get_fp32", "f16": "get_fp16", "bf16": "get_bf16", "f64": "ge
 _HEX = {"f32": ("<I", "<f", 0), "f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f64": ("<Q", "<d", 0)}
 
 
-def _fold_constant_conversions(module, builder) -> set[str]:
+def fold_constant_conversions(module, builder) -> set[str]:
     """A boundary's conversion of a splat constant (``gl.zeros``, ``gl.full`` on one side, a
     loop's initial value on the other) becomes the same splat made in the layout converted to: a
     constant costs nothing in any layout, while a conversion goes through shared memory (Gluon's
