@@ -58,17 +58,29 @@ def moving_conversions(ttgir: str, target: str) -> int:
     context = ir.context()
     ir.load_dialects(context)
     make_backend(resolve(target)).load_dialects(context)
-    module = parse_module(ttgir, context)
-    builder = gluon_ir.GluonOpBuilder(context)
-    moving = 0
+    return len(_moving(parse_module(ttgir, context), gluon_ir.GluonOpBuilder(context)))
+
+
+def moving_bytes(module, builder) -> int:
+    """The bytes ``module``'s layout conversions move between threads (``moving_conversions``'
+    conversions, each its whole tile): what one layout plan of a kernel costs against another."""
+    total = 0
+    for op in _moving(module, builder):
+        shape, dtype = shape_and_dtype(str(op.get_operand(0).get_type()))
+        total += tile_bytes(shape, element_bits(dtype))
+    return total
+
+
+def _moving(module, builder) -> list:
+    found: list = []
 
     def visit(op) -> None:
-        nonlocal moving
-        if op.get_name() in ("ttg.convert_layout", "amdg.in_thread_transpose"):
-            moving += of_conversion(builder, op.get_operand(0), op.get_result(0)).kind in ("shuffles", "shared")
+        if op.get_name() in ("ttg.convert_layout", "amdg.in_thread_transpose") \
+                and of_conversion(builder, op.get_operand(0), op.get_result(0)).kind in ("shuffles", "shared"):
+            found.append(op)
 
     module.walk(visit)
-    return moving
+    return found
 
 
 def element_bits(dtype: str) -> int:

@@ -25,11 +25,12 @@ rematerialization Triton does inside a kernel, which its passes do not do across
 from __future__ import annotations
 
 from .. import diagnostics
+from ..boundaries import movement
 from ..boundary import TAG, tag
 from ..instrumentation import timing
 from ..stitching import access_layouts, anchors, sinking, stitch
 from ..triton import compat
-from ..triton.bindings import gluon_ir, ir, passes
+from ..triton.bindings import gluon_ir, ir, parse_module, passes
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
@@ -57,14 +58,7 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
-        stand_ins = anchors.hold(module, builder, set(regions))
-        _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
-        if access_layouts.issue_stores_in_value_layouts(module, builder):
-            _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
-            _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
-        if stand_ins:
-            anchors.release(stand_ins)
-            _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
+        _lay_out(module, context, target, set(regions), _anchoring_pays(module, context, target, set(regions)))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
@@ -75,6 +69,35 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
             for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
     return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
                          moved={**moved, **gone})
+
+
+def _lay_out(module, context, target, callees: set[str], anchored: bool) -> None:
+    """Triton's layout passes on the host (the calls' results held as anchors where ``anchored``),
+    then each store of a value they left converted issued in the value's layout."""
+    builder = gluon_ir.GluonOpBuilder(context)
+    stand_ins = anchors.hold(module, builder, callees) if anchored else []
+    _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
+    if access_layouts.issue_stores_in_value_layouts(module, builder):
+        _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
+        _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
+    if stand_ins:
+        anchors.release(stand_ins)
+        _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
+
+
+def _anchoring_pays(module, context, target, callees: set[str]) -> bool:
+    """Whether the host laid out with the calls' results as anchors moves fewer bytes between
+    threads than without (tried on two copies): Triton's layout pass settles a conflict between
+    anchors by rules, not cost, and a result in a narrow layout (a port's one element a thread)
+    would drag the host's vector loads and stores into it."""
+    if not anchors.hold(parse_module(str(module), context), gluon_ir.GluonOpBuilder(context), callees):
+        return False
+    costs = []
+    for anchored in (True, False):
+        trial = parse_module(str(module), context)
+        _lay_out(trial, context, target, callees, anchored)
+        costs.append(movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
+    return costs[0] < costs[1]
 
 
 def _run(module, context, add) -> None:
