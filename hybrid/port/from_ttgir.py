@@ -178,8 +178,8 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
             constants[name] = emitter.layouts.expression(layout)
             emitter.imports.add("import hybrid")
             entry += [f"    # {name}: {kernel_name} passes a constant or index arithmetic, made in {layout} at the "
-                      f"Triton region's", f"    # boundary; hybrid.convert_in makes it there too (a plain conversion "
-                      f"for any other value)"]
+                      "Triton region's", "    # boundary; hybrid.convert_in makes it there too (a plain conversion "
+                      "for any other value)"]
             entry.append(f"    {name} = hybrid.convert_in({name}, {layout})")
         else:
             entry.append(f"    {name} = gl.convert_layout({name}, {layout})")   # a no-op for the layout it arrives in
