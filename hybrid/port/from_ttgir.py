@@ -22,7 +22,7 @@ from pathlib import Path
 
 from triton.runtime import JITFunction
 
-from interop.lowering import triton_regions
+from interop.lowering import gluon_regions, triton_regions
 from interop.lowering.triton_regions import RecordedCall
 from interop.boundary import MADE_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
@@ -84,12 +84,19 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     lowered for the layouts Triton's passes give the call's operands in that kernel."""
     import hybrid
     probed = not isinstance(jit_function(kernel), GluonJITFunction)
+    original = kernel
     kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
     always = os.environ.get("TRITON_ALWAYS_COMPILE")
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
         with triton_regions.recording_lowerings() as recorded:
             built = hybrid.compile(kernel, signature, constexprs, target, **options)
+        unported = _unported_layouts(jit_function(original), built, signature, constexprs, target, options) \
+            if probed else {}
+        if unported:   # built again, the region loading those tiles as the kernel without the port does
+            with gluon_regions.returning(PROBE, unported), triton_regions.recording_lowerings() as again:
+                built = hybrid.compile(kernel, signature, constexprs, target, **options)
+            recorded = again
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -107,6 +114,60 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
                                    made_in_place(built.boundaries, region))
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
+
+
+def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> dict:
+    """Per result of the probe in ``built`` that the Triton ``kernel`` without the port has in
+    another layout: result index -> (that layout, shape, dtype). Triton coalesces a function's
+    load for the function alone, where the kernel that inlines it coalesces it with the kernel's
+    other memory ops (upstream layer norm's row, eight halves a thread there, one alone). The
+    function's ops in the kernel are those whose location resolves to the call's line; its
+    result, the ones of them a later op uses, of the result's shape and dtype, in one layout."""
+    import hybrid
+    site = next((r.call_site for r in built.regions if r.language == "gluon" and r.function == PROBE), None)
+    outs = {b.index: b for b in built.boundaries if site and b.function == PROBE and b.direction == "out"}
+    if not outs:
+        return {}
+    unported = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
+    module = parse(unported.asm["ttgir"], kernel.__name__)
+    mine: dict[str, str] = {}   # a value the call's ops make -> the layout alias of its last tensor type
+    used: set[str] = set()
+
+    def visit(block) -> None:
+        for op in block.ops:
+            where = module.locations.get(op.loc)
+            if where is not None and (where.file, where.line) == (site.file, site.line):
+                layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
+                mine.update((result, layouts[-1]) for result in op.results if layouts)
+            else:
+                used.update(op.operands)
+            for region in op.regions:
+                visit(region)
+
+    visit(module.body)
+    wanted = {}
+    for j, out in outs.items():
+        tile = rf"tensor<{'x'.join(map(str, out.shape))}x(?:!tt\.ptr<)?{out.dtype}\b"   # a load's types: its pointers
+        layouts = {module.aliases.get(alias, alias) for value, alias in mine.items() if value in used
+                   and re.search(tile, _type_of(module, value) or "")}
+        if len(layouts) == 1 and (layout := layouts.pop()).startswith("#ttg.blocked<") and layout != out.from_layout:
+            wanted[j] = (layout, out.shape, out.dtype)   # (a region reloads a tile in a blocked layout only)
+    return wanted
+
+
+def _type_of(module, value: str) -> str | None:
+    """The types text of the op of ``module`` that makes ``value``."""
+    def find(block):
+        for op in block.ops:
+            if value in op.results:
+                return op.types
+            for region in op.regions:
+                found = find(region)
+                if found:
+                    return found
+        return None
+
+    return find(module.body)
 
 
 @dataclass(frozen=True)

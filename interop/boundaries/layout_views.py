@@ -27,13 +27,9 @@ class Placement:
     copies: int   # threads holding each element (broadcast layouts hold one several times)
 
 
-@functools.lru_cache(maxsize=256)
-def placement(layout: str, shape: tuple, dtype: str, num_warps: int, warp_size: int) -> Placement:
-    """Where ``layout`` puts each element of a ``shape`` x ``dtype`` tensor; raises ``ValueError``
-    for text MLIR does not parse as a distributed layout."""
-    context = ir.context()
-    ir.load_dialects(context)
-    builder = gluon_ir.GluonOpBuilder(context)
+def gluon_layout_of(layout: str, shape, dtype: str, num_warps: int, warp_size: int, builder, context):
+    """The Gluon layout object of ``layout`` (ttgir attribute text) for a ``shape`` x ``dtype``
+    tensor, parsed by MLIR in ``context``; ``ValueError`` for text that is not a layout Triton knows."""
     tensor = f"tensor<{'x'.join(map(str, shape))}x{dtype}, {layout}>"
     text = (f'module attributes {{"ttg.num-warps" = {num_warps} : i32, "ttg.threads-per-warp" = {warp_size} : i32, '
             f'"ttg.num-ctas" = 1 : i32}} {{\n  tt.func public @f(%a: {tensor}) {{ tt.return }}\n}}\n')
@@ -41,7 +37,17 @@ def placement(layout: str, shape: tuple, dtype: str, num_warps: int, warp_size: 
         module = parse_module(text, context)
     except Exception as exc:   # MLIR's parse error: not a layout this Triton knows
         raise ValueError(f"cannot parse {tensor}: {exc}") from None
-    gluon_layout = builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
+    return builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
+
+
+@functools.lru_cache(maxsize=256)
+def placement(layout: str, shape: tuple, dtype: str, num_warps: int, warp_size: int) -> Placement:
+    """Where ``layout`` puts each element of a ``shape`` x ``dtype`` tensor; raises ``ValueError``
+    for text MLIR does not parse as a distributed layout."""
+    context = ir.context()
+    ir.load_dialects(context)
+    builder = gluon_ir.GluonOpBuilder(context)
+    gluon_layout = gluon_layout_of(layout, shape, dtype, num_warps, warp_size, builder, context)
     linear = movement.linear(builder, gluon_layout, list(shape))
     element, warps, lanes = movement.holders(linear, list(shape))
     size = int(np.prod(shape))

@@ -11,14 +11,17 @@ call, and has ``assemble`` stitch and plan the module.
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 from dataclasses import dataclass
+from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
 from ..stitching import access_layouts, opaque, stitch, uses
 from .. import diagnostics, locations, validate
-from ..boundaries import handoff, movement, swizzle
+from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble
 from ..boundary import TAG, is_shared
@@ -146,6 +149,12 @@ class GluonRegions:
         dropped = set()
         self._taken = _taken_in_entry_layouts(calls, module, gluon_builder)
         returned = _returned_in_entry_layouts(calls, module)
+        asked = _returning.get()
+        for call in calls:   # where no call it feeds takes it in an entry layout, the layout asked for
+            for j, (layout, shape, dtype) in asked.get(call.fn.__name__, {}).items():
+                returned.setdefault(call.region.index, {}).setdefault(j, layout_views.gluon_layout_of(
+                    layout, shape, dtype, self.cc.options.num_warps, self.cc.options.warp_size, gluon_builder,
+                    self.cc.context))
         for call in calls:
             copies = triton_host.find_ports(module, call.region.index)
             if not copies:
@@ -291,6 +300,24 @@ def _taken_in_entry_layouts(calls: list, module, builder) -> _Taken:
              if ok]
     return _Taken(frozenset((index, value.id()) for index, value, _ in taken),
                   {value.id(): entry for _, value, entry in taken})
+
+
+#: Per Gluon function name, result index -> (layout text, shape, dtype) its Triton region is asked to
+#: load that result in (``returning``).
+_returning: contextvars.ContextVar[dict] = contextvars.ContextVar("hybrid_returning", default={})
+
+
+@contextlib.contextmanager
+def returning(function: str, layouts: dict[int, tuple]) -> Iterator[None]:
+    """Compiles in this block build the Gluon function named ``function``, where it only returns a
+    Triton function's results, with its region loading each result ``j`` of ``layouts`` in the
+    layout given (ttgir text, with the tile's shape and dtype): a port's probe, built again for the
+    layouts the kernel without the port has those results in (``hybrid.port.from_ttgir.capture``)."""
+    token = _returning.set({**_returning.get(), function: layouts})
+    try:
+        yield
+    finally:
+        _returning.reset(token)
 
 
 def _returned_in_entry_layouts(calls: list, module) -> dict[int, dict[int, object]]:

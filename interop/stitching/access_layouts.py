@@ -109,16 +109,21 @@ def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
             and (other is None or _constant(remat.defining(other))))
 
 
+#: One-operand ops a result is followed back through to its load: they take their operand's layout.
+_PASSED = ("ttg.convert_layout", "arith.extf", "arith.truncf", "arith.extsi", "arith.extui", "arith.trunci",
+           "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "tt.fp_to_fp", "tt.bitcast")
+
+
 def issue_result_in(module, builder, value, layout) -> bool:
     """The tile ``value`` (a region's result) that a plain load of ``module`` produced, directly
-    or through one conversion, loaded again in ``layout`` where that reads memory as well; the old
+    or through conversions and casts, loaded again in ``layout`` where that reads memory as well; the old
     load's uses take the new one converted back, for Triton's layout pass to fold (a region's
     result sink follows its operand's layout). Whether it was."""
     if not _rewritable(module):
         return False
     remat = Rematerializer(module, builder)
     load = remat.defining(value)
-    if load is not None and load.get_name() == "ttg.convert_layout":
+    while load is not None and load.get_name() in _PASSED:
         load = remat.defining(load.get_operand(0))
     if load is None or load.get_name() != "tt.load" or not _loads_as_well(load, layout, remat, builder):
         return False
