@@ -168,6 +168,33 @@ def layernorm_triton(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, eps, BM: tl.constexpr, 
 
 
 # -- attention, Gluon host, the inner loop as a Triton region -----------------------------------------
+# -- upstream 05-layer-norm's forward kernel, written with its row load as a helper --
+@triton.jit
+def load_row(X, row, stride, N, BLOCK_SIZE: tl.constexpr):
+    cols = tl.arange(0, BLOCK_SIZE)
+    return tl.load(X + row * stride + cols, mask=cols < N, other=0.).to(tl.float32)
+
+
+@triton.jit
+def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    x = load_row(X, row, stride, N, BLOCK_SIZE)
+    mean = tl.sum(x, axis=0) / N
+    xc = tl.where(tl.arange(0, BLOCK_SIZE) < N, x - mean, 0.)
+    rstd = 1 / tl.sqrt(tl.sum(xc * xc, axis=0) / N + 1e-5)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < N
+    w = tl.load(W + cols, mask=mask)
+    b = tl.load(B + cols, mask=mask)
+    tl.store(Y + row * stride + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
+LAYER_NORM = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
+              "stride": "i32", "N": "i32"}
+
+
 @hybrid.jit
 @gluon.jit
 def attention_gluon_host(Q, K, V, O, sm_scale, N_CTX, HEAD_DIM: gl.constexpr, BM: gl.constexpr, BN: gl.constexpr,

@@ -3,7 +3,8 @@
     python bench/port_parity.py [--targets all] [--only NAME,NAME] [--json PATH]
 
 Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
-the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, attention's
+the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton`` and upstream layer norm's
+``load_row`` in its Triton kernel, attention's
 ``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, and where the target has TMA
 that matmul's ``tile_pids``, ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host
 made; in a Gluon host, and ``add``, ``leaky_relu`` and ``persistent_tiles_desc`` in their all-Triton kernels too), and
@@ -11,7 +12,7 @@ every one a kernel of the examples calls directly (built as the example's ``run(
 ``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
 the port and their machine code compared: SASS (``cuobjdump``) or
 AMDGCN instructions, registers, shared memory, the build's boundary conversions and the kernel's conversions that
-move data (``resources.moving_conversions``). Goal:
+move data (``movement.moving_conversions``). Goal:
 every row ports, instructions within 2%, shared memory no higher, no added conversions. A row
 that is refused says why (the op and its line).
 """
@@ -69,6 +70,7 @@ def cases(target: str) -> list[tuple]:
          {"BLOCK": 1024}, {"num_warps": pp.NUM_WARPS}),
         (pp.leaky_relu, pp.matmul_act_triton, MATMUL, pp.MATMUL_TILES,
          {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
+        (pp.load_row, pp.layer_norm_fwd, pp.LAYER_NORM, {"BLOCK_SIZE": 1024}, {"num_warps": pp.NUM_WARPS}),
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS)),
           "STORE_FROM_ACC": stores_from_dot_layout(target)},

@@ -598,8 +598,7 @@ def test_a_row_load_helper_ported_for_its_triton_kernel_loads_as_the_kernel_did(
     eight a thread, coalesced with its other memory ops. The probe is built again asking its region
     for the layout the kernel without the port has the row in (``_unported_layouts``): the port
     loads eight a thread, and the kernel with it is no slower (it was 1.08x with 4 KiB on sm80)."""
-    from tests import ttgir_port_kernels as k
-    ported, before, after = _parity(k.load_row, k.layer_norm_fwd, k.LAYER_NORM, {"BLOCK_SIZE": 1024}, target,
+    ported, before, after = _parity(pp.load_row, pp.layer_norm_fwd, pp.LAYER_NORM, {"BLOCK_SIZE": 1024}, target,
                                     tmp_path, num_warps=4)
     assert "size_per_thread=[8]" in ported.source
     assert after[0] <= before[0] and after[2] <= before[2], (before, after)

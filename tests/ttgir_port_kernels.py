@@ -96,29 +96,3 @@ def transposed(L: gl.BlockedLayout) -> gl.BlockedLayout:
     return gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
                             [1, L.warps_per_cta[0]], [0, 1])
 
-
-# -- upstream 05-layer-norm's forward kernel, written with a row-load helper --
-@triton.jit
-def load_row(X, row, stride, N, BLOCK_SIZE: tl.constexpr):
-    cols = tl.arange(0, BLOCK_SIZE)
-    return tl.load(X + row * stride + cols, mask=cols < N, other=0.).to(tl.float32)
-
-
-@triton.jit
-def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    x = load_row(X, row, stride, N, BLOCK_SIZE)
-    mean = tl.sum(x, axis=0) / N
-    xc = tl.where(tl.arange(0, BLOCK_SIZE) < N, x - mean, 0.)
-    rstd = 1 / tl.sqrt(tl.sum(xc * xc, axis=0) / N + 1e-5)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < N
-    w = tl.load(W + cols, mask=mask)
-    b = tl.load(B + cols, mask=mask)
-    tl.store(Y + row * stride + cols, (x - mean) * rstd * w + b, mask=mask)
-
-
-LAYER_NORM = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
-              "stride": "i32", "N": "i32"}
