@@ -91,12 +91,9 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     try:
         with triton_regions.recording_lowerings() as recorded:
             built = hybrid.compile(kernel, signature, constexprs, target, **options)
-        unported = _unported_layouts(jit_function(original), built, signature, constexprs, target, options) \
-            if probed else {}
-        if unported:   # built again, the region loading those tiles as the kernel without the port does
-            with gluon_regions.returning(PROBE, unported), triton_regions.recording_lowerings() as again:
-                built = hybrid.compile(kernel, signature, constexprs, target, **options)
-            recorded = again
+        if probed:
+            built, recorded = _as_unported(jit_function(original), kernel, built, recorded, signature, constexprs,
+                                           target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -114,6 +111,23 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
                                    made_in_place(built.boundaries, region))
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
+
+
+def _as_unported(original, kernel, built, recorded: list, signature: dict, constexprs: dict, target: str,
+                 options: dict) -> tuple:
+    """The probe ``kernel`` built again, its region loading each tile it returns in the layout the
+    ``original`` kernel has it in (``_unported_layouts``), with that build's recording; the first
+    build and its recording where nothing differs, or where this fails (the first port is right,
+    only slower)."""
+    import hybrid
+    try:
+        unported = _unported_layouts(original, built, signature, constexprs, target, options)
+        if not unported:
+            return built, recorded
+        with gluon_regions.returning(PROBE, unported), triton_regions.recording_lowerings() as again:
+            return hybrid.compile(kernel, signature, constexprs, target, **options), again
+    except Exception:   # noqa: BLE001 - an optimization of a port that is already right
+        return built, recorded
 
 
 def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> dict:
