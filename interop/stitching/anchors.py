@@ -11,6 +11,7 @@ where the all-Triton kernel's tile load was an anchor its code followed.
 While the passes run, each such result is held by a stand-in the passes treat as the anchor the
 all-Triton kernel had: a plain ``tt.load`` of its type (through a null pointer it never reads:
 it is replaced by the result before anything runs, and the canonicalizer deletes it unused).
+``host_relayout`` holds them only where the host laid out so moves fewer bytes between threads.
 """
 from __future__ import annotations
 
