@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..stitching.uses import producers
 from ..triton import compat
 
 _MAX = 1 << 30   # attributes are i32; any power of two is a sound lower bound of a larger one
@@ -61,17 +62,11 @@ class HostValues:
     def __init__(self, module, kernel_args: dict[int, list], outer: dict[int, int] | None = None):
         """``outer``: value ids that stand for other values of ``module`` (a Gluon region's
         arguments for its Triton host's operands), whose facts are theirs."""
-        self._defining: dict[int, object] = {}
+        self._defining = producers(module)
         self._kernel_args = kernel_args
         self._outer = outer or {}
         self._memo: dict[int, AxisFacts] = {}
         self._printed = None if compat.reads_operation_attributes() else _PrintedIntegers(str(module))
-
-        def visit(op):
-            for i in range(op.get_num_results()):
-                self._defining[op.get_result(i).id()] = op
-
-        module.walk(visit)
 
     def hints(self, value) -> str:
         """The argument attributes for host tensor ``value``."""

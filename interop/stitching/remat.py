@@ -30,6 +30,7 @@ from triton.experimental.gluon import language as gl
 
 from ..boundary import TAG
 from ..triton import compat
+from .uses import producers
 
 #: The ops made again, and how the builder makes each from its operands made again.
 _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.muli": "create_mul",
@@ -75,16 +76,10 @@ class Rematerializer:
     def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None):
         self._builder = builder
         self._leaves, self._leaf = leaves, leaf
-        self._defining: dict[int, object] = {}
+        self._defining = producers(module)
         self._memo: dict[tuple[int, str], object] = {}
         self._checked: dict[int, bool] = {}
         self._reaches: dict[int, bool] = {}
-
-        def visit(op):
-            for i in range(op.get_num_results()):
-                self._defining[op.get_result(i).id()] = op
-
-        module.walk(visit)
 
     def defining(self, value):
         return self._defining.get(value.id())
