@@ -144,7 +144,7 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
         return {}
     unported = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     module = parse(unported.asm["ttgir"], kernel.__name__)
-    mine: dict[str, str] = {}   # a value the call's ops make -> the layout alias of its last tensor type
+    mine: dict[str, tuple[str, str]] = {}   # a value the call's ops make -> (its op's types, its layout alias)
     used: set[str] = set()
 
     def visit(block) -> None:
@@ -152,7 +152,7 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
             where = module.locations.get(op.loc)
             if where is not None and (where.file, where.line) == (site.file, site.line):
                 layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
-                mine.update((result, layouts[-1]) for result in op.results if layouts)
+                mine.update((result, (op.types, layouts[-1])) for result in op.results if layouts)
             else:
                 used.update(op.operands)
             for region in op.regions:
@@ -162,26 +162,11 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
     wanted = {}
     for j, out in outs.items():
         tile = rf"tensor<{'x'.join(map(str, out.shape))}x(?:!tt\.ptr<)?{out.dtype}\b"   # a load's types: its pointers
-        layouts = {module.aliases.get(alias, alias) for value, alias in mine.items() if value in used
-                   and re.search(tile, _type_of(module, value) or "")}
+        layouts = {module.aliases.get(alias, alias) for value, (types, alias) in mine.items() if value in used
+                   and re.search(tile, types)}
         if len(layouts) == 1 and (layout := layouts.pop()).startswith("#ttg.blocked<") and layout != out.from_layout:
             wanted[j] = (layout, out.shape, out.dtype)   # (a region reloads a tile in a blocked layout only)
     return wanted
-
-
-def _type_of(module, value: str) -> str | None:
-    """The types text of the op of ``module`` that makes ``value``."""
-    def find(block):
-        for op in block.ops:
-            if value in op.results:
-                return op.types
-            for region in op.regions:
-                found = find(region)
-                if found:
-                    return found
-        return None
-
-    return find(module.body)
 
 
 @dataclass(frozen=True)
