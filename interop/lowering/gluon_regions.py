@@ -147,8 +147,9 @@ class GluonRegions:
         gluon_builder = gluon_ir.GluonOpBuilder(self.cc.context)
         calls, self._calls = self._calls, []
         dropped = set()
-        self._taken = _taken_in_entry_layouts(calls, module, gluon_builder)
-        returned = _returned_in_entry_layouts(calls, module)
+        found = {call.region.index: triton_host.find_ports(module, call.region.index) for call in calls}
+        self._taken = _taken_in_entry_layouts(calls, found, module, gluon_builder)
+        returned = _returned_in_entry_layouts(calls, found, module)
         asked = _returning.get()
         for call in calls:   # where no call it feeds takes it in an entry layout, the layout asked for
             for j, (layout, shape, dtype) in asked.get(call.fn.__name__, {}).items():
@@ -291,9 +292,10 @@ class _Taken:
     loads: dict
 
 
-def _taken_in_entry_layouts(calls: list, module, builder) -> _Taken:
+def _taken_in_entry_layouts(calls: list, found: dict, module, builder) -> _Taken:
+    """``found``: each call's copies of its boundary (``triton_host.find_ports``), by region index."""
     wanted = [(call.region.index, value, entry) for call in calls
-              for ports in triton_host.find_ports(module, call.region.index)
+              for ports in found[call.region.index]
               for want, entry, value in zip(call.wants, call.entry_wants, ports.operands)
               if want is None and entry is not None]
     taken = [w for w, ok in zip(wanted, access_layouts.issuable(module, builder, [(v, e.layout) for _, v, e in wanted]))
@@ -320,26 +322,27 @@ def returning(function: str, layouts: dict[int, tuple]) -> Iterator[None]:
         _returning.reset(token)
 
 
-def _returned_in_entry_layouts(calls: list, module) -> dict[int, dict[int, object]]:
+def _returned_in_entry_layouts(calls: list, found: dict, module) -> dict[int, dict[int, object]]:
     """Per call (region index), the results that reach another call as an operand that call
     takes in its entry layout (``handoff.entry_layouts``, nothing declared): result index -> that
-    layout. Read off the opaque boundaries (a result's producer, or its conversion, is the operand)."""
+    layout. Read off the opaque boundaries (``found``: each call's copies of its boundary; a
+    result's producer, or its conversion, is the operand)."""
     producers: dict[int, tuple[int, int]] = {}   # a producer's value id -> (region index, result index)
     for call in calls:
-        for ports in triton_host.find_ports(module, call.region.index):
+        for ports in found[call.region.index]:
             producers.update((value.id(), (call.region.index, j)) for j, value in ports.outputs)
-    found: dict[int, dict[int, object]] = {}
+    returned: dict[int, dict[int, object]] = {}
     defining = uses.producers(module) if producers else {}
     for call in calls:
-        for ports in triton_host.find_ports(module, call.region.index):
+        for ports in found[call.region.index]:
             for want, entry, value in zip(call.wants, call.entry_wants, ports.operands):
                 source = defining.get(value.id())
                 origin = producers.get(value.id())
                 if origin is None and source is not None and source.get_name() == "ttg.convert_layout":
                     origin = producers.get(source.get_operand(0).id())
                 if want is None and entry is not None and origin is not None:
-                    found.setdefault(origin[0], {})[origin[1]] = entry.layout
-    return found
+                    returned.setdefault(origin[0], {})[origin[1]] = entry.layout
+    return returned
 
 
 def _only_returns_a_call(fn) -> bool:
