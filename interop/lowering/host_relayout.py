@@ -90,7 +90,7 @@ def _anchoring_pays(module, context, target, callees: set[str]) -> bool:
     threads than without (tried on two copies): Triton's layout pass settles a conflict between
     anchors by rules, not cost, and a result in a narrow layout (a port's one element a thread)
     would drag the host's vector loads and stores into it."""
-    if not anchors.hold(parse_module(str(module), context), gluon_ir.GluonOpBuilder(context), callees):
+    if not anchors.holdable(module, callees):
         return False
     costs = []
     for anchored in (True, False):

@@ -25,10 +25,10 @@ from .remat import tensor_type
 Held = list[tuple[object, object]]   # (stand-in value, the call result it holds)
 
 
-def hold(module, builder, callees: set[str]) -> Held:
-    """Each tensor result of a ``tt.call`` of one of ``callees``, outside any loop, with at least as
-    many elements as the kernel has threads (fewer is no anchor for Triton either) is used through
-    a stand-in load made right after the call. Returns the (stand-in, result) pairs for ``release``."""
+def holdable(module, callees: set[str]) -> list[tuple]:
+    """The tensor results of the ``tt.call`` ops of ``callees``, outside any loop, with at least as
+    many elements as the kernel has threads (fewer is no anchor for Triton either): ``(call,
+    result, shape, element)`` each, ``module`` unchanged."""
     threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
     calls, owner = [], {}   # owner: region id -> the op owning it (the bindings give no parent op)
 
@@ -38,21 +38,28 @@ def hold(module, builder, callees: set[str]) -> Held:
             calls.append(op)
 
     module.walk(visit)
-    held: Held = []
+    found = []
     for call in (c for c in calls if not _in_loop(c, owner)):
         for j in range(call.get_num_results()):
             result = call.get_result(j)
-            text = str(result.get_type())
             try:
-                shape, element = tensor_type(text)
+                shape, element = tensor_type(str(result.get_type()))
             except (KeyError, ValueError):   # not a tensor, or of an element the stand-in cannot load
                 continue
-            if isinstance(element, gl.pointer_type) or math.prod(shape) < threads:
-                continue
-            builder.set_insertion_point_after(call)
-            stand_in = _stand_in(builder, shape, element, builder.get_gluon_layout_from_tensor(result))
-            result.replace_all_uses_with(stand_in)
-            held.append((stand_in, result))
+            if not isinstance(element, gl.pointer_type) and math.prod(shape) >= threads:
+                found.append((call, result, shape, element))
+    return found
+
+
+def hold(module, builder, callees: set[str]) -> Held:
+    """Each result ``holdable`` names is used through a stand-in load made right after its call.
+    Returns the (stand-in, result) pairs for ``release``."""
+    held: Held = []
+    for call, result, shape, element in holdable(module, callees):
+        builder.set_insertion_point_after(call)
+        stand_in = _stand_in(builder, shape, element, builder.get_gluon_layout_from_tensor(result))
+        result.replace_all_uses_with(stand_in)
+        held.append((stand_in, result))
     return held
 
 
