@@ -104,7 +104,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     hoist_argument_conversions(context, module, len(host_types))
     issue_stores_in_value_layouts(context, module)
     issue_results_in(context, module, target, result_layouts or {})
-    lay_out_again(context, module, target, options)
+    module = lay_out_again(context, module, target, options)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
     return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
@@ -150,23 +150,24 @@ def issue_results_in(context, module, target, result_layouts: dict) -> None:
         _relayout(context, module, target)
 
 
-def lay_out_again(context, module, target, options) -> None:
+def lay_out_again(context, module, target, options):
     """The region laid out again by the passes that lay a host out around its Gluon calls
-    (``host_relayout``), where that leaves it fewer conversions and no more shared memory. On
+    (``host_relayout``), where that leaves it fewer conversions and no more shared memory: the
+    copy laid out again, or ``module`` as it was. On
     AMD, ``make_ttgir`` turns loads into buffer loads after its last layout pass, and a buffer
     load is no anchor: the second run loads a row of weights in the slice layout its use takes,
     where the first loaded it in its own and converted it through shared memory, as the host's
     own code gets it from ``host_relayout``. It is tried on a copy first, since in a pipelined
     loop it can also undo what the backend's later passes chose."""
     if target.backend != "hip":
-        return
+        return module
     trial = parse_module(str(module), context)
     _relayout(context, trial, target)
     probe = ScratchProbe(context, target, options)
-    if layout_conversions(str(trial)) < layout_conversions(str(module)) \
-            and probe.kernel_bytes(parse_module(str(trial), context)) \
-            <= probe.kernel_bytes(parse_module(str(module), context)):
-        _relayout(context, module, target)
+    pays = layout_conversions(str(trial)) < layout_conversions(str(module)) \
+        and probe.kernel_bytes(parse_module(str(trial), context)) \
+        <= probe.kernel_bytes(parse_module(str(module), context))
+    return trial if pays else module
 
 
 def _relayout(context, module, target) -> None:
