@@ -95,4 +95,3 @@ def transposed(L: gl.BlockedLayout) -> gl.BlockedLayout:
     """``L`` transposed: the layout ``attention_kernel`` writes K^T's pointer tile in by default."""
     return gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
                             [1, L.warps_per_cta[0]], [0, 1])
-
