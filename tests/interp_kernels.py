@@ -193,3 +193,11 @@ def buffer_copy_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
     offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=L)
     x = cdna3.buffer_load(x_ptr, offs, mask=offs < n, other=0.0)
     cdna3.buffer_store(x * 3, y_ptr, offs, mask=offs < n)
+
+
+@gluon.jit
+def splat_mask_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
+    """A comparison splat into a mask, as a port writes Triton's pipelined loads (y = x where n > 0)."""
+    offs = gl.arange(0, BLOCK, layout=L)
+    mask = gl.full([BLOCK], n > 0, gl.int1, layout=L)
+    gl.store(y_ptr + offs, gl.load(x_ptr + offs, mask=mask, other=0.0))

@@ -71,3 +71,14 @@ def test_the_result_of_a_void_triton_region_used_as_a_value_is_one_region_error(
         interpret.launch(kernel, (1, ), torch.randn(128), torch.zeros(128), BLOCK=128, L1=L, target="sm90a")
     assert str(compiled.value) == str(interpreted.value)
     assert "region 't_store_block' called at" in str(compiled.value) and "returns nothing" in str(compiled.value)
+
+
+@pytest.mark.parametrize("n", [0, 5])
+def test_a_splat_comparison_is_a_mask_in_both(n):
+    """A comparison is an i1: splat (``gl.full(shape, n > 0, gl.int1)``), it masks a load."""
+    x, y = torch.randn(128), torch.full((128, ), 7.0)
+    interpret.launch(k.splat_mask_kernel, (1, ), x, y, n, BLOCK=128, L=L, target="sm90a")
+    assert torch.equal(y, x if n > 0 else torch.zeros(128))
+    fb = hybrid.compile(hybrid.jit(k.splat_mask_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                        {"BLOCK": 128, "L": L}, target="sm90a", num_warps=4)
+    assert fb.kernel_entries == 1

@@ -71,11 +71,15 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     def binary_op(self, lhs, rhs, op):
         dtype = lhs.dtype.scalar
-        if not numerics.stored_as_bits(dtype):
-            return super().binary_op(lhs, rhs, op)
-        self.check_fp8_arithmetic(dtype, op)
-        out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
-        return TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
+        if numerics.stored_as_bits(dtype):
+            self.check_fp8_arithmetic(dtype, op)
+            out = op(numerics.decode(lhs.data, dtype), numerics.decode(rhs.data, rhs.dtype.scalar))
+            result = TensorHandle(out if out.dtype == np.bool_ else numerics.encode(out, dtype), dtype)
+        else:
+            result = super().binary_op(lhs, rhs, op)
+        # a comparison is an i1, as compiled: upstream's handle keeps its operands' type, which a splat of it
+        # (``gl.full(shape, k > 0, gl.int1)``, a port's mask) then gives its tile: an int32 mask no load takes
+        return TensorHandle(result.data, gl.int1) if result.data.dtype == np.bool_ else result
 
     def unary_op(self, arg, op):
         dtype = arg.dtype.scalar
