@@ -111,6 +111,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("CDNA4 scaled MFMA and fp4 ops", (CDNA4, ), ("amd.cdna4.", )),
     Feature("an op of another GPU generation (gfx1250, RDNA, Rubin)", (),
             ("amd.gfx1250.", "amd.cdna5.", "amd.rdna3.", "amd.rdna4.", "nvidia.rubin.")),
+    Feature("an AMD scheduling hint", (CDNA3_UP, ), ("hybrid.amd.", ), ("rocdl.s.setprio", "rocdl.sched.")),
     Feature("an NVIDIA op", (NVIDIA, ), ("nvidia.", ), ("ttng.", )),
     Feature("an AMD op", (CDNA3_UP, ), ("amd.", ), ("amdgpu.", "amdg.")),
     # Arithmetic on fp8 values (fp8 op fp8 -> fp8, a reduction's adds): no backend lowers it
@@ -136,8 +137,10 @@ def max_warps(target) -> int:
 
 def builtin_name(fn) -> str | None:
     """A Gluon builtin's name relative to Gluon's language package (``nvidia.hopper.warpgroup_mma``),
-    or None for anything else (Triton's builtins, layout classes, Python functions)."""
+    hybrid's own builtin's public name, or None for anything else (Triton's builtins, layout classes, Python functions)."""
     fn = getattr(fn, "__func__", fn)
+    if getattr(fn, "hybrid_name", None) and is_builtin(fn):   # hybrid's own (``hybrid.amd.setprio``)
+        return fn.hybrid_name
     module = getattr(fn, "__module__", None) or ""
     if not module.startswith(GLUON_LANGUAGE) or not is_builtin(fn):
         return None

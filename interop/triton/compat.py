@@ -165,6 +165,14 @@ def reads_operation_attributes() -> bool:
     return hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
 
 
+def sched_barrier_mask(mask: int, names: tuple[str, ...]) -> str:
+    """A ``rocdl.sched.barrier`` mask as the installed MLIR parses it: class names joined by
+    ``|`` (``none`` for 0) in 3.9, where it is an enum; the integer in 3.6 to 3.8."""
+    if TRITON_MAJOR_MINOR >= (3, 9):
+        return "|".join(names) or "none"
+    return str(mask)
+
+
 def int_attr(op, name: str) -> int | None:
     """An operation's integer attribute (None where it has none; see ``reads_operation_attributes``)."""
     return op.get_int_attr(name)
