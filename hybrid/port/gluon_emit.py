@@ -21,6 +21,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from interop.lowering.amd_hints import classes_of
 from interop.triton import compat
 
 from .ttgir_text import Block, Module, Op, Where, signature_split
@@ -703,6 +704,19 @@ def _fence_async_shared(e: Emitter, op: Op, indent: int) -> None:
     e.lines.append("    " * indent + f"fence_async_shared({cluster})")
 
 
+def _setprio(e: Emitter, op: Op, indent: int) -> None:
+    """The priority Triton's AMD ping-pong schedule gives a warp around its loads and MFMAs."""
+    e.imports.add("import hybrid")
+    e.lines.append("    " * indent + f"hybrid.amd.setprio({op.rest.split()[0]})")
+
+
+def _sched_barrier(e: Emitter, op: Op, indent: int) -> None:
+    """A fence for LLVM's scheduler, with the instruction classes that may cross it."""
+    e.imports.add("import hybrid")
+    allowed = ", ".join(f'"{name}"' for name in classes_of(op.rest.split()[0]))
+    e.lines.append("    " * indent + f"hybrid.amd.sched_barrier({allowed})")
+
+
 def _warp_group_dot(e: Emitter, op: Op, indent: int) -> str:
     e.imports.add(HOPPER.format("warpgroup_mma"))
     operands = [e.value(v) for v in op.operands]
@@ -982,6 +996,7 @@ RULES = {
     "ttng.tmem_load": _tmem_load, "ttng.init_barrier": _barrier, "ttng.inval_barrier": _barrier,
     "ttng.wait_barrier": _barrier, "ttng.tc_gen5_mma": _tcgen05_mma, "amdg.buffer_load": _buffer_access,
     "amdg.buffer_store": _buffer_access, "amdg.in_thread_transpose": _in_thread_transpose,
+    "rocdl.s.setprio": _setprio, "rocdl.sched.barrier": _sched_barrier,
     "tt.extern_elementwise": _extern_elementwise,
     "ttg.global_scratch_alloc": _global_scratch, "ttng.tensormap_create": _tensormap_create,
     "ttng.tensormap_fenceproxy_acquire": _tensormap_fence, "ttng.reinterpret_tensor_descriptor": _reinterpret_descriptor,
