@@ -36,15 +36,23 @@ _PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2} : ")
 
 def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
     """Each boundary conversion tagged one of ``tags`` (a call's operands) of a tile the host
-    loaded becomes the load issued again in the layout converted to. Returns the tags so removed."""
+    loaded becomes the load issued again in the layout converted to, and one of index arithmetic
+    from scalars (a pointer tile) that arithmetic made in it. Returns the tags so removed."""
     if not _rewritable(module):
         return set()
     _, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
     remat = Rematerializer(module, builder)
     issued: set[str] = set()
     for conversion in conversions:
-        load = remat.defining(conversion.get_operand(0))
-        if load is not None and load.get_name() == "tt.load" and _issue(load, conversion, remat, builder):
+        source = conversion.get_operand(0)
+        load = remat.defining(source)
+        if load is not None and load.get_name() == "tt.load":
+            if _issue(load, conversion, remat, builder):
+                issued.add(conversion.get_str_attr(TAG))
+        elif load is not None and remat.possible(source):
+            builder.set_insertion_point_after(conversion)
+            result = conversion.get_result(0)
+            result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
             issued.add(conversion.get_str_attr(TAG))
     return issued
 
@@ -88,15 +96,16 @@ def _only_store_of(mask, users: dict) -> bool:
 
 def issuable(module, builder, tiles: list[tuple]) -> list[bool]:
     """For each ``(value, layout)`` of ``tiles`` (a tile of ``module`` and a Gluon layout), whether
-    a load ``issue_in_wanted_layouts`` would issue again in that layout loads it: what makes
-    taking a Gluon function's entry conversion as its declared layout pay
-    (``handoff.entry_layouts``). One walk of the module answers them all."""
+    ``issue_in_wanted_layouts`` would make it in that layout: a load that loads as well there, or
+    index arithmetic from scalars. That is what makes taking a Gluon function's entry conversion
+    as its declared layout pay (``handoff.entry_layouts``). One walk of the module answers them all."""
     if not tiles or not _rewritable(module):
         return [False] * len(tiles)
     remat = Rematerializer(module, builder)
     loads = [remat.defining(value) for value, _ in tiles]
-    return [load is not None and load.get_name() == "tt.load" and _loads_as_well(load, layout, remat, builder)
-            for load, (_, layout) in zip(loads, tiles)]
+    return [load is not None and (_loads_as_well(load, layout, remat, builder) if load.get_name() == "tt.load"
+                                  else remat.possible(value))
+            for load, (value, layout) in zip(loads, tiles)]
 
 
 def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
