@@ -3,8 +3,8 @@
     python bench/port_parity.py [--targets all] [--only NAME,NAME] [--json PATH]
 
 Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vector add's ``add``,
-the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton`` and upstream layer norm's
-``load_row`` in its Triton kernel, attention's
+the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, upstream layer norm's
+``load_row`` and upstream matmul's ``k_loop`` (its K loop as a helper) in their Triton kernels, attention's
 ``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, and where the target has TMA
 that matmul's ``tile_pids``, ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host
 made; in a Gluon host, and ``add``, ``leaky_relu`` and ``persistent_tiles_desc`` in their all-Triton kernels too), and
@@ -71,6 +71,8 @@ def cases(target: str) -> list[tuple]:
         (pp.leaky_relu, pp.matmul_act_triton, MATMUL, pp.MATMUL_TILES,
          {"num_warps": pp.NUM_WARPS, "divisible": ("K", )}),
         (pp.load_row, pp.layer_norm_fwd, pp.LAYER_NORM, {"BLOCK_SIZE": 1024}, {"num_warps": pp.NUM_WARPS}),
+        (pp.k_loop, pp.matmul_k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES,
+         {"num_warps": pp.NUM_WARPS, "num_stages": 2}),
         (attention.kv_loop, pp.attention_gluon_host, attention.SIGNATURE,
          {"HEAD_DIM": 64, **tiles, "L": tile_layout(target, options.get("num_warps", pp.NUM_WARPS)),
           "STORE_FROM_ACC": stores_from_dot_layout(target)},

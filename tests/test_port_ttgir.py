@@ -87,6 +87,52 @@ def test_a_pipelined_dot_mainloop_ports_at_parity(target, tmp_path):
         assert call in ported.source, call
 
 
+@pytest.mark.parametrize("target", ["gfx942", "sm100a"])
+def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
+    """Upstream 03-matrix-multiplication with its K loop as a helper taking the pointer tiles.
+    gfx942: the kernel makes B's pointers in the layout the loop's load takes, the probe region
+    alone would carry them in the host's and convert in every iteration; the port converts on
+    entry to the kernel's layout, and the host makes the pointer arithmetic there instead.
+    sm100a: the port's tensor-memory load of the accumulator is sunk past the host's address
+    arithmetic for the store, as Triton sinks the all-Triton kernel's."""
+    ported, before, after = _parity(pp.k_loop, pp.matmul_k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, target,
+                                    tmp_path, num_warps=4, num_stages=2)
+    assert after[:3] == before[:3], (before, after)
+    assert "b_ptrs = gl.convert_layout(b_ptrs, " in ported.source
+
+
+def test_a_pointer_tile_a_gluon_function_converts_first_is_made_in_its_layout(tmp_path):
+    """The Triton host makes the index arithmetic of an argument the Gluon function converts
+    before anything else in that layout (``access_layouts.issue_in_wanted_layouts``): no
+    conversion of a pointer tile is left in the kernel."""
+    if not compat.reads_operation_attributes():
+        pytest.skip("Triton 3.6 and 3.7 bindings cannot read the index arithmetic")
+    ported = from_ttgir.port(pp.matmul_k_loop, pp.k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, "gfx942",
+                             num_warps=4, num_stages=2)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(pp.matmul_k_loop, pp.k_loop, candidate), pp.MATMUL_K_LOOP,
+                             pp.MATMUL_K_LOOP_TILES, "gfx942", num_warps=4, num_stages=2)
+    moved = re.findall(r"ttg\.convert_layout %\S+ : tensor<\d+x\d+x!tt\.ptr<f16>, (#\w+)> -> "
+                       r"tensor<\d+x\d+x!tt\.ptr<f16>, (#\w+)>", swapped.asm["ttgir"])
+    assert all(a == b for a, b in moved), moved   # an identity conversion at most (it lowers to nothing)
+
+
+def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    ported = from_ttgir.port(pp.matmul_k_loop, pp.k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, "gfx942",
+                             num_warps=4, num_stages=2)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    M, N, K = 128, 128, 96   # K not a multiple of BLOCK_SIZE_K: the loop's masks matter
+    a, b, c = torch.randn(M, K).half(), torch.randn(K, N).half(), torch.zeros(M, N).half()
+    args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    result = compare(pp.matmul_k_loop, region=pp.k_loop, candidate=candidate, grid=(1, ), args=args,
+                     kwargs={**pp.MATMUL_K_LOOP_TILES, "num_warps": 4, "num_stages": 2}, interpret=True,
+                     target="gfx942", atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()
+    assert result.machine["original"] == result.machine["candidate"], result.machine
+
+
 def test_the_port_computes_what_the_triton_function_did(tmp_path):
     torch = pytest.importorskip("torch")
     from hybrid.port import compare

@@ -30,7 +30,7 @@ from interop.triton.frontend import GluonJITFunction
 
 from .compare import as_hybrid, with_region
 from .errors import PortError, shown, where
-from .gluon_emit import Emitter, TensorType, Unsupported
+from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .names import jit_function
 from .ttgir_text import parse, users
 
@@ -63,17 +63,19 @@ class TtgirPort:
 PROBE = "hybrid_port_probe"
 
 
-def probe(fn: JITFunction):
+def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     """A ``@gluon.jit`` function with ``fn``'s parameters that only calls ``fn``: swapped into a
     Triton kernel, it is a Gluon region built for the layouts the host gives its operands, and
-    ``fn`` inside it a Triton region lowered for exactly those layouts."""
+    ``fn`` inside it a Triton region lowered for exactly those layouts. ``entry``: parameter ->
+    a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
     params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
     names = ", ".join(p.name for p in fn.params)
     returns = any(isinstance(node, ast.Return) and node.value is not None
                   for node in ast.walk(ast.parse(textwrap.dedent(fn.src))))
+    converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
     call = f"{'return ' if returns else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
-              f"@gluon.jit\ndef {PROBE}({params}):\n    {call}\n")
+              f"@gluon.jit\ndef {PROBE}({params}):\n{converts}    {call}\n")
     path = Path(f"<{PROBE} of {fn.__name__}>")
     return load_port(source, PROBE, path, {fn.__name__: fn})
 
@@ -92,8 +94,8 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
         with triton_regions.recording_lowerings() as recorded:
             built = hybrid.compile(kernel, signature, constexprs, target, **options)
         if probed:
-            built, recorded = _as_unported(jit_function(original), kernel, built, recorded, signature, constexprs,
-                                           target, options)
+            built, recorded = _as_unported(jit_function(original), kernel, fn, built, recorded, signature,
+                                           constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -113,7 +115,7 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
                     f"Triton's IR is written for a call that the kernel makes directly")
 
 
-def _as_unported(original, kernel, built, recorded: list, signature: dict, constexprs: dict, target: str,
+def _as_unported(original, kernel, fn, built, recorded: list, signature: dict, constexprs: dict, target: str,
                  options: dict) -> tuple:
     """The probe ``kernel`` built again, its region loading each tile it returns in the layout the
     ``original`` kernel has it in (``_unported_layouts``), with that build's recording; the first
@@ -121,52 +123,70 @@ def _as_unported(original, kernel, built, recorded: list, signature: dict, const
     only slower)."""
     import hybrid
     try:
-        unported = _unported_layouts(original, built, signature, constexprs, target, options)
-        if not unported:
+        results, inputs = _unported_layouts(original, built, signature, constexprs, target, options)
+        if not results and not inputs:
             return built, recorded
-        with gluon_regions.returning(PROBE, unported), triton_regions.recording_lowerings() as again:
+        if inputs:   # the probe converts them first: its Triton region is lowered for those layouts
+            kernel = with_region(original, fn, probe(fn, inputs))
+        with gluon_regions.returning(PROBE, results), triton_regions.recording_lowerings() as again:
             return hybrid.compile(kernel, signature, constexprs, target, **options), again
     except Exception:   # noqa: BLE001 - an optimization of a port that is already right
         return built, recorded
 
 
-def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> dict:
-    """Per result of the probe in ``built`` that the Triton ``kernel`` without the port has in
-    another layout: result index -> (that layout, shape, dtype). Triton coalesces a function's
-    load for the function alone, where the kernel that inlines it coalesces it with the kernel's
-    other memory ops (upstream layer norm's row, eight halves a thread there, one alone). The
-    function's ops in the kernel are those whose location resolves to the call's line; its
-    result, the ones of them a later op uses, of the result's shape and dtype, in one layout."""
+def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> tuple:
+    """The layouts the Triton ``kernel`` without the port has the probe's tiles in, where they
+    differ from those in ``built``: (result index -> (layout, shape, dtype), parameter -> Gluon
+    layout expression). Triton coalesces a function's load for the function alone, where the
+    kernel that inlines it coalesces it with the kernel's other memory ops (upstream layer norm's
+    row, eight halves a thread there, one alone); and a host passes a pointer tile to a Gluon call
+    in a layout of its own, where the kernel that inlines the function makes it in the layout the
+    function's loads take (upstream matmul's K loop as a helper, its pointers carried through the
+    loop). The function's ops in the kernel are those whose location resolves to the call's line;
+    its result, the ones of them a later op uses; an argument, a value made before that they use;
+    each matched by its tile's shape and element type, in one blocked layout."""
     import hybrid
     site = next((r.call_site for r in built.regions if r.language == "gluon" and r.function == PROBE), None)
-    outs = {b.index: b for b in built.boundaries if site and b.function == PROBE and b.direction == "out"}
-    if not outs:
-        return {}
+    crossing = [b for b in built.boundaries if site and b.function == PROBE and b.direction in ("in", "out")]
+    if not crossing:
+        return {}, {}
     unported = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     module = parse(unported.asm["ttgir"], kernel.__name__)
-    mine: dict[str, tuple[str, str]] = {}   # a value the call's ops make -> (its op's types, its layout alias)
-    used: set[str] = set()
+    mine: dict[str, tuple[str, str]] = {}     # a value the call's ops make -> (its op's types, its layout alias)
+    theirs: dict[str, tuple[str, str]] = {}   # a value made before, outside them -> the same
+    used: set[str] = set()                    # values ops outside the call's use
+    taken: set[str] = set()                   # values the call's ops use
 
     def visit(block) -> None:
         for op in block.ops:
             where = module.locations.get(op.loc)
-            if where is not None and (where.file, where.line) == (site.file, site.line):
-                layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
-                mine.update((result, (op.types, layouts[-1])) for result in op.results if layouts)
-            else:
-                used.update(op.operands)
+            at_call = where is not None and (where.file, where.line) == (site.file, site.line)
+            layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
+            if layouts:
+                (mine if at_call else theirs).update((result, (op.types, layouts[-1] if at_call else layouts[0]))
+                                                     for result in op.results)
+            (taken if at_call else used).update(op.operands)
             for region in op.regions:
                 visit(region)
 
     visit(module.body)
-    wanted = {}
-    for j, out in outs.items():
-        tile = rf"tensor<{'x'.join(map(str, out.shape))}x(?:!tt\.ptr<)?{out.dtype}\b"   # a load's types: its pointers
-        layouts = {module.aliases.get(alias, alias) for value, (types, alias) in mine.items() if value in used
-                   and re.search(tile, types)}
-        if len(layouts) == 1 and (layout := layouts.pop()).startswith("#ttg.blocked<") and layout != out.from_layout:
-            wanted[j] = (layout, out.shape, out.dtype)   # (a region reloads a tile in a blocked layout only)
-    return wanted
+
+    def layout_of(boundary, values: dict, wanted: set) -> str | None:
+        tile = rf"tensor<{'x'.join(map(str, boundary.shape))}x{re.escape(boundary.dtype)}(?!\w)"
+        found = {module.aliases.get(alias, alias) for value, (types, alias) in values.items()
+                 if value in wanted and re.search(tile, types)}
+        layout = found.pop() if len(found) == 1 else None
+        # (a region reloads a tile, and the probe converts one, in a blocked layout only)
+        return layout if layout and layout.startswith("#ttg.blocked<") and layout != boundary.from_layout else None
+
+    results, inputs = {}, {}
+    for b in crossing:
+        if b.direction == "out" and (layout := layout_of(b, mine, used)):
+            results[b.index] = (layout, b.shape, b.dtype)
+        elif b.direction == "in" and (layout := layout_of(b, theirs, taken - set(mine))):
+            layouts = Layouts({})
+            inputs[b.value] = layouts.expression(layouts.name(layout, list(b.shape)))
+    return results, inputs
 
 
 @dataclass(frozen=True)
