@@ -178,3 +178,14 @@ def test_warp_specialized_region_computes_the_sum_in_the_interpreter():
     with interpreting(target="sm90a"):
         triton_hosts.h_warp_specialized[(1, )](x, y, 5, BLOCK=256)
     torch.testing.assert_close(y, 2 * x.view(5, 256).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_gluon_regions_tensor_memory_load_is_sunk_to_its_use_as_triton_sinks_its_own():
+    """mma_handoff on sm100a: the Gluon region's tcgen05 accumulator load, stitched into the Triton
+    host, is sunk past the host's address arithmetic for the store (``host_relayout.interleave_tmem``),
+    as Triton's own ``make_ttgir`` sinks an all-Triton kernel's, so its 64 registers a thread are
+    not held across that arithmetic."""
+    from examples import mma_handoff
+    ttgir = mma_handoff.build("sm100a").asm["ttgir"]
+    body = ttgir[ttgir.index("tt.func public"):]
+    assert body.index("ttng.tmem_load") > body.index("tt.splat %c_ptr"), body

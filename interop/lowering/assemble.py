@@ -2,13 +2,14 @@
 stitched kernel with its boundary records.
 
 ``assemble`` inlines the regions, connects their results, folds boundary conversion chains and
-verifies (``stitch``), lets the planner choose how each boundary value moves (``planner``),
+verifies (``stitch``), sinks a Triton host's tensor-memory loads to their uses as Triton's own
+pipeline does (``host_relayout.interleave_tmem``), lets the planner choose how each boundary value moves (``planner``),
 completes each ``PlannedBoundary`` into a ``Boundary`` from what is left in the module, and
 places the loop and kernel Proton scopes when regions are instrumented (``instrument``).
 """
 from __future__ import annotations
 
-from . import arch
+from . import arch, host_relayout
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
 from ..stitching import stitch
@@ -27,6 +28,8 @@ def assemble(cc, module) -> None:
         stitch.connect_results(module, cc.context)
         folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
         stitch.check_no_markers(module)
+        if cc.host_language == "triton":   # Triton's late placement, made while the Gluon calls were opaque
+            host_relayout.interleave_tmem(module, cc.context, cc.target)
     except (stitch.StitchError, RuntimeError) as exc:
         names = ", ".join(r.function for r in cc.regions) or "?"
         site = str(cc.regions[0].call_site) if cc.regions else "?"

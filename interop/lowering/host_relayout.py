@@ -71,6 +71,18 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
                          moved={**moved, **gone})
 
 
+@timing.timed("host relayout")
+def interleave_tmem(module, context, target) -> None:
+    """The stitched Triton host's tensor-memory loads sunk to their uses, as Triton's own
+    ``make_ttgir`` sinks the all-Triton kernel's: it ran on the host while its Gluon calls were
+    opaque, so a region's last ``tmem.load`` (a ported MMA loop's accumulator) stayed ahead of the
+    host's address arithmetic for the store, holding 128 registers a thread across it (upstream
+    matmul's K loop, ported, on sm100a: 5214 SASS instructions against 4765)."""
+    pm = ir.pass_manager(context)
+    if compat.add_tmem_interleave(pm, target):
+        diagnostics.run(pm, module, "hybrid_tmem_interleave")
+
+
 def _lay_out(module, context, target, callees: set[str], anchored: bool) -> None:
     """Triton's layout passes on the host (the calls' results held as anchors where ``anchored``),
     then each store of a value they left converted issued in the value's layout."""

@@ -396,6 +396,17 @@ def add_host_relayout(pm, target) -> None:
         passes.ttgpuir.add_remove_layout_conversions(pm)
 
 
+def add_tmem_interleave(pm, target) -> bool:
+    """NVIDIA's ``interleave_tmem`` (sm100+: each tensor-memory load sunk to its uses, as
+    ``make_ttgir`` does late), for a Triton host whose Gluon calls were opaque when it ran there;
+    False where the target has no tensor memory. The same in Triton 3.6 through 3.9."""
+    if target.backend != "cuda" or target.arch < 100:
+        return False
+    from triton._C.libtriton import nvidia
+    nvidia.passes.ttnvgpuir.add_interleave_tmem(pm)
+    return True
+
+
 class _StandInDriver:
     """Answers the few questions Proton's instrumentation hook asks the active driver (target,
     device, shared memory, arch) for a target with no GPU behind it."""
