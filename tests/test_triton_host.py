@@ -36,7 +36,8 @@ def layout_text(layout) -> str:
 
 
 @pytest.mark.parametrize("target", list(TARGETS))
-@pytest.mark.parametrize("case", ["reduce", "smem", "control_flow", "pipelined_loop", "tile_and_scalar", "two_shapes"])
+@pytest.mark.parametrize("case", ["reduce", "smem", "control_flow", "row_loop", "pipelined_loop", "tile_and_scalar",
+                                  "two_shapes"])
 def test_one_fused_kernel(built, case, target):
     fb = built(case, target)
     ttgir = fb.asm["ttgir"]
@@ -189,3 +190,11 @@ def test_a_gluon_regions_tensor_memory_load_is_sunk_to_its_use_as_triton_sinks_i
     ttgir = mma_handoff.build("sm100a").asm["ttgir"]
     body = ttgir[ttgir.index("tt.func public"):]
     assert body.index("ttng.tmem_load") > body.index("tt.splat %c_ptr"), body
+
+
+def test_a_gluon_call_in_a_loop_without_carried_values_runs_in_the_interpreter_as_compiled():
+    kernel, _, constexprs = triton_hosts.cases("sm90a")["row_loop"]
+    x, y = torch.randn(3 * 512), torch.zeros(3 * 512)
+    with interpreting("sm90a"):
+        kernel[(1, )](x, y, 3, num_warps=NUM_WARPS, **constexprs)
+    assert torch.equal(y, x + 1.0)

@@ -121,6 +121,16 @@ def h_square_tile(x_ptr, y_ptr, B: tl.constexpr, REGION: tl.constexpr, L: tl.con
 
 @hybrid.jit
 @triton.jit
+def h_row_loop(x_ptr, y_ptr, n_rows, BLOCK: tl.constexpr, L1: tl.constexpr):
+    """A Gluon call in a loop whose result is stored, not carried: the loop has no iter_args, so
+    its body holds its ``scf.yield`` from the start (upstream fused softmax's persistent rows)."""
+    for row in range(0, n_rows):
+        offs = row * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, g_add_one(tl.load(x_ptr + offs), L1))
+
+
+@hybrid.jit
+@triton.jit
 def h_control_flow(x_ptr, y_ptr, n_iter, flag, BLOCK: tl.constexpr, L1: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -198,6 +208,7 @@ def cases(target: str) -> dict:
                                                                          "LT": LT}),
         "control_flow": (h_control_flow, {"x_ptr": p32, "y_ptr": p32, "n_iter": "i32", "flag": "i32"},
                          {"BLOCK": 512, "L1": L1}),
+        "row_loop": (h_row_loop, {"x_ptr": p32, "y_ptr": p32, "n_rows": "i32"}, {"BLOCK": 512, "L1": L1}),
         "pipelined_loop": (h_pipelined_loop, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": p32, "K": "i32"},
                            {"BM": 64, "BN": 64, "BK": 32, "L": L, "GLUON": True}),
         "tile_and_scalar": (h_two_results, {"x_ptr": p32, "y_ptr": p32, "z_ptr": p32},

@@ -48,7 +48,7 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
     (An ``scf.if`` without results is created with its ``scf.yield`` ops already in place.)
     """
     if_op = builder.create_if_op(result_ir_types, enable, True)
-    after = builder.get_insertion_block()
+    after = builder.get_insertion_point()   # not the block's end: a loop's body may hold its yield already
     builder.set_insertion_point_to_start(if_op.get_then_block())
     for k, handle in enumerate(leaf_handles):
         builder.create_inline_asm(f"{SINK}{call_index}.{k}", "=r,r", [handle], [handle.get_type()], False, 1)
@@ -57,7 +57,7 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
         builder.create_yield_op(produced)
         builder.set_insertion_point_to_start(if_op.get_else_block())
         builder.create_yield_op([builder.create_poison(ty) for ty in result_ir_types])
-    builder.set_insertion_point_to_end(after)
+    builder.restore_insertion_point(after)
     return [if_op.get_result(j) for j in range(len(result_ir_types))]
 
 
