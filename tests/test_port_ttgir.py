@@ -95,6 +95,8 @@ def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
     entry to the kernel's layout, and the host makes the pointer arithmetic there instead.
     sm100a: the port's tensor-memory load of the accumulator is sunk past the host's address
     arithmetic for the store, as Triton sinks the all-Triton kernel's."""
+    if not compat.reads_operation_attributes():
+        pytest.skip("Triton 3.6 and 3.7 bindings cannot read the index arithmetic: the host converts B's pointers")
     ported, before, after = _parity(pp.k_loop, pp.matmul_k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, target,
                                     tmp_path, num_warps=4, num_stages=2)
     assert after[:3] == before[:3], (before, after)
@@ -130,7 +132,8 @@ def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
                      kwargs={**pp.MATMUL_K_LOOP_TILES, "num_warps": 4, "num_stages": 2}, interpret=True,
                      target="gfx942", atol=1e-2, rtol=1e-2)
     assert result.ok, result.report()
-    assert result.machine["original"] == result.machine["candidate"], result.machine
+    if compat.reads_operation_attributes():   # (3.6, 3.7: B's pointers are converted, as the first test says)
+        assert result.machine["original"] == result.machine["candidate"], result.machine
 
 
 def test_the_port_computes_what_the_triton_function_did(tmp_path):
