@@ -447,7 +447,9 @@ def _port_start(args, out: Console) -> int:
     from hybrid.port import start
     files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator,
                   _given(args))
-    how = ("from the IR Triton's passes produced for its call (same machine code once swapped in)"
+    same = "not the same machine code once swapped in: see the caveat" if files.caveats else \
+        "same machine code once swapped in"
+    how = (f"from the IR Triton's passes produced for its call ({same})"
            if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
                                         f"{files.translated_because}")
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
@@ -458,6 +460,8 @@ def _port_start(args, out: Console) -> int:
               highlight=False, soft_wrap=True)
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
+    for caveat in files.caveats:
+        out.print(f"caveat: {caveat}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
     return 0
 

@@ -101,6 +101,7 @@ def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
                                     tmp_path, num_warps=4, num_stages=2)
     assert after[:3] == before[:3], (before, after)
     assert "b_ptrs = gl.convert_layout(b_ptrs, " in ported.source
+    assert not ported.caveats   # the loop Triton pipelines is the function's own, and the port has it
 
 
 def test_a_pointer_tile_a_gluon_function_converts_first_is_made_in_its_layout(tmp_path):
@@ -134,6 +135,29 @@ def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
     assert result.ok, result.report()
     if compat.reads_operation_attributes():   # (3.6, 3.7: B's pointers are converted, as the first test says)
         assert result.machine["original"] == result.machine["candidate"], result.machine
+
+
+def test_a_function_whose_loads_the_kernels_loop_pipelines_ports_with_a_caveat(tmp_path, capsys):
+    """Upstream fused softmax's row as a helper inside the kernel's pipelined row loop: Triton
+    issues the next row's load ahead (cp.async on NVIDIA, a prefetch on AMD), which a Gluon call
+    hides from it. The port is right but not the kernel's machine code, and says so: in its
+    docstring, from ``hybrid port start``, and with what to do instead (port the loop), which
+    then gives the kernel's machine code."""
+    from hybrid.cli import main
+    signature = ",".join(f"{k}={v}" for k, v in pp.SOFTMAX_ROWS.items())
+    assert main(["port", "start", "bench/parity_ports.py:softmax_row", "--target", "sm80", "--kernel", "softmax_rows",
+                 "--signature", signature, "--constexpr", "BLOCK_SIZE=1024", "--constexpr", "num_stages=2",
+                 "--num-warps", "8", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "caveat: softmax_rows software-pipelines the loop around this call" in out, out
+    assert "not the same machine code once swapped in" in out and "same machine code once swapped in)" not in out
+    source = (tmp_path / "softmax_row_gluon_sm80.py").read_text()
+    assert "Caveat: softmax_rows software-pipelines" in source and "the kernel with this port swapped in differs" \
+        in source
+    constexprs = {"BLOCK_SIZE": 1024, "num_stages": 2}
+    ported, before, after = _parity(pp.softmax_row_loop, pp.softmax_rows_by_loop, pp.SOFTMAX_ROWS, constexprs, "sm80",
+                                    tmp_path, num_warps=8)
+    assert not ported.caveats and after == before, (before, after)
 
 
 def test_the_port_computes_what_the_triton_function_did(tmp_path):
@@ -530,7 +554,7 @@ def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_spec
     function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
     from hybrid.port.compare import as_hybrid
     kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
-    call, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    call, _, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
     region = next(line for line in call.text.splitlines() if "@hybrid_region(" in line)
     assert region.count("tt.divisibility = 16") == 6, region   # a_ptr, b_ptr, c_ptr, M, N, K; not start_pid
     ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)

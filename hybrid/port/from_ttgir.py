@@ -37,7 +37,7 @@ from .ttgir_text import parse, users
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
 TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
-staging are Triton's own, so the kernel builds to the same machine code with this port swapped in.
+staging are Triton's own, {claim}.
 Tune from here.{written}"""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -59,6 +59,9 @@ class TtgirPort:
     #: kernel with the Triton region made them there at its boundary; Gluon converts as written,
     #: so a caller that makes one in that layout leaves the kernel the region's machine code.
     made_in_place: dict[str, str] = field(default_factory=dict)
+    #: What the kernel with the port does differently from the kernel without it, said in the port's
+    #: docstring and by ``hybrid port start`` (the kernel's loop pipelined the function's loads).
+    caveats: tuple[str, ...] = ()
 
 
 PROBE = "hybrid_port_probe"
@@ -84,9 +87,11 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
 def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options):
     """The recorded lowering of ``kernel``'s first call of ``fn``. In a Gluon kernel the call is
     a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
-    lowered for the layouts Triton's passes give the call's operands in that kernel."""
+    lowered for the layouts Triton's passes give the call's operands in that kernel. Returns the
+    recording, how the kernel crossed the region's boundary, and the port's caveats."""
     import hybrid
     probed = not isinstance(jit_function(kernel), GluonJITFunction)
+    caveats: tuple[str, ...] = ()
     original = kernel
     kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
     always = os.environ.get("TRITON_ALWAYS_COMPILE")
@@ -95,8 +100,8 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
         with triton_regions.recording_lowerings() as recorded:
             built = hybrid.compile(kernel, signature, constexprs, target, **options)
         if probed:
-            built, recorded = _as_unported(jit_function(original), kernel, fn, built, recorded, signature,
-                                           constexprs, target, options)
+            built, recorded, caveats = _as_unported(jit_function(original), kernel, fn, built, recorded, signature,
+                                                    constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -111,34 +116,50 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             region = next((r.index for r in built.regions
                            if r.language == "triton" and r.function == fn.__name__), None)
             return call, Crossings(shared_handoffs(built.asm["ttgir"], region),
-                                   made_in_place(built.boundaries, region))
+                                   made_in_place(built.boundaries, region)), caveats
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
 
 
 def _as_unported(original, kernel, fn, built, recorded: list, signature: dict, constexprs: dict, target: str,
                  options: dict) -> tuple:
-    """The probe ``kernel`` built again, its region loading each tile it returns in the layout the
-    ``original`` kernel has it in (``_unported_layouts``), with that build's recording; the first
+    """The probe ``kernel`` built again, its region taking and loading each tile in the layout the
+    ``original`` kernel has it in (``_read_unported``), with that build's recording; the first
     build and its recording where nothing differs, or where this fails (the first port is right,
-    only slower)."""
+    only slower). And the port's caveats: what the original does that no port of ``fn`` can."""
     import hybrid
     try:
-        results, inputs = _unported_layouts(original, built, signature, constexprs, target, options)
-        if not results and not inputs:
-            return built, recorded
-        if inputs:   # the probe converts them first: its Triton region is lowered for those layouts
-            kernel = with_region(original, fn, probe(fn, inputs))
-        with gluon_regions.returning(PROBE, results), triton_regions.recording_lowerings() as again:
-            return hybrid.compile(kernel, signature, constexprs, target, **options), again
+        unported = _read_unported(original, built, signature, constexprs, target, options)
     except Exception:   # noqa: BLE001 - an optimization of a port that is already right
-        return built, recorded
+        return built, recorded, ()
+    caveats = (f"{original.__name__} software-pipelines the loop around this call (Triton issues the function's "
+               f"loads for a later iteration ahead of it); a Gluon call is opaque to that pipeliner, so with the "
+               f"port each load is issued when the call runs: to keep it, move that loop into a @triton.jit "
+               f"function of its own and port that function", ) \
+        if unported.pipelined else ()
+    if not unported.results and not unported.inputs:
+        return built, recorded, caveats
+    try:
+        if unported.inputs:   # the probe converts them first: its Triton region is lowered for those layouts
+            kernel = with_region(original, fn, probe(fn, unported.inputs))
+        with gluon_regions.returning(PROBE, unported.results), triton_regions.recording_lowerings() as again:
+            return hybrid.compile(kernel, signature, constexprs, target, **options), again, caveats
+    except Exception:   # noqa: BLE001 - as above
+        return built, recorded, caveats
 
 
-def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> tuple:
-    """The layouts the Triton ``kernel`` without the port has the probe's tiles in, where they
-    differ from those in ``built``: (result index -> (layout, shape, dtype), parameter -> Gluon
-    layout expression). Triton coalesces a function's load for the function alone, where the
+@dataclass(frozen=True)
+class Unported:
+    """What the Triton kernel without the port does at the call that the probe's build does not."""
+    results: dict     # result index -> (layout, shape, dtype) the kernel has that tile in
+    inputs: dict      # parameter -> a Gluon layout expression: the layout the kernel makes that tile in
+    pipelined: bool   # the kernel's own loop around the call pipelines the function's memory reads
+
+
+def _read_unported(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> Unported:
+    """The Triton ``kernel`` without the port, read at the call the probe in ``built`` replaced:
+    the layouts it has the probe's tiles in where they differ from those in ``built``, and
+    whether its loop pipelines the function's reads (``_pipelined_around``). Triton coalesces a function's load for the function alone, where the
     kernel that inlines it coalesces it with the kernel's other memory ops (upstream layer norm's
     row, eight halves a thread there, one alone); and a host passes a pointer tile to a Gluon call
     in a layout of its own, where the kernel that inlines the function makes it in the layout the
@@ -150,25 +171,31 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
     site = next((r.call_site for r in built.regions if r.language == "gluon" and r.function == PROBE), None)
     crossing = [b for b in built.boundaries if site and b.function == PROBE and b.direction in ("in", "out")]
     if not crossing:
-        return {}, {}
+        return Unported({}, {}, False)
     unported = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     module = parse(unported.asm["ttgir"], kernel.__name__)
     mine: dict[str, tuple[str, str]] = {}     # a value the call's ops make -> (its op's types, its layout alias)
     theirs: dict[str, tuple[str, str]] = {}   # a value made before, outside them -> the same
     used: set[str] = set()                    # values ops outside the call's use
     taken: set[str] = set()                   # values the call's ops use
+    read: set[str] = set()                    # what the call's memory reads give (a tile, a copy's token)
+    carried: set[str] = set()                 # values the kernel's own loops carry (their inits and yields)
 
-    def visit(block) -> None:
+    def visit(block, loop: bool = False) -> None:
         for op in block.ops:
             where = module.locations.get(op.loc)
             at_call = where is not None and (where.file, where.line) == (site.file, site.line)
+            if at_call and op.name in _READS:
+                read.update(op.results)
+            elif not at_call and (op.name == "scf.for" or op.name == "scf.yield" and loop):
+                carried.update(op.operands)
             layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
             if layouts:
                 (mine if at_call else theirs).update((result, (op.types, layouts[-1] if at_call else layouts[0]))
                                                      for result in op.results)
             (taken if at_call else used).update(op.operands)
             for region in op.regions:
-                visit(region)
+                visit(region, op.name == "scf.for")
 
     visit(module.body)
 
@@ -181,6 +208,7 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
         return layout if layout and layout.startswith("#ttg.blocked<") and layout != boundary.from_layout else None
 
     results, inputs = {}, {}
+    pipelined = bool(read & carried)
     for b in crossing:
         if b.direction == "out" and (layout := layout_of(b, mine, used)):
             results[b.index] = (layout, b.shape, b.dtype)
@@ -188,7 +216,13 @@ def _unported_layouts(kernel, built, signature: dict, constexprs: dict, target: 
                 (layout := layout_of(b, theirs, taken - set(mine))):   # (3.6, 3.7: the host cannot remake it)
             layouts = Layouts({})
             inputs[b.value] = layouts.expression(layouts.name(layout, list(b.shape)))
-    return results, inputs
+    return Unported(results, inputs, pipelined)
+
+
+#: Ops that read global memory (a load, AMD's buffer load, an async copy and its commit's token):
+#: one of the call's that a loop of the kernel's own carries is pipelined by that loop.
+_READS = ("tt.load", "amdg.buffer_load", "ttg.async_copy_global_to_local", "ttg.async_commit_group",
+          "amdg.buffer_load_to_local", "ttng.async_tma_copy_global_to_local")
 
 
 @dataclass(frozen=True)
@@ -226,7 +260,8 @@ def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
 
 
 def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kernel_name: str, num_warps: int,
-         written_by: str = "", crossings: Crossings | None = None) -> tuple[str, dict[str, str]]:
+         written_by: str = "", crossings: Crossings | None = None, caveats: tuple[str, ...] = ()) \
+        -> tuple[str, dict[str, str]]:
     """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned;
     and, per parameter the kernel passes as a splat constant, the layout the port computes it in
     (a Gluon expression: made there by the caller, it costs no conversion).
@@ -282,7 +317,10 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
             for name, value in call.specialized.items()] + body
     header = HEADER.rstrip("\n").format(
         function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
-        written=f"\n\nWritten by: {written_by}" if written_by else "",
+        claim="but the kernel with this port swapped in differs (the caveat below)" if caveats else
+              "so the kernel builds to the same machine code with this port swapped in",
+        written="".join(f"\n\nCaveat: {caveat}." for caveat in caveats)
+                + (f"\n\nWritten by: {written_by}" if written_by else ""),
         imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
     parts = [header,
              *emitter.helpers,
@@ -306,9 +344,9 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     once before it is returned (a failure is a ``PortError``)."""
     import hybrid
     name = name or f"{fn.__name__}_gluon_{target}"
-    call, crossings = capture(kernel, fn, signature, constexprs, target, **options)
+    call, crossings, caveats = capture(kernel, fn, signature, constexprs, target, **options)
     source, constants = emit(fn, call, target, name, kernel.__name__, options.get("num_warps", 4), written_by,
-                             crossings)
+                             crossings, caveats)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)
@@ -317,7 +355,7 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
-    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants)
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats)
 
 
 def _root_cause(exc: BaseException) -> str:
