@@ -195,6 +195,52 @@ LAYER_NORM = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*
               "stride": "i32", "N": "i32"}
 
 
+# -- upstream 02-fused-softmax (persistent rows, a pipelined row loop), the row's softmax as a helper --
+@triton.jit
+def softmax_row(input_ptrs, mask):
+    row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
+    row_minus_max = row - tl.max(row, axis=0)
+    numerator = tl.exp(row_minus_max)
+    return numerator / tl.sum(numerator, axis=0)
+
+
+@triton.jit
+def softmax_rows(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
+                 num_stages: tl.constexpr):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        mask = col_offsets < n_cols
+        softmax_output = softmax_row(input_ptr + row_idx * input_row_stride + col_offsets, mask)
+        tl.store(output_ptr + row_idx * output_row_stride + col_offsets, softmax_output, mask=mask)
+
+
+@triton.jit
+def softmax_row_loop(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                     BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    """The same kernel's loop moved into a function of its own, so that a port takes it, and the
+    pipelining Triton gives it, whole (what the port of ``softmax_row`` says to do)."""
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        mask = col_offsets < n_cols
+        softmax_output = softmax_row(input_ptr + row_idx * input_row_stride + col_offsets, mask)
+        tl.store(output_ptr + row_idx * output_row_stride + col_offsets, softmax_output, mask=mask)
+
+
+@triton.jit
+def softmax_rows_by_loop(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols,
+                         BLOCK_SIZE: tl.constexpr, num_stages: tl.constexpr):
+    softmax_row_loop(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE,
+                     num_stages)
+
+
+SOFTMAX_ROWS = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride": "i32", "output_row_stride": "i32",
+                "n_rows": "i32", "n_cols": "i32"}
+
+
 # -- upstream 03-matrix-multiplication, its K loop written as a helper taking the pointer tiles --
 @triton.jit
 def k_loop(a_ptrs, b_ptrs, K, stride_ak, stride_bk, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
