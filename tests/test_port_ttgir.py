@@ -160,6 +160,31 @@ def test_a_function_whose_loads_the_kernels_loop_pipelines_ports_with_a_caveat(t
     assert not ported.caveats and after == before, (before, after)
 
 
+def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):
+    """Upstream layer norm backward's locked accumulation as a helper: the ``while`` loop whose
+    condition is an ``atomic_cas`` becomes a ``while`` calling a ``@gluon.jit`` condition, and
+    ``tl.debug_barrier`` Gluon's barrier; in the interpreter the kernel with the port writes what
+    the kernel without it writes."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    constexprs = {"GROUP_SIZE_M": 4, "BLOCK_SIZE_N": 256}
+    ported = from_ttgir.port(pp.layer_norm_bwd_dx, pp.accumulate_partial, pp.LAYER_NORM_BWD, constexprs, "sm80",
+                             num_warps=4)
+    assert re.search(r"\n    while while_condition_\d+\(Lock, ", ported.source), ported.source
+    assert "gl.atomic_cas(" in ported.source and f"gl.{compat.gluon_barrier().__name__}()" in ported.source
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    M, N = 6, 200
+    h = lambda *shape: torch.randn(*shape).half()   # noqa: E731
+    x, dy, w = h(M, N), h(M, N), h(N)
+    mean, rstd = x.float().mean(1), 1 / (x.float().var(1, unbiased=False) + 1e-5).sqrt()
+    args = (torch.zeros(M, N).half(), dy, torch.zeros(4, N).half(), torch.zeros(4, N).half(), x, w, mean, rstd,
+            torch.zeros(8, dtype=torch.int32), N, N)
+    result = compare(pp.layer_norm_bwd_dx, region=pp.accumulate_partial, candidate=candidate, grid=(M, ), args=args,
+                     kwargs={**constexprs, "num_warps": 4}, interpret=True, target="sm80", atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()
+    assert {o.name for o in result.outputs} >= {"DW", "DB"}
+
+
 def test_the_port_computes_what_the_triton_function_did(tmp_path):
     torch = pytest.importorskip("torch")
     from hybrid.port import compare

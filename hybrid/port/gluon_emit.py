@@ -594,6 +594,65 @@ def _for(e: Emitter, op: Op, indent: int) -> None:
         e.values[result] = e.values[carried[k][0]]
 
 
+def _while(e: Emitter, op: Op, indent: int) -> None:
+    """A ``while`` loop as Triton's code generator makes it: its first region evaluates the
+    condition (an atomic a lock spins on, say) and forwards the loop's values to the body
+    unchanged. The condition's ops become a ``@gluon.jit`` function the ``while`` calls, with the
+    loop's values and whatever else they use as its parameters."""
+    carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", op.rest.split(" : ")[0])
+    before, after = op.regions
+    ops = list(before.ops)
+    condition = ops.pop()
+    if condition.name != "scf.condition" or condition.operands[1:] != [arg for arg, _ in carried] \
+            or len(after.args) != len(carried):
+        raise Unsupported(op, "a while loop whose condition forwards other values than the loop's own", e.where(op))
+    names = [e.bind(arg, e.value(init), indent) for arg, init in carried]
+    inner = Emitter(e.module, {}, e.layouts)
+    inner.imports, inner.helpers = e.imports, e.helpers
+    captured = [v for v in _used_from_outside(Block([], ops + [condition]), {arg for arg, _ in carried})]
+    params = [inner.bind(arg) for arg, _ in carried] + [inner.bind(v) for v in captured]
+    inner.block(Block([], ops), 1)
+    helper = f"while_condition_{len(e.helpers)}"
+    e.helpers.append("\n".join(["@gluon.jit", f"def {helper}({', '.join(params)}):", *inner.lines,
+                                f"    return {inner.value(condition.operands[0])}"]))
+    e.lines.append("    " * indent + f"while {helper}({', '.join(names + [e.value(v) for v in captured])}):")
+    body = list(after.ops)
+    yielded = body.pop() if body and body[-1].name == "scf.yield" else Op("scf.yield", [], "", "")
+    for (arg, _), name in zip(after.args, names):
+        e.values[arg] = name
+    e.block(Block([], body), indent + 1)
+    if names:
+        e.lines.append("    " * (indent + 1) + f"{', '.join(names)} = {', '.join(e.value(v) for v in yielded.operands)}")
+    elif not body:
+        e.lines.append("    " * (indent + 1) + "pass")
+    for result, name in zip(op.results, names):
+        e.values[result] = name
+
+
+def _used_from_outside(block: Block, given: set[str]) -> list[str]:
+    """The values ``block``'s ops (and their regions') use that are made elsewhere, in first use
+    order, but ``given``."""
+    made, used = set(given), []
+
+    def visit(b: Block) -> None:
+        made.update(arg for arg, _ in b.args)
+        for o in b.ops:
+            used.extend(v for v in o.operands if v not in made and v not in used)
+            for region in o.regions:
+                visit(region)
+            made.update(o.results)
+
+    visit(block)
+    return used
+
+
+def _barrier_all(e: Emitter, op: Op, indent: int) -> None:
+    """``tl.debug_barrier``: every thread of the CTA."""
+    if op.name == "ttg.barrier" and op.rest.split()[:1] != ["all"]:
+        raise Unsupported(op, f"a barrier of {op.rest.split()[0] if op.rest else '?'} only", e.where(op))
+    e.lines.append("    " * indent + f"gl.{compat.gluon_barrier().__name__}()")
+
+
 def _if(e: Emitter, op: Op, indent: int) -> None:
     condition = e.value(op.operands[0])
     if condition == "<enable>":   # the sinks: the region's results
@@ -986,7 +1045,8 @@ RULES = {
     "tt.addptr": _addptr, "tt.load": _load, "tt.store": _store, "tt.get_program_id": _program_id,
     "tt.get_num_programs": _program_id, "ttg.convert_layout": _convert_layout, "tt.reduce": _reduce,
     "tt.scan": _reduce, "tt.atomic_rmw": _atomic_rmw, "tt.atomic_cas": _atomic_cas,
-    "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if,
+    "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if, "scf.while": _while,
+    "ttg.barrier": _barrier_all, "gpu.barrier": _barrier_all,
     "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index,
     "ttg.memdesc_subslice": _memdesc_subslice, "ttg.local_load": _local_load,
     "ttg.local_store": _local_store, "ttg.async_copy_global_to_local": _async_copy,

@@ -128,7 +128,7 @@ def _block(lines: list[str], i: int, args: list) -> tuple[Block, int]:
             line = lines[i].strip()
             tail = line.lstrip("})").strip()
             i += 1
-            if tail.startswith("else"):
+            if tail.startswith(("else", "do")):   # scf.if's else region, scf.while's body
                 continue
             tail_text, loc = _strip_loc(tail)
             op.trailer, op.loc = " " + tail_text, loc or op.loc
@@ -155,8 +155,9 @@ def _op(line: str) -> Op:
         line = line[head.end():]
     if line.startswith('"'):
         name, rest = line[1:].split('"', 1)
-    else:
-        name, _, rest = line.partition(" ")
+    else:   # (``scf.condition(%c) %a : i32`` has its first operand right after its name)
+        name = re.match(r"[^\s(]+", line).group(0)
+        rest = line[len(name):].lstrip(" ")
     if line.endswith("{"):
         rest = rest[:-1].rstrip().rstrip("(").rstrip()
         return Op(name, results, rest, "")
