@@ -241,6 +241,57 @@ SOFTMAX_ROWS = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride":
                 "n_rows": "i32", "n_cols": "i32"}
 
 
+# -- upstream 05-layer-norm's backward dx kernel, its locked accumulation of the partial dW/dB as a helper --
+@triton.jit
+def accumulate_partial(DW, DB, Lock, Count, partial_dw, partial_db, mask):
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        partial_dw += tl.load(DW, mask=mask)
+        partial_db += tl.load(DB, mask=mask)
+    tl.store(DW, partial_dw, mask=mask)
+    tl.store(DB, partial_db, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+
+@triton.jit
+def layer_norm_bwd_dx(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N, GROUP_SIZE_M: tl.constexpr,
+                      BLOCK_SIZE_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE_N)
+    mask = cols < N
+    X += row * stride
+    DY += row * stride
+    DX += row * stride
+    lock_id = row % GROUP_SIZE_M
+    Lock += lock_id
+    Count = Lock + GROUP_SIZE_M
+    DW = DW + lock_id * N + cols
+    DB = DB + lock_id * N + cols
+    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(W + cols, mask=mask).to(tl.float32)
+    mean = tl.load(Mean + row)
+    rstd = tl.load(Rstd + row)
+    xhat = (x - mean) * rstd
+    wdy = w * dy
+    xhat = tl.where(mask, xhat, 0.)
+    wdy = tl.where(mask, wdy, 0.)
+    c1 = tl.sum(xhat * wdy, axis=0) / N
+    c2 = tl.sum(wdy, axis=0) / N
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(DX + cols, dx, mask=mask)
+    accumulate_partial(DW, DB, Lock, Count, (dy * xhat).to(w.dtype), dy.to(w.dtype), mask)
+
+
+LAYER_NORM_BWD = {"DX": "*fp16", "DY": "*fp16", "DW": "*fp16", "DB": "*fp16", "X": "*fp16", "W": "*fp16",
+                  "Mean": "*fp32", "Rstd": "*fp32", "Lock": "*i32", "stride": "i32", "N": "i32"}
+
+
 # -- upstream 03-matrix-multiplication, its K loop written as a helper taking the pointer tiles --
 @triton.jit
 def k_loop(a_ptrs, b_ptrs, K, stride_ak, stride_bk, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
