@@ -119,7 +119,6 @@ def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> d
     """Instructions (SASS or AMDGCN), registers and shared memory of both kernels built for
     ``target`` as this launch specializes them."""
     import hybrid
-    from interop.instrumentation.resources import instructions, resources
 
     from .launch import build_arguments
     try:
@@ -128,12 +127,14 @@ def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> d
                  for version, k in (("original", original), ("candidate", swapped))}
     except Exception as exc:   # the comparison of results stands on its own
         return {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"}
-    out: dict = {"target": target}
-    for version, fb in built.items():
-        found = resources(fb.asm, fb.metadata if isinstance(fb.metadata, dict) else fb.metadata._asdict())
-        out[version] = {"instructions": instructions(fb.asm), "registers": found["registers"],
-                        "shared_bytes": found["shared_bytes"]}
-    return out
+    return {"target": target, **{version: figures(fb) for version, fb in built.items()}}
+
+
+def figures(fb) -> dict:
+    """A hybrid build's instructions (SASS or AMDGCN), registers and shared memory."""
+    from interop.instrumentation.resources import instructions, resources
+    found = resources(fb.asm, fb.metadata if isinstance(fb.metadata, dict) else fb.metadata._asdict())
+    return {"instructions": instructions(fb.asm), "registers": found["registers"], "shared_bytes": found["shared_bytes"]}
 
 
 def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> None:

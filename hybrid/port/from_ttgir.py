@@ -29,7 +29,7 @@ from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.triton import compat
 from interop.triton.frontend import GluonJITFunction
 
-from .compare import as_hybrid, with_region
+from .compare import as_hybrid, figures, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .names import jit_function
@@ -37,7 +37,8 @@ from .ttgir_text import parse, users
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
 TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
-staging are Triton's own, {claim}.
+staging are Triton's own.
+{claim}
 Tune from here.{written}"""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -62,6 +63,9 @@ class TtgirPort:
     #: What the kernel with the port does differently from the kernel without it, said in the port's
     #: docstring and by ``hybrid port start`` (the kernel's loop pipelined the function's loads).
     caveats: tuple[str, ...] = ()
+    #: The kernel's figures with and without the port ("port", "original": instructions, registers,
+    #: shared bytes), as the port's docstring gives them.
+    machine: dict = field(default_factory=dict)
 
 
 PROBE = "hybrid_port_probe"
@@ -317,8 +321,7 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
             for name, value in call.specialized.items()] + body
     header = HEADER.rstrip("\n").format(
         function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
-        claim="but the kernel with this port swapped in differs (the caveat below)" if caveats else
-              "so the kernel builds to the same machine code with this port swapped in",
+        claim=CLAIM,
         written="".join(f"\n\nCaveat: {caveat}." for caveat in caveats)
                 + (f"\n\nWritten by: {written_by}" if written_by else ""),
         imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
@@ -350,12 +353,35 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)
-        hybrid.compile(with_region(jit_function(kernel), fn, candidate), signature, constexprs, target, **options)
+        swapped = hybrid.compile(with_region(jit_function(kernel), fn, candidate), signature, constexprs, target,
+                                 **options)
     except Exception as exc:
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
-    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats)
+    original = hybrid.compile(as_hybrid(jit_function(kernel)), signature, constexprs, target, **options)
+    machine = {"original": figures(original), "port": figures(swapped)}
+    source = source.replace(CLAIM, _claim(machine, target, kernel.__name__, caveats))
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats, machine)
+
+
+#: Where the header says what the kernel with the port builds to, once it is built.
+CLAIM = "<the kernel with the port, measured>"
+
+
+def _claim(machine: dict, target: str, kernel: str, caveats: tuple) -> str:
+    """What the kernel with the port built to against without it, wrapped for the docstring:
+    shown, not claimed."""
+    port, original = machine["port"], machine["original"]
+    said = (f"{port['instructions']} instructions, {port['registers']} registers and {port['shared_bytes']} B of "
+            f"shared memory on {target}")
+    if port == original and not caveats:
+        text = f"{kernel} with this port swapped in builds to {said}, as without it."
+    else:
+        text = (f"{kernel} with this port swapped in builds to {said}, against {original['instructions']}, "
+                f"{original['registers']} and {original['shared_bytes']} B without it"
+                f"{' (the caveat below)' if caveats else ''}.")
+    return textwrap.fill(text, 100)
 
 
 def _root_cause(exc: BaseException) -> str:

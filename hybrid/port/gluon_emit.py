@@ -262,9 +262,9 @@ class Emitter:
     def value(self, ssa: str) -> str:
         return self.values[ssa]
 
-    def bind(self, ssa: str, expr: str | None = None, indent: int = 0) -> str:
-        """A Python name for ``ssa`` (assigned ``expr`` when given)."""
-        base = re.sub(r"\W", "_", ssa.lstrip("%").replace("#", "_").replace("-", "m"))
+    def bind(self, ssa: str, expr: str | None = None, indent: int = 0, name: str | None = None) -> str:
+        """A Python name for ``ssa``, from ``name`` where given (assigned ``expr`` when given)."""
+        base = name or re.sub(r"\W", "_", ssa.lstrip("%").replace("#", "_").replace("-", "m"))
         base = f"v{base}" if base[0].isdigit() else base
         name, k = base, 1
         while name in self._taken:
@@ -609,8 +609,15 @@ def _while(e: Emitter, op: Op, indent: int) -> None:
     names = [e.bind(arg, e.value(init), indent) for arg, init in carried]
     inner = Emitter(e.module, {}, e.layouts)
     inner.imports, inner.helpers = e.imports, e.helpers
-    captured = [v for v in _used_from_outside(Block([], ops + [condition]), {arg for arg, _ in carried})]
-    params = [inner.bind(arg) for arg, _ in carried] + [inner.bind(v) for v in captured]
+    params = [inner.bind(arg) for arg, _ in carried]
+    captured = []   # what the condition uses from outside: a parameter named as outside, a literal written in
+    for v in _used_from_outside(Block([], ops + [condition]), {arg for arg, _ in carried}):
+        outside = e.value(v)
+        if _LITERAL.fullmatch(outside):
+            inner.values[v] = outside
+        else:
+            captured.append(v)
+            params.append(inner.bind(v, name=outside if outside.isidentifier() else None))
     inner.block(Block([], ops), 1)
     helper = f"while_condition_{len(e.helpers)}"
     e.helpers.append("\n".join(["@gluon.jit", f"def {helper}({', '.join(params)}):", *inner.lines,
@@ -627,6 +634,10 @@ def _while(e: Emitter, op: Op, indent: int) -> None:
         e.lines.append("    " * (indent + 1) + "pass")
     for result, name in zip(op.results, names):
         e.values[result] = name
+
+
+#: A number as the port writes a scalar constant.
+_LITERAL = re.compile(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)|float\('-?(?:inf|nan)'\)|True|False")
 
 
 def _used_from_outside(block: Block, given: set[str]) -> list[str]:

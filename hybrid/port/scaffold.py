@@ -2,8 +2,8 @@
 function, swapped into its kernel as a Gluon region by the compare test written next to it.
 
 The port is the Gluon Triton's own passes produced for ``fn`` at its call in the kernel, built
-for the kernel's launch on the module's ``problem()`` (``from_ttgir``: the same machine code once
-swapped in); where that cannot serve, upstream's translation of ``fn`` alone (``translate``).
+for the kernel's launch on the module's ``problem()`` (``from_ttgir``: built into the kernel, its
+figures against the kernel's without it in its docstring); where that cannot serve, upstream's translation of ``fn`` alone (``translate``).
 The kernel keeps calling the Triton ``fn`` until its author swaps the port in, and the test
 checks the two agree on the kernel's real inputs (``hybrid.port.compare``). Everything is
 checked before anything is written.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import linecache
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -22,7 +22,7 @@ from triton.runtime import JITFunction
 from interop.targets import TARGETS
 
 from .errors import PortError, shown, where
-from .from_ttgir import port
+from .from_ttgir import TtgirPort, port
 from .launch import Given, build_arguments_for
 from .names import is_triton, jit_callees, jit_function, qualified
 from .render import Context, compare_test_source, inputs_variant, port_source
@@ -43,6 +43,7 @@ class PortFiles:
     method: str = "ir"                   # "ir": written from Triton's IR (parity); "translator": upstream's translation
     translated_because: str = ""         # why the IR port could not serve, where the translator wrote it
     caveats: tuple[str, ...] = ()        # what the kernel with the IR port does differently (``TtgirPort``)
+    machine: dict = field(default_factory=dict)   # the kernel's figures with and without the IR port
 
     @property
     def files(self) -> list[Path]:
@@ -81,8 +82,8 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                   test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
                           f"--num-warps {num_warps}{given.flags()}", variant=inputs_variant(module, host.fn.__name__))
-    port_text, translated_because, caveats = ((None, "--translator was given", ()) if translator
-                                              else _from_ir(ctx, port_name, given))
+    ported, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name, given)
+    port_text = ported.source if ported else None
     still_triton: tuple[str, ...] = ()
     if port_text is None:   # the translator serves what the IR port cannot (yet)
         port = translate(fn, target, port_name)
@@ -95,13 +96,14 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(host),
                      target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
                      still_triton=still_triton, method="translator" if translated_because else "ir",
-                     translated_because=translated_because, caveats=caveats)
+                     translated_because=translated_because, caveats=ported.caveats if ported else (),
+                     machine=ported.machine if ported else {})
 
 
-def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[str | None, str, tuple[str, ...]]:
+def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str]:
     """The port written from Triton's IR (``from_ttgir``) for the kernel built with ``given``
     arguments (over the module's defaults) or, with none given, for its launch on the module's
-    ``problem()``, and its caveats; or None and why not."""
+    ``problem()``; or None and why not."""
     try:
         signature, constexprs, options = build_arguments_for(ctx.module, ctx.kernel, ctx.target, given, ctx.variant)
     except PortError as exc:
@@ -109,20 +111,20 @@ def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[str | None, st
             raise
         if ctx.variant is None:
             return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
-                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr"), ()
-        return None, str(exc), ()
+                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr")
+        return None, str(exc)
     except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
         return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
-                      f"({type(exc).__name__}: {exc})"), ()
+                      f"({type(exc).__name__}: {exc})")
     options.setdefault("num_warps", ctx.num_warps)
     try:
         ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
                       written_by=ctx.command, **options)
     except PortError as exc:
-        return None, str(exc), ()
+        return None, str(exc)
     except Exception as exc:   # a build of the kernel on this machine: the translator still serves
-        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})", ()
-    return ported.source, "", ported.caveats
+        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})"
+    return ported, ""
 
 
 def load(module_ref: str) -> ModuleType:
