@@ -189,6 +189,24 @@ def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):
     assert {o.name for o in result.outputs} >= {"DW", "DB"}
 
 
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_split_and_join_port_at_parity_and_compute_the_same(target, tmp_path):
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    from tests import ttgir_port_kernels as k
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
+    ported, before, after = _parity(k.swap_pairs, k.swap_pairs_kernel, signature, {"BLOCK": 1024}, target, tmp_path,
+                                    num_warps=4)
+    assert after == before, (before, after)
+    assert "gl.split(" in ported.source and "gl.join(" in ported.source
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}-run.py")
+    x = torch.arange(1024, dtype=torch.float32)
+    result = compare(k.swap_pairs_kernel, region=k.swap_pairs, candidate=candidate, grid=(1, ),
+                     args=(x, torch.zeros(1024)), kwargs={"BLOCK": 1024, "num_warps": 4}, interpret=True, target=target,
+                     atol=0, rtol=0)
+    assert result.ok, result.report()
+
+
 def test_the_port_computes_what_the_triton_function_did(tmp_path):
     torch = pytest.importorskip("torch")
     from hybrid.port import compare

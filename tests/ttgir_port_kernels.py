@@ -95,3 +95,16 @@ def transposed(L: gl.BlockedLayout) -> gl.BlockedLayout:
     """``L`` transposed: the layout ``attention_kernel`` writes K^T's pointer tile in by default."""
     return gl.BlockedLayout([L.size_per_thread[1], 1], [L.threads_per_warp[1], L.threads_per_warp[0]],
                             [1, L.warps_per_cta[0]], [0, 1])
+
+
+@triton.jit
+def swap_pairs(x):
+    """Each pair of neighbours swapped: a split and a join around reshapes."""
+    a, b = tl.split(tl.reshape(x, (x.shape[0] // 2, 2)))
+    return tl.reshape(tl.join(b, a), (x.shape[0], ))
+
+
+@triton.jit
+def swap_pairs_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, swap_pairs(tl.load(x_ptr + offs)))

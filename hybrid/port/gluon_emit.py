@@ -975,6 +975,22 @@ def _trans(e: Emitter, op: Op, indent: int) -> str:
            f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
 
 
+def _join(e: Emitter, op: Op, indent: int) -> str:
+    """``tl.join``: Gluon's join infers its result's layout, as Triton's op does; the conversion to
+    the IR's layout is asserted to move nothing."""
+    return f"gl.convert_layout(gl.join({e.value(op.operands[0])}, {e.value(op.operands[1])}), " \
+           f"{e.layout(op.types.split('->')[-1], op)}, assert_trivial=True)"
+
+
+def _split(e: Emitter, op: Op, indent: int) -> None:
+    """``tl.split``: both halves, each in the layout the IR gives it (as Gluon's split infers it)."""
+    layout = e.layout(op.types.split("->")[-1], op)
+    names = [e.bind(r) for r in op.results]
+    e.lines.append("    " * indent + f"{', '.join(names)} = gl.split({e.value(op.operands[0])})")
+    for name in names:
+        e.lines.append("    " * indent + f"{name} = gl.convert_layout({name}, {layout}, assert_trivial=True)")
+
+
 def _expansion(op: Op | None) -> tuple[str, int] | None:
     """(the vector, the axis) where ``op`` adds a unit dimension to a vector in a slice of its
     result's layout: ``tt.expand_dims``, or a ``tt.reshape`` that does only that (Triton's
@@ -1073,5 +1089,6 @@ RULES = {
     "ttng.tensormap_fenceproxy_acquire": _tensormap_fence, "ttng.reinterpret_tensor_descriptor": _reinterpret_descriptor,
     "ttng.async_tma_copy_global_to_local": _tma_load, "ttng.async_tma_copy_local_to_global": _tma_store,
     "ttng.async_tma_store_wait": _tma_store_wait, "ttng.barrier_expect": _barrier_expect,
-    "ttg.memdesc_trans": _memdesc_trans, "tt.trans": _trans, "tt.reshape": _reshape,
+    "ttg.memdesc_trans": _memdesc_trans, "tt.trans": _trans, "tt.reshape": _reshape, "tt.join": _join,
+    "tt.split": _split,
 }
