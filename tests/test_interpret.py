@@ -6,6 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import hybrid  # noqa: E402
 from hybrid import interpret  # noqa: E402
 from bench.kernels import SUITE  # noqa: E402
 from examples import softmax  # noqa: E402
@@ -202,13 +203,36 @@ def test_an_op_the_interpreter_does_not_model_is_named_with_its_line():
     from triton.experimental import gluon
 
     @gluon.jit
-    def trivial_convert(x_ptr, L: gl.constexpr, M: gl.constexpr):
-        x = gl.load(x_ptr + gl.arange(0, 128, layout=L))
-        gl.store(x_ptr + gl.arange(0, 128, layout=L), gl.convert_layout(x, M, assert_trivial=True))
+    def reshaped_view(x_ptr, L: gl.constexpr):
+        smem = gl.allocate_shared_memory(gl.float32, [16, 8], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+        flat = smem.permute([1, 0]).reshape([128])
+        gl.store(x_ptr + gl.arange(0, 128, layout=L), flat.load(L))
 
     x = torch.zeros(128)
-    with pytest.raises(interpret.UnsupportedOpError, match=r"assert_trivial.*test_interpret.py:\d+"):
-        interpret.launch(trivial_convert, (1, ), x, L=_blocked_1d(vec=1), M=_blocked_1d(vec=1), target="sm90a")
+    with pytest.raises(interpret.UnsupportedOpError, match=r"reshape.*test_interpret.py:\d+"):
+        interpret.launch(reshaped_view, (1, ), x, L=_blocked_1d(vec=1), target="sm90a")
+
+
+def test_a_conversion_asserted_trivial_is_checked_as_the_compiler_checks_it():
+    """``gl.convert_layout(x, M, assert_trivial=True)`` runs where Triton's own check says the
+    conversion moves nothing, and is refused, as the compiler refuses it, where it would."""
+    from triton.experimental import gluon
+
+    @gluon.jit
+    def converted(x_ptr, y_ptr, L: gl.constexpr, M: gl.constexpr):
+        x = gl.load(x_ptr + gl.arange(0, 128, layout=L))
+        gl.store(y_ptr + gl.arange(0, 128, layout=M), gl.convert_layout(x, M, assert_trivial=True))
+
+    x, y = torch.randn(128), torch.zeros(128)
+    interpret.launch(converted, (1, ), x, y, L=_blocked_1d(vec=1), M=_blocked_1d(vec=1), target="sm90a")
+    assert torch.equal(y, x)
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
+    moved = {"L": _blocked_1d(vec=1), "M": _blocked_1d(vec=4)}
+    with pytest.raises(Exception, match="is not trivial") as compiled:
+        hybrid.compile(hybrid.jit(converted), signature, moved, "sm90a", num_warps=4)
+    with pytest.raises(Exception, match="is not trivial") as interpreted:
+        interpret.launch(converted, (1, ), x, y, **moved, target="sm90a")
+    assert "test_interpret.py" in str(interpreted.value), (compiled.value, interpreted.value)
 
 
 def test_a_parameter_named_like_a_launch_option_is_both_as_in_tritons_jit():

@@ -161,10 +161,10 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     def get_gluon_layout_from_memdesc(self, handle):
         return handle.layout
 
-    def is_convert_layout_trivial(self, ty, value) -> bool:
+    def is_convert_layout_trivial(self, ty, value) -> bool:   # (the semantic asks the shadow module first)
         raise UnsupportedOpError("convert_layout(..., assert_trivial=True)",
-                                 "whether a conversion moves data between threads is a property of the "
-                                 "compiled code; the interpreter keeps whole tiles")
+                                 "a Triton region's layout is the compiled code's; the interpreter keeps whole "
+                                 "tiles")
 
     def create_broadcast(self, arg, shape):   # Gluon passes the result type, Triton the shape
         return super().create_broadcast(arg, getattr(shape, "shape", shape))

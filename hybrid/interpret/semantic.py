@@ -75,6 +75,17 @@ class GluonInterpreterSemantic(GluonSemantic):
         with self._inferring("create_split", [a]):
             return super().split(a)
 
+    def convert_layout(self, value, layout, assert_trivial=False):
+        """A conversion asserted to move nothing is checked as the compiler checks it: Triton's
+        own ``is_convert_layout_trivial`` on the two types, in the shadow module (a port's
+        ``gl.permute``/``gl.reshape``/``gl.join`` pinned to the layout Triton gave its result)."""
+        if assert_trivial and not _regions(value.type.layout) and not _regions(layout):
+            result_type = gl.distributed_type(value.type.element_ty, value.type.shape, layout)
+            if not shadow(self.builder.target, self._num_warps).trivial(value.type, result_type):
+                raise TypeError(f"layout conversion from {value.type.layout} to {layout} is not trivial")
+            assert_trivial = False
+        return super().convert_layout(value, layout, assert_trivial)
+
 
 def _regions(layout) -> list:
     if isinstance(layout, RegionLayout):
@@ -119,6 +130,12 @@ class _Shadow:
         with self.lock:
             self.builder.get_shared_mem_desc_ty(element_ty.to_ir(self.builder), list(shape),
                                                 layout_to_ir(layout, self.builder), list(alloc_shape))
+
+    def trivial(self, source, result) -> bool:
+        """Whether converting a tensor of type ``source`` to type ``result`` moves nothing."""
+        with self.lock:
+            value = self.builder.create_poison(source.to_ir(self.builder))
+            return self.builder.is_convert_layout_trivial(result.to_ir(self.builder), value)
 
     def infer(self, op: str, types: list, *args):
         with self.lock:
