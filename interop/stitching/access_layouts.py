@@ -50,9 +50,7 @@ def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
             if _issue(load, conversion, remat, builder):
                 issued.add(conversion.get_str_attr(TAG))
         elif load is not None and remat.possible(source):
-            builder.set_insertion_point_after(conversion)
-            result = conversion.get_result(0)
-            result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
+            remat.replace(conversion)
             issued.add(conversion.get_str_attr(TAG))
     return issued
 

@@ -112,6 +112,14 @@ class Rematerializer:
                 and any(self.reaches_leaf(op.get_operand(i)) for i in range(op.get_num_operands())))
         return self._reaches[value.id()]
 
+    def replace(self, conversion) -> None:
+        """``conversion``'s uses take its operand made again, right after it, in the layout it
+        converts to (``possible`` must hold for the operand)."""
+        result = conversion.get_result(0)
+        self._builder.set_insertion_point_after(conversion)
+        result.replace_all_uses_with(self.make(conversion.get_operand(0),
+                                               self._builder.get_gluon_layout_from_tensor(result)))
+
     def make(self, value, layout):
         """``value`` made again in ``layout`` (``possible(value)`` must hold). Each call makes its
         own ops (shared within the call only): ops made for one use need not dominate another."""
@@ -191,9 +199,7 @@ def hoist_argument_conversions(module, entry, arguments: list, builder) -> int:
         source = op.get_operand(0)
         if not (remat.reaches_leaf(source) and remat.possible(source)):
             continue
-        result = op.get_result(0)
-        builder.set_insertion_point_after(op)
-        result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
+        remat.replace(op)
         replaced += 1
     return replaced
 
@@ -218,8 +224,6 @@ def recompute_boundary_conversions(module, builder) -> set[str]:
         if remat.defining(source) is None or not remat.possible(source):
             kept.add(boundary_tag)
             continue
-        result = op.get_result(0)
-        builder.set_insertion_point_after(op)
-        result.replace_all_uses_with(remat.make(source, builder.get_gluon_layout_from_tensor(result)))
+        remat.replace(op)
         recomputed.add(boundary_tag)
     return recomputed - kept
