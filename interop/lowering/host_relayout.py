@@ -24,6 +24,7 @@ rematerialization Triton does inside a kernel, which its passes do not do across
 """
 from __future__ import annotations
 
+from . import arch
 from .. import diagnostics
 from ..boundaries import movement
 from ..boundary import TAG, tag
@@ -78,9 +79,8 @@ def interleave_tmem(module, context, target) -> None:
     opaque, so a region's last ``tmem.load`` (a ported MMA loop's accumulator) stayed ahead of the
     host's address arithmetic for the store, holding 128 registers a thread across it (upstream
     matmul's K loop, ported, on sm100a: 5214 SASS instructions against 4765)."""
-    pm = ir.pass_manager(context)
-    if compat.add_tmem_interleave(pm, target):
-        diagnostics.run(pm, module, "hybrid_tmem_interleave")
+    if target in arch.SM100:   # (the targets with tensor memory)
+        _run(module, context, compat.add_tmem_interleave)
 
 
 def _lay_out(module, context, target, callees: set[str], anchored: bool) -> None:

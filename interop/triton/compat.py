@@ -396,15 +396,12 @@ def add_host_relayout(pm, target) -> None:
         passes.ttgpuir.add_remove_layout_conversions(pm)
 
 
-def add_tmem_interleave(pm, target) -> bool:
-    """NVIDIA's ``interleave_tmem`` (sm100+: each tensor-memory load sunk to its uses, as
-    ``make_ttgir`` does late), for a Triton host whose Gluon calls were opaque when it ran there;
-    False where the target has no tensor memory. The same in Triton 3.6 through 3.9."""
-    if target.backend != "cuda" or target.arch < 100:
-        return False
+def add_tmem_interleave(pm) -> None:
+    """NVIDIA's ``interleave_tmem`` (each tensor-memory load sunk to its uses, as ``make_ttgir``
+    does late on sm100), for a Triton host whose Gluon calls were opaque when it ran there. The
+    same in Triton 3.6 through 3.9."""
     from triton._C.libtriton import nvidia
     nvidia.passes.ttnvgpuir.add_interleave_tmem(pm)
-    return True
 
 
 class _StandInDriver:
