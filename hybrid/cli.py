@@ -447,11 +447,14 @@ def _port_start(args, out: Console) -> int:
     from hybrid.port import start
     files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator,
                   _given(args))
-    how = ("from the IR Triton's passes produced for its call" + _measured(files)
+    how = ("from the IR Triton's passes produced for its call"
            if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
                                         f"{files.translated_because}")
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
               f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
+    if files.machine:
+        from hybrid.port.from_ttgir import measured
+        out.print(measured(files.machine, files.target, files.kernel, files.caveats), highlight=False, soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
     out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",
@@ -462,20 +465,6 @@ def _port_start(args, out: Console) -> int:
         out.print(f"caveat: {caveat}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
     return 0
-
-
-def _measured(files) -> str:
-    """The kernel's figures with the port swapped in against without it, as the port's docstring
-    gives them."""
-    if not files.machine:
-        return ""
-    port, original = files.machine["port"], files.machine["original"]
-    keys = ("instructions", "registers", "shared_bytes")
-    same = "the same figures as" if port == original else "against"
-    return (f" ({files.kernel} with it: {port['instructions']} instructions, {port['registers']} registers, "
-            f"{port['shared_bytes']} B shared memory; {same} without it"
-            + ("" if port == original else f": {', '.join(str(original[k]) for k in keys)}")
-            + ("; see the caveat" if files.caveats else "") + ")")
 
 
 def _port_status(args, out: Console) -> int:

@@ -154,8 +154,8 @@ def test_a_function_whose_loads_the_kernels_loop_pipelines_ports_with_a_caveat(t
                  "--num-warps", "8", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "caveat: softmax_rows software-pipelines the loop around this call" in out, out
-    assert re.search(r"softmax_rows with it: \d+ instructions, \d+ registers, 32 B shared memory; against without "
-                     r"it: \d+, \d+, 4128; see the caveat\)", out), out
+    assert re.search(r"softmax_rows with this port swapped in builds to \d+ instructions, \d+ registers and 32 B of "
+                     r"shared memory on sm80, against \d+, \d+ and 4128 B without it \(the caveat below\)\.", out), out
     source = (tmp_path / "softmax_row_gluon_sm80.py").read_text()
     assert "Caveat: softmax_rows software-pipelines" in source and "without it (the caveat below)." in source
     constexprs = {"BLOCK_SIZE": 1024, "num_stages": 2}
@@ -601,7 +601,7 @@ def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_spec
     function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
     from hybrid.port.compare import as_hybrid
     kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
-    call, _, _ = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
+    call = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options).call
     region = next(line for line in call.text.splitlines() if "@hybrid_region(" in line)
     assert region.count("tt.divisibility = 16") == 6, region   # a_ptr, b_ptr, c_ptr, M, N, K; not start_pid
     ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)

@@ -88,11 +88,19 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     return load_port(source, PROBE, path, {fn.__name__: fn})
 
 
-def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options):
+@dataclass(frozen=True)
+class Capture:
+    """A call's recorded lowering, and what the port written from it needs besides."""
+    call: RecordedCall
+    crossings: Crossings
+    caveats: tuple[str, ...]
+    original: object   # the kernel as written, built (``hybrid.FusedBinary``): what the port is measured against
+
+
+def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options) -> Capture:
     """The recorded lowering of ``kernel``'s first call of ``fn``. In a Gluon kernel the call is
     a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
-    lowered for the layouts Triton's passes give the call's operands in that kernel. Returns the
-    recording, how the kernel crossed the region's boundary, and the port's caveats."""
+    lowered for the layouts Triton's passes give the call's operands in that kernel."""
     import hybrid
     probed = not isinstance(jit_function(kernel), GluonJITFunction)
     caveats: tuple[str, ...] = ()
@@ -103,9 +111,11 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     try:
         with triton_regions.recording_lowerings() as recorded:
             built = hybrid.compile(kernel, signature, constexprs, target, **options)
+        unported = built   # a Gluon kernel with the Triton region is the kernel as written
         if probed:
-            built, recorded, caveats = _as_unported(jit_function(original), kernel, fn, built, recorded, signature,
-                                                    constexprs, target, options)
+            unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
+            built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
+                                                    signature, constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
@@ -119,21 +129,22 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
         if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn:
             region = next((r.index for r in built.regions
                            if r.language == "triton" and r.function == fn.__name__), None)
-            return call, Crossings(shared_handoffs(built.asm["ttgir"], region),
-                                   made_in_place(built.boundaries, region)), caveats
+            return Capture(call, Crossings(shared_handoffs(built.asm["ttgir"], region),
+                                           made_in_place(built.boundaries, region)), caveats, unported)
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
 
 
-def _as_unported(original, kernel, fn, built, recorded: list, signature: dict, constexprs: dict, target: str,
-                 options: dict) -> tuple:
+def _as_unported(original, original_built, kernel, fn, built, recorded: list, signature: dict, constexprs: dict,
+                 target: str, options: dict) -> tuple:
     """The probe ``kernel`` built again, its region taking and loading each tile in the layout the
-    ``original`` kernel has it in (``_read_unported``), with that build's recording; the first
-    build and its recording where nothing differs, or where this fails (the first port is right,
-    only slower). And the port's caveats: what the original does that no port of ``fn`` can."""
+    ``original`` kernel (built: ``original_built``) has it in (``_read_unported``), with that
+    build's recording; the first build and its recording where nothing differs, or where this
+    fails (the first port is right, only slower). And the port's caveats: what the original does
+    that no port of ``fn`` can."""
     import hybrid
     try:
-        unported = _read_unported(original, built, signature, constexprs, target, options)
+        unported = _read_unported(original, original_built, built)
     except Exception:   # noqa: BLE001 - an optimization of a port that is already right
         return built, recorded, ()
     caveats = (f"{original.__name__} software-pipelines the loop around this call (Triton issues the function's "
@@ -160,10 +171,11 @@ class Unported:
     pipelined: bool   # the kernel's own loop around the call pipelines the function's memory reads
 
 
-def _read_unported(kernel, built, signature: dict, constexprs: dict, target: str, options: dict) -> Unported:
-    """The Triton ``kernel`` without the port, read at the call the probe in ``built`` replaced:
-    the layouts it has the probe's tiles in where they differ from those in ``built``, and
-    whether its loop pipelines the function's reads (``_pipelined_around``). Triton coalesces a function's load for the function alone, where the
+def _read_unported(kernel, unported, built) -> Unported:
+    """The Triton ``kernel`` without the port (built: ``unported``), read at the call the probe
+    in ``built`` replaced: the layouts it has the probe's tiles in where they differ from those in
+    ``built``, and whether its own loop pipelines the function's reads (``_READS`` a loop of it
+    carries). Triton coalesces a function's load for the function alone, where the
     kernel that inlines it coalesces it with the kernel's other memory ops (upstream layer norm's
     row, eight halves a thread there, one alone); and a host passes a pointer tile to a Gluon call
     in a layout of its own, where the kernel that inlines the function makes it in the layout the
@@ -171,12 +183,10 @@ def _read_unported(kernel, built, signature: dict, constexprs: dict, target: str
     loop). The function's ops in the kernel are those whose location resolves to the call's line;
     its result, the ones of them a later op uses; an argument, a value made before that they use;
     each matched by its tile's shape and element type, in one blocked layout."""
-    import hybrid
     site = next((r.call_site for r in built.regions if r.language == "gluon" and r.function == PROBE), None)
     crossing = [b for b in built.boundaries if site and b.function == PROBE and b.direction in ("in", "out")]
     if not crossing:
         return Unported({}, {}, False)
-    unported = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     module = parse(unported.asm["ttgir"], kernel.__name__)
     mine: dict[str, tuple[str, str]] = {}     # a value the call's ops make -> (its op's types, its layout alias)
     theirs: dict[str, tuple[str, str]] = {}   # a value made before, outside them -> the same
@@ -347,9 +357,10 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     once before it is returned (a failure is a ``PortError``)."""
     import hybrid
     name = name or f"{fn.__name__}_gluon_{target}"
-    call, crossings, caveats = capture(kernel, fn, signature, constexprs, target, **options)
-    source, constants = emit(fn, call, target, name, kernel.__name__, options.get("num_warps", 4), written_by,
-                             crossings, caveats)
+    captured = capture(kernel, fn, signature, constexprs, target, **options)
+    caveats = captured.caveats
+    source, constants = emit(fn, captured.call, target, name, kernel.__name__, options.get("num_warps", 4),
+                             written_by, captured.crossings, caveats)
     path = path or Path(f"{name}.py")
     try:
         candidate = load_port(source, name, path)
@@ -359,9 +370,8 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         raise PortError(f"the port of {fn.__name__} ({where(fn)}) written from Triton's IR for {target} does not "
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
-    original = hybrid.compile(as_hybrid(jit_function(kernel)), signature, constexprs, target, **options)
-    machine = {"original": figures(original), "port": figures(swapped)}
-    source = source.replace(CLAIM, _claim(machine, target, kernel.__name__, caveats))
+    machine = {"original": figures(captured.original), "port": figures(swapped)}
+    source = source.replace(CLAIM, textwrap.fill(measured(machine, target, kernel.__name__, caveats), 100))
     return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats, machine)
 
 
@@ -369,19 +379,17 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
 CLAIM = "<the kernel with the port, measured>"
 
 
-def _claim(machine: dict, target: str, kernel: str, caveats: tuple) -> str:
-    """What the kernel with the port built to against without it, wrapped for the docstring:
-    shown, not claimed."""
+def measured(machine: dict, target: str, kernel: str, caveats: tuple) -> str:
+    """What ``kernel`` with the port built to against without it (``TtgirPort.machine``), one
+    sentence for the port's docstring and ``hybrid port start``: shown, not claimed."""
     port, original = machine["port"], machine["original"]
     said = (f"{port['instructions']} instructions, {port['registers']} registers and {port['shared_bytes']} B of "
             f"shared memory on {target}")
     if port == original and not caveats:
-        text = f"{kernel} with this port swapped in builds to {said}, as without it."
-    else:
-        text = (f"{kernel} with this port swapped in builds to {said}, against {original['instructions']}, "
-                f"{original['registers']} and {original['shared_bytes']} B without it"
-                f"{' (the caveat below)' if caveats else ''}.")
-    return textwrap.fill(text, 100)
+        return f"{kernel} with this port swapped in builds to {said}, as without it."
+    return (f"{kernel} with this port swapped in builds to {said}, against {original['instructions']}, "
+            f"{original['registers']} and {original['shared_bytes']} B without it"
+            f"{' (the caveat below)' if caveats else ''}.")
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -3,7 +3,8 @@ function, swapped into its kernel as a Gluon region by the compare test written 
 
 The port is the Gluon Triton's own passes produced for ``fn`` at its call in the kernel, built
 for the kernel's launch on the module's ``problem()`` (``from_ttgir``: built into the kernel, its
-figures against the kernel's without it in its docstring); where that cannot serve, upstream's translation of ``fn`` alone (``translate``).
+figures against the kernel's without it in its docstring); where that cannot serve, upstream's
+translation of ``fn`` alone (``translate``).
 The kernel keeps calling the Triton ``fn`` until its author swaps the port in, and the test
 checks the two agree on the kernel's real inputs (``hybrid.port.compare``). Everything is
 checked before anything is written.
