@@ -24,11 +24,12 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 
 import hybrid  # noqa: E402
 from bench import boundary_cases  # noqa: E402
 from bench.kernels import environment  # noqa: E402
-from bench.output import table, write_json  # noqa: E402
+from bench.output import attempt, table, write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
@@ -51,9 +52,20 @@ def static_row(case: dict, target: str, mode: str) -> dict:
             "choice": "; ".join(f"{b.direction}{b.index}: {b.reason}" for b in fb.boundaries if b.cost)}
 
 
-def gpu_rows(cases: list[dict], tiles: int) -> list[dict]:
+def _measure(case: dict, mode: str, x, tiles: int) -> float | None:
+    """The median time of ``case`` built in ``mode``, or None where its output is wrong."""
     import torch
     from triton.testing import do_bench
+    m, n = case["shape"]
+    y, z = torch.empty_like(x), torch.empty(tiles, n, m, device="cuda", dtype=x.dtype)
+    with hybrid.boundary_mode(mode):
+        boundary_cases.launch(case, x, y, z, tiles)
+        correct = torch.equal(y, x * 2) and (case["readers"] == 1 or torch.equal(z, (x * 2).transpose(1, 2)))
+        return do_bench(lambda: boundary_cases.launch(case, x, y, z, tiles), return_mode="median") if correct else None
+
+
+def gpu_rows(cases: list[dict], tiles: int) -> list[dict]:
+    import torch
     rows = []
     for case in cases:
         m, n = case["shape"]
@@ -61,13 +73,9 @@ def gpu_rows(cases: list[dict], tiles: int) -> list[dict]:
         x = torch.randn(tiles, m, n, device="cuda", dtype=dtype)
         times = {}
         for mode in MODES:
-            y, z = torch.empty_like(x), torch.empty(tiles, n, m, device="cuda", dtype=dtype)
-            with hybrid.boundary_mode(mode):
-                boundary_cases.launch(case, x, y, z, tiles)
-                correct = torch.equal(y, x * 2) and (case["readers"] == 1 or torch.equal(z, (x * 2).transpose(1, 2)))
-                times[mode] = do_bench(lambda: boundary_cases.launch(case, x, y, z, tiles), return_mode="median") \
-                    if correct else None
-            rows.append({"case": case["name"], "mode": mode, "correct": correct, "median_ms": times[mode]})
+            times[mode], failed = attempt(_measure, case, mode, x, tiles)
+            rows.append({"case": case["name"], "mode": mode, "correct": times[mode] is not None,
+                         "median_ms": times[mode], **({"failed": failed} if failed else {})})
         forced = [times[m] for m in ("convert", "shared") if times[m] is not None]
         ratio = times["auto"] / min(forced) if times["auto"] and forced else None
         for row in rows[-len(MODES):]:
@@ -87,7 +95,8 @@ def print_tables(result: dict, console: Console) -> None:
         console.print(table(f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal auto <= "
                             f"{GOAL:.2f}x the best forced alternative",
                             ("case", "mode", "correct", "median ms", "auto / best forced", "goal"),
-                            ([r["case"], r["mode"], str(r["correct"]),
+                            ([r["case"], r["mode"],
+                              escape(f"FAILED: {r['failed']}") if "failed" in r else str(r["correct"]),
                               f"{r['median_ms']:.4f}" if r["median_ms"] else "-",
                               f"{r['auto_vs_best_forced']:.3f}" if r["auto_vs_best_forced"] else "-",
                               "met" if r["meets_goal"] else "MISSED"] for r in result["gpu"])))

@@ -1,6 +1,7 @@
 """One call on a GPU machine: the GPU tests, then the kernel benchmark, then one results table.
 
-    python3 bench/gpu_check.py [--out build/gpu-check]      (or: make gpu-check)
+    python3 bench/gpu_check.py [--out build/gpu-check] [--steps tests,kernels,boundaries,profiling]
+                               [--budget-s 1800]      (or: make gpu-check)
 
 Runs with whatever Python, torch and Triton (3.6 to 3.9) the machine has and installs nothing:
 GPU machines may have no package registry. What is missing is named and its step skipped.
@@ -23,24 +24,40 @@ ROOT = Path(__file__).resolve().parents[1]
 NEEDED = ("triton", "torch", "pytest", "rich")
 
 
-def run_gpu_tests(out: Path) -> dict:
+#: Each step's share of ``--budget-s`` (among the ``--steps`` run); what a step leaves unused goes to the next.
+SHARES = {"tests": 0.35, "kernels": 0.3, "boundaries": 0.15, "profiling": 0.2}
+NOT_RUN = "not run"
+
+
+def run_gpu_tests(out: Path, timeout: float) -> dict:
     junit = out.with_suffix(".junit.xml")
+    parallel = ["-n", "4"] if importlib.util.find_spec("xdist") else []
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests", f"--junitxml={junit}"],
-                          cwd=ROOT, env=_env(), timeout=420)
-    suite = ElementTree.parse(junit).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    counts = {key: int(suite.get(key, 0)) for key in ("tests", "failures", "errors", "skipped")}
+    code = _run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", *parallel, "tests", f"--junitxml={junit}"],
+                timeout)
+    counts = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+    if junit.exists():
+        suite = ElementTree.parse(junit).getroot()
+        suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+        counts = {key: int(suite.get(key, 0)) for key in counts}
     return {**counts, "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
-            "exit_code": proc.returncode, "seconds": round(time.perf_counter() - started, 1)}
+            "exit_code": code, "seconds": round(time.perf_counter() - started, 1)}
 
 
-def run_benchmark(out: Path, name: str, targets: str) -> dict:
-    """``bench/<name>.py`` for ``targets``; its JSON, with its exit code."""
+def run_benchmark(out: Path, name: str, target: str, timeout: float) -> dict:
+    """``bench/<name>.py`` for ``target``; its JSON, with its exit code."""
     path = out.with_name(f"{out.name}-{name}.json")
-    proc = subprocess.run([sys.executable, f"bench/{name}.py", "--targets", targets, "--json", str(path)],
-                          cwd=ROOT, env=_env(), timeout=1200)
-    return {"exit_code": proc.returncode, **(json.loads(path.read_text()) if path.exists() else {})}
+    code = _run([sys.executable, f"bench/{name}.py", "--targets", target, "--json", str(path)], timeout)
+    return {"exit_code": code, **(json.loads(path.read_text()) if path.exists() else {})}
+
+
+def _run(command: list[str], timeout: float) -> int | str:
+    """The command's exit code, or "timed out" after ``timeout`` seconds (its output so far is printed)."""
+    try:
+        return subprocess.run(command, cwd=ROOT, env=_env(), timeout=max(timeout, 1)).returncode
+    except subprocess.TimeoutExpired:
+        print(f"gpu-check: {' '.join(command[1:4])} ran past {timeout:.0f} s and was stopped")
+        return "timed out"
 
 
 def markdown(result: dict) -> str:
@@ -50,7 +67,8 @@ def markdown(result: dict) -> str:
              f"Triton {env.get('triton')}, torch {env.get('torch')}, CUDA/HIP {env.get('cuda')}, "
              f"driver {env.get('driver')}", "",
              f"GPU tests: {tests['passed']} passed, {tests['failures'] + tests['errors']} failed, "
-             f"{tests['skipped']} skipped ({tests['seconds']} s)", ""]
+             f"{tests['skipped']} skipped ({tests['seconds']} s)" if tests["exit_code"] != NOT_RUN
+             else "GPU tests: not run", ""]
     if "static" in result["benchmark"]:
         lines.append(kernel_tables(result["benchmark"]))
     timed = [r for r in result["boundaries"].get("gpu", []) if r["mode"] == "auto"]
@@ -64,7 +82,8 @@ def markdown(result: dict) -> str:
         lines += ["", "Per-region profiling overhead (`bench/profiling.py`, profiled / plain, goal <= 1.05):", "",
                   "| example | plain ms | profiled ms | ratio | goal | region shares |",
                   "| --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['example']} | {r['plain_ms']:.4f} | {r['profiled_ms']:.4f} | {r['ratio']:.3f} | "
+        lines += [f"| {r['example']} | FAILED: {r['failed']} | | | | |" if "failed" in r else
+                  f"| {r['example']} | {r['plain_ms']:.4f} | {r['profiled_ms']:.4f} | {r['ratio']:.3f} | "
                   f"{'met' if r['meets_goal'] else 'MISSED'}{'' if r['correct'] else ' WRONG'} | "
                   + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()) + " |" for r in profiled]
     return "\n".join(lines)
@@ -73,6 +92,9 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="build/gpu-check")
+    parser.add_argument("--steps", default=",".join(SHARES), help=f"which of {','.join(SHARES)} to run")
+    parser.add_argument("--budget-s", type=float, default=1800,
+                        help="seconds for the whole check, shared among its steps (a lent GPU's lease is short)")
     args = parser.parse_args(argv)
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if importlib.util.find_spec("cffi") is None:
@@ -90,10 +112,17 @@ def main(argv=None) -> int:
         return 2
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
-    tests = run_gpu_tests(out)
-    benchmark = run_benchmark(out, "kernels", target)
-    boundaries = run_benchmark(out, "boundaries", target)
-    profiling = run_benchmark(out, "profiling", target)
+    chosen = args.steps.split(",")
+    shares = {step: share / sum(SHARES[c] for c in chosen) for step, share in SHARES.items() if step in chosen}
+    started, spent, done = time.perf_counter(), 0.0, 0.0
+    steps = {step: {"exit_code": NOT_RUN} for step in SHARES}
+    for step, share in shares.items():
+        allowed = (done + share) * args.budget_s - spent   # its share, and what earlier steps left
+        steps[step] = (run_gpu_tests(out, allowed) if step == "tests"
+                       else run_benchmark(out, step, target, allowed))
+        spent, done = time.perf_counter() - started, done + share
+    tests, benchmark, boundaries, profiling = steps.values()
+    tests = {**dict.fromkeys(("tests", "passed", "failures", "errors", "skipped", "seconds"), 0), **tests}
     result = {"date": datetime.date.today().isoformat(), "target": target,
               "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark,
               "boundaries": boundaries, "profiling": profiling}
@@ -102,14 +131,14 @@ def main(argv=None) -> int:
     out.with_suffix(".md").write_text(text)
     print(text)
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
-    ok = (tests["exit_code"] == 0 and tests["failures"] + tests["errors"] == 0 and benchmark["exit_code"] == 0
-          and boundaries["exit_code"] == 0 and profiling["exit_code"] == 0)
+    ok = (tests["failures"] + tests["errors"] == 0
+          and all(step["exit_code"] in (0, NOT_RUN) for step in (tests, benchmark, boundaries, profiling)))
     return 0 if ok else 1
 
 
 def _env() -> dict:
     return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-            "TRITON_DEFAULT_FP_FUSION": os.environ.get("TRITON_DEFAULT_FP_FUSION", "1")}
+            "TRITON_DEFAULT_FP_FUSION": os.environ.get("TRITON_DEFAULT_FP_FUSION", "1"), "PYTHONUNBUFFERED": "1"}
 
 
 if __name__ == "__main__":

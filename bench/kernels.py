@@ -7,9 +7,11 @@ Everywhere: static figures of every build for every target where the kernel exis
 spills, shared memory, layout conversions in all and at the boundaries, binary size); a kernel
 that does not exist for a target (``SKIP`` in its module) gets a row saying why. On a GPU also,
 per kernel and case: a correctness check of every version on fresh random inputs, then
-``triton.testing.do_bench`` medians, throughput, and the goals: each module's ``GOALS`` (speed of
-the hybrid kernel relative to a version, e.g. 0.9 of torch's device-to-device copy) and, for every
-hybrid kernel, at least 0.98x the faster of its pure versions. Writes JSON and a Markdown table.
+``triton.testing.do_bench`` medians (``ROUNDS`` of them per version, round-robin: their mean is the
+time, their spread the noise), throughput, and the goals: each module's ``GOALS`` (speed of the
+hybrid kernel relative to a version, e.g. 0.9 of torch's device-to-device copy) and, for every
+hybrid kernel, at least 0.98x the faster of its pure versions; a goal is met within the noise.
+Writes JSON and a Markdown table.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import datetime
 import gc
 import importlib
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +29,10 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.output import write_json  # noqa: E402
+from bench.output import attempt, write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
 from interop.instrumentation.resources import resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
@@ -39,6 +43,8 @@ SUITE = ("memcpy", "strided_copy", "softmax", "softmax_gluon_stats", "layernorm"
 PURE = ("gluon", "triton")
 #: Every hybrid kernel: at least this fraction of the speed of the faster of its pure versions.
 PURE_GOAL = 0.98
+#: Timings of each version per case (``do_bench`` medians, round-robin); their spread is the noise.
+ROUNDS = 2
 STATIC_COLUMNS = ("example", "case", "target", "variant", "registers", "spills", "shared B", "convert_layout",
                   "boundary cvt", "boundary smem B", "binary B")
 GPU_COLUMNS = ("example", "case", "size", "variant", "max error", "median ms", "throughput", "speedup of hybrid",
@@ -87,7 +93,6 @@ def static_rows(examples, targets: list[str]) -> list[dict]:
 
 def gpu_rows(examples, target: str) -> list[dict]:
     import torch
-    from triton.testing import do_bench
     rows = []
     for example in examples:
         reason = getattr(example, "SKIP", {}).get(target)
@@ -98,22 +103,42 @@ def gpu_rows(examples, target: str) -> list[dict]:
             p = example.problem(*example.BENCH_SIZE, **case)
             group = []
             for variant in variants(example):
-                error = example.error(example.run(variant, p, target), p)
-                ok = error <= example.TOLERANCE
-                ms = do_bench(lambda: example.run(variant, p, target), return_mode="median") if ok else None
+                measured, failed = attempt(_measure, example, variant, p, target)
+                error, ms = measured or (float("nan"), None)
                 group.append({"example": _name(example), "case": case_label(case), "size": list(example.BENCH_SIZE),
-                              "variant": variant, "error": error, "correct": ok, "median_ms": ms,
-                              **_throughput(example, case, ms)})
+                              "variant": variant, "error": error, "correct": ms is not None,
+                              "times_ms": [] if ms is None else [ms], **({"failed": failed} if failed else {})})
+            for _ in range(ROUNDS - 1):   # round-robin, so that drift reaches every version alike
+                for r in group:
+                    if r["times_ms"]:
+                        r["times_ms"].append(_time(example, r["variant"], p, target))
+            for r in group:
+                r["median_ms"] = statistics.mean(r["times_ms"]) if r["times_ms"] else None
+                r.update(_throughput(example, case, r["median_ms"]))
             rows += judge(group, getattr(example, "GOALS", {}))
             del p
             torch.cuda.empty_cache()
     return rows
 
 
+def _measure(example, variant: str, p, target: str) -> tuple[float, float | None]:
+    """The version's largest error on ``p``, and its median time where that error is within tolerance."""
+    error = example.error(example.run(variant, p, target), p)
+    return error, _time(example, variant, p, target) if error <= example.TOLERANCE else None
+
+
+def _time(example, variant: str, p, target: str) -> float:
+    from triton.testing import do_bench
+    return do_bench(lambda: example.run(variant, p, target), return_mode="median")
+
+
 def judge(group: list[dict], goals: dict) -> list[dict]:
     """Speedup of the hybrid kernel over each version (that version's time / hybrid time) and the
-    goals: ``goals[variant]`` for that version, ``PURE_GOAL`` against the faster pure version."""
+    goals: ``goals[variant]`` for that version, ``PURE_GOAL`` against the faster pure version.
+    A goal is met within the group's noise: the largest spread between the rounds of one
+    version's timings (``ROUNDS``), as two timings of one binary differ by that much."""
     times = {r["variant"]: r["median_ms"] for r in group}
+    noise = max((max(r["times_ms"]) / min(r["times_ms"]) - 1 for r in group if r.get("times_ms")), default=0.0)
     hybrid_ms = times.get("hybrid")
     for r in group:
         r["hybrid_speedup"] = r["median_ms"] / hybrid_ms if r["median_ms"] and hybrid_ms else None
@@ -121,10 +146,11 @@ def judge(group: list[dict], goals: dict) -> list[dict]:
             r["goal"] = goals[r["variant"]]
     pure = [times[v] for v in PURE if times.get(v)]
     for r in group:
-        if r["variant"] == "hybrid" and pure and hybrid_ms:
-            r["goal"], r["hybrid_speedup"] = PURE_GOAL, min(pure) / hybrid_ms   # vs the faster pure version
+        if r["variant"] == "hybrid" and pure:   # vs the faster pure version; a failed hybrid kernel misses it
+            r["goal"], r["hybrid_speedup"] = PURE_GOAL, min(pure) / hybrid_ms if hybrid_ms else None
         if "goal" in r:
-            r["meets_goal"] = r["hybrid_speedup"] is not None and r["hybrid_speedup"] >= r["goal"]
+            r["noise"] = noise
+            r["meets_goal"] = r["hybrid_speedup"] is not None and r["hybrid_speedup"] >= r["goal"] - noise
     return group
 
 
@@ -177,9 +203,10 @@ def gpu_cells(r: dict) -> list[str]:
     if "skipped" in r:
         return [r["example"], r["case"], "", "-", f"skipped: {r['skipped']}", "", "", "", ""]
     speed, goal = r.get("hybrid_speedup"), r.get("goal")
-    verdict = "" if goal is None else f">= {goal} " + ("ok" if r.get("meets_goal") else "MISSED")
+    verdict = "" if goal is None else (f">= {goal} " + ("ok" if r.get("meets_goal") else "MISSED")
+                                       + f" (noise {100 * r.get('noise', 0):.1f}%)")
     return [r["example"], r["case"], "x".join(map(str, r["size"])), r["variant"],
-            f"{r['error']:.1e}" + ("" if r["correct"] else " WRONG"),
+            f"FAILED: {r['failed']}" if "failed" in r else f"{r['error']:.1e}" + ("" if r["correct"] else " WRONG"),
             f"{r['median_ms']:.4f}" if r["median_ms"] else "-",
             f"{r['throughput']:.1f} {r['throughput_unit']}" if "throughput" in r else "",
             f"{speed:.3f}" if speed else "-", verdict]
@@ -210,13 +237,14 @@ def print_tables(result: dict, console: Console) -> None:
         for column in columns:
             out.add_column(column)
         for cells in cell_rows:
-            out.add_row(*(cell.replace("MISSED", "[red]MISSED[/]").replace("WRONG", "[red]WRONG[/]") for cell in cells))
+            out.add_row(*(escape(cell).replace("MISSED", "[red]MISSED[/]").replace("WRONG", "[red]WRONG[/]")
+                          .replace("FAILED", "[red]FAILED[/]") for cell in cells))
         console.print(out)
 
     rich_table("static figures per target and version", STATIC_COLUMNS, [static_cells(r) for r in result["static"]])
     if "gpu" in result:
         env = result["environment"]
-        rich_table(f"GPU time on {env.get('gpu')} ({result['target']}), do_bench median", GPU_COLUMNS,
+        rich_table(f"GPU time on {env.get('gpu')} ({result['target']}), mean of {ROUNDS} do_bench medians", GPU_COLUMNS,
                    [gpu_cells(r) for r in result["gpu"]])
 
 

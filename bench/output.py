@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 
 from rich.table import Table
@@ -21,3 +22,14 @@ def table(title: str, columns: tuple[str, ...], rows) -> Table:
     for cells in rows:
         out.add_row(*cells)
     return out
+
+
+def attempt(step, *args):
+    """``(step(*args), None)``, or ``(None, why)`` with the traceback printed: on a GPU one version
+    that fails to build or launch is a row that says so, not a run that loses every measured row."""
+    try:
+        return step(*args), None
+    except Exception as exc:   # noqa: BLE001 -- reported in the row and printed in full
+        traceback.print_exc()
+        first = str(exc).strip().splitlines()
+        return None, f"{type(exc).__name__}: {first[0] if first else ''}"[:200]

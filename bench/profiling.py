@@ -6,15 +6,17 @@ Each example's hybrid kernel is built plain and as a Proton-instrumented launch 
 scope per region instance and one around the kernel, ``interop.instrumentation.instrument``). Static figures
 from the binaries, for every target: machine instructions, registers, shared memory (Proton's
 per-warp record buffer), binary size. On a GPU each example also runs profiled (checked against
-its reference, per-region shares from the trace) and is timed plain and profiled (``do_bench``
-median; the profiled time includes Proton's per-launch buffer handling, so it bounds the
-kernel's slowdown from above). Goal (GPU): profiled / plain at most 1.05.
+its reference, per-region shares from the trace) and is timed plain and profiled (the median
+of ``LAUNCHES`` / ``PROFILED_LAUNCHES`` event-timed launches). The profiled time is a launch's,
+Proton's per-launch host work included (24 to 40 ms a launch on an H200 with Triton 3.6), so it
+bounds the kernel's slowdown from above only loosely. Goal (GPU): profiled / plain at most 1.05.
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -23,9 +25,10 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
+from rich.markup import escape  # noqa: E402
 
 from bench.kernels import environment  # noqa: E402
-from bench.output import table, write_json  # noqa: E402
+from bench.output import attempt, table, write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid import profile  # noqa: E402
 from hybrid.attribution import kernel_instructions  # noqa: E402
@@ -35,6 +38,10 @@ from interop.instrumentation import instrument
 from interop.errors import SharedMemoryError  # noqa: E402
 
 GOAL = 1.05   # profiled / plain time, at most
+LAUNCHES = 50   # timed plain launches per example
+#: Timed profiled launches per example: each adds its records to Proton's trace, and on an H200
+#: (Triton 3.6) 51 launches of a 4096-CTA grid took about a minute to finalize and read.
+PROFILED_LAUNCHES = 5
 STATIC = ("instructions", "registers", "shared_bytes", "binary_bytes")
 
 
@@ -58,20 +65,38 @@ def static_row(example, target: str) -> dict:
             "plain": _figures(plain), "profiled": _figures(profiled)}
 
 
+def median_ms(launch, launches: int = LAUNCHES) -> float:
+    """The median of ``launches`` launches, each timed with device events, after one warm-up.
+    A fixed count: every profiled launch adds to Proton's trace, and ``do_bench`` repeats a short
+    kernel thousands of times (seen on an H200: over 300 s of trace handling for the suite)."""
+    import torch
+    launch()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(launches):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
 def gpu_row(example, target: str, folder: Path) -> dict:
     import torch
-    from triton.testing import do_bench
     name = example.__name__.rpartition(".")[2]
     case = getattr(example, "CASES", [{}])[0]
     p = example.problem(*example.BENCH_SIZE, **case)
-    plain_ms = do_bench(lambda: example.run("hybrid", p, target), return_mode="median")
+    plain_ms = median_ms(lambda: example.run("hybrid", p, target))
     with profile.profiling(folder / name) as measured:
         error = example.error(example.run("hybrid", p, target), p)
-        profiled_ms = do_bench(lambda: example.run("hybrid", p, target), return_mode="median")
+        profiled_ms = median_ms(lambda: example.run("hybrid", p, target), PROFILED_LAUNCHES)
     shares = {s.scope: s.share for k in measured.kernels for s in k.scopes if s.kind != "kernel"}
     p = None   # free the inputs before the next example
     torch.cuda.empty_cache()
     ratio = profiled_ms / plain_ms
+    print(f"{name}: plain {plain_ms:.4f} ms, profiled {profiled_ms:.4f} ms", flush=True)
     return {"example": name, "correct": error <= example.TOLERANCE, "plain_ms": plain_ms, "profiled_ms": profiled_ms,
             "ratio": ratio, "meets_goal": ratio <= GOAL, "shares": shares}
 
@@ -84,12 +109,14 @@ def print_tables(result: dict, console: Console) -> None:
                                *(f"{r['plain'][k]} -> {r['profiled'][k]}" for k in STATIC)]
                          for r in result["static"])))
     if "gpu" in result:
-        console.print(table(f"GPU time, do_bench median ({result['environment'].get('gpu')}), goal profiled/plain "
-                            f"<= {GOAL}", ("example", "plain ms", "profiled ms", "ratio", "goal", "shares"),
-                            ([r["example"], f"{r['plain_ms']:.4f}", f"{r['profiled_ms']:.4f}", f"{r['ratio']:.3f}",
-                              ("met" if r["meets_goal"] else "[red]MISSED[/]")
-                              + ("" if r["correct"] else " [red]WRONG[/]"),
-                              ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())]
+        console.print(table(f"GPU time, median of {LAUNCHES} plain / {PROFILED_LAUNCHES} profiled launches "
+                            f"({result['environment'].get('gpu')}), goal profiled/plain <= {GOAL}",
+                            ("example", "plain ms", "profiled ms", "ratio", "goal", "shares"),
+                            ([r["example"], "[red]FAILED[/]", escape(r["failed"]), "", "", ""] if "failed" in r
+                             else [r["example"], f"{r['plain_ms']:.4f}", f"{r['profiled_ms']:.4f}", f"{r['ratio']:.3f}",
+                                   ("met" if r["meets_goal"] else "[red]MISSED[/]")
+                                   + ("" if r["correct"] else " [red]WRONG[/]"),
+                                   ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())]
                              for r in result["gpu"])))
 
 
@@ -107,7 +134,9 @@ def main(argv=None) -> int:
     if gpu is not None:
         result["target"] = gpu
         with tempfile.TemporaryDirectory() as folder:
-            result["gpu"] = [gpu_row(e, gpu, Path(folder)) for e in examples if gpu not in getattr(e, "SKIP", {})]
+            result["gpu"] = [row or {"example": e.__name__.rpartition(".")[2], "correct": False, "failed": failed}
+                             for e in examples if gpu not in getattr(e, "SKIP", {})
+                             for row, failed in [attempt(gpu_row, e, gpu, Path(folder))]]
     console = Console(width=180)
     print_tables(result, console)
     if gpu is None:

@@ -39,6 +39,24 @@ def test_gpu_check_says_why_it_cannot_run_here():
     assert "no supported GPU" in proc.stdout or "missing Python packages" in proc.stdout
 
 
+def test_a_failing_version_is_a_row_that_says_so_not_a_lost_run(capsys):
+    from bench.kernels import gpu_cells, judge
+    from bench.output import attempt
+
+    def launch():
+        raise RuntimeError("launch failed: [grid] too large\nsecond line")
+    value, failed = attempt(launch)
+    assert value is None and failed == "RuntimeError: launch failed: [grid] too large"
+    assert "Traceback" in capsys.readouterr().err
+    assert attempt(lambda x: x + 1, 1) == (2, None)
+    group = judge([{"example": "e", "case": "", "size": [1], "variant": "hybrid", "error": float("nan"),
+                    "correct": False, "median_ms": None, "failed": failed},
+                   {"example": "e", "case": "", "size": [1], "variant": "triton", "error": 0.0, "correct": True,
+                    "median_ms": 1.0}], {})
+    assert group[0]["meets_goal"] is False
+    assert gpu_cells(group[0])[4] == f"FAILED: {failed}"
+
+
 def test_build_scaling_benchmark_runs(tmp_path):
     out = tmp_path / "bs.json"
     proc = subprocess.run([sys.executable, "bench/build_scaling.py", "--repeats", "1", "--targets", "sm80,gfx942",
@@ -118,3 +136,16 @@ def test_port_parity_benchmark_runs(tmp_path):
     gluon_host = next(r for r in rows if r["host"] == "gluon")
     assert gluon_host["goal"] and gluon_host["port"]["instructions"] == gluon_host["original"]["instructions"]
     assert "Ports written from Triton's IR" in proc.stdout
+
+
+def test_a_goal_is_met_within_the_spread_of_one_versions_timings():
+    from bench.kernels import gpu_cells, judge
+
+    def row(variant, times):
+        return {"example": "e", "case": "", "size": [1], "variant": variant, "error": 0.0, "correct": True,
+                "times_ms": times, "median_ms": sum(times) / len(times)}
+    within = judge([row("hybrid", [1.00, 1.03]), row("triton", [1.00, 1.00])], {"triton": 1.0})
+    assert within[1]["hybrid_speedup"] < 1.0 and within[1]["meets_goal"]   # 0.985, noise 3%
+    assert gpu_cells(within[1])[-1] == ">= 1.0 ok (noise 3.0%)"
+    beyond = judge([row("hybrid", [1.10, 1.11]), row("triton", [1.00, 1.00])], {"triton": 1.0})
+    assert not beyond[1]["meets_goal"] and not beyond[0]["meets_goal"]   # 0.905, noise 0.9%
