@@ -13,17 +13,12 @@ import hybrid
 from examples import softmax, softmax_gluon_stats
 from examples.layouts import row_layout
 from interop.instrumentation.resources import instructions, layout_conversions
-from interop.triton import compat
-
-#: Triton 3.6 and 3.7 operations do not give their integer attributes and constants: nothing is rematerialized there.
-REMATERIALIZES = compat.reads_operation_attributes()
 
 
 def _ops(ttgir: str, name: str) -> list[str]:
     return [line for line in ttgir.splitlines() if f" {name} " in line]
 
 
-@pytest.mark.skipif(not REMATERIALIZES, reason="Triton 3.6 and 3.7 bindings cannot read the index arithmetic")
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
 def test_a_triton_host_loads_and_stores_in_the_layout_its_gluon_statistics_convert_to(target):
     """The author's ``gl.convert_layout(x, L)`` becomes the boundary's; the host loads the tile in
@@ -74,7 +69,6 @@ def _summing(target: str, reads: bool):
                           {"BM": 32, "BN": 64, "L": layout, "READS": reads}, target, num_warps=4), layout
 
 
-@pytest.mark.skipif(not REMATERIALIZES, reason="Triton 3.6 and 3.7 bindings cannot read the index arithmetic")
 @pytest.mark.parametrize("target", ["sm90a", "gfx950"])
 def test_a_parameter_only_converted_is_taken_in_the_layout_converted_to(target):
     """The host loads ``x`` in ``L`` (the function's first conversion): nothing is converted."""

@@ -10,7 +10,6 @@ from triton.experimental.gluon import language as gl
 
 import hybrid
 from interop.targets import TARGETS
-from interop.triton import compat
 from interop.triton.frontend import GluonASTSource
 
 N = 512
@@ -57,9 +56,7 @@ def test_a_constant_and_index_arithmetic_are_made_in_the_layout_and_a_loaded_til
     marked = hybrid.compile(hybrid.jit(caller), SIGNATURE, _constexprs(True, target), target, num_warps=4)
     plain = hybrid.compile(hybrid.jit(caller), SIGNATURE, _constexprs(False, target), target, num_warps=4)
     assert sorted(_conversions(plain.asm["ttgir"])) == ["!tt.ptr<f32>", "f32", "f32"]
-    # the loaded x only (Triton 3.6 and 3.7 bindings cannot read index arithmetic: the pointer tile stays converted)
-    assert sorted(_conversions(marked.asm["ttgir"])) == (["f32"] if compat.reads_operation_attributes()
-                                                         else ["!tt.ptr<f32>", "f32"])
+    assert sorted(_conversions(marked.asm["ttgir"])) == ["f32"]   # the loaded x only
     assert marked.metadata.shared <= plain.metadata.shared
 
 

@@ -91,6 +91,11 @@ def test_a_pipelined_dot_mainloop_ports_at_parity(target, tmp_path):
         assert call in ported.source, call
 
 
+#: A known gap, measured 2026-11-26: on Triton 3.6 the K-loop port is 2 instructions longer on
+#: gfx942 (1932 / 1930) and on sm100a 63 shorter with one conversion left (4400 / 4463).
+K_LOOP_ON_36 = "Triton 3.6: the K-loop port is not at machine-code parity yet (gfx942 +2, sm100a -63 and a conversion)"
+
+
 @pytest.mark.parametrize("target", ["gfx942", "sm100a"])
 def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
     """Upstream 03-matrix-multiplication with its K loop as a helper taking the pointer tiles.
@@ -99,8 +104,8 @@ def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
     entry to the kernel's layout, and the host makes the pointer arithmetic there instead.
     sm100a: the port's tensor-memory load of the accumulator is sunk past the host's address
     arithmetic for the store, as Triton sinks the all-Triton kernel's."""
-    if not compat.reads_operation_attributes():
-        pytest.skip("Triton 3.6 and 3.7 bindings cannot read the index arithmetic: the host converts B's pointers")
+    if compat.TRITON_MAJOR_MINOR < (3, 7):
+        pytest.skip(K_LOOP_ON_36)
     ported, before, after = _parity(pp.k_loop, pp.matmul_k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, target,
                                     tmp_path, num_warps=4, num_stages=2)
     assert after[:3] == before[:3], (before, after)
@@ -112,8 +117,6 @@ def test_a_pointer_tile_a_gluon_function_converts_first_is_made_in_its_layout(tm
     """The Triton host makes the index arithmetic of an argument the Gluon function converts
     before anything else in that layout (``access_layouts.issue_in_wanted_layouts``): no
     conversion of a pointer tile is left in the kernel."""
-    if not compat.reads_operation_attributes():
-        pytest.skip("Triton 3.6 and 3.7 bindings cannot read the index arithmetic")
     ported = from_ttgir.port(pp.matmul_k_loop, pp.k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES, "gfx942",
                              num_warps=4, num_stages=2)
     candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
@@ -137,7 +140,7 @@ def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
                      kwargs={**pp.MATMUL_K_LOOP_TILES, "num_warps": 4, "num_stages": 2}, interpret=True,
                      target="gfx942", atol=1e-2, rtol=1e-2)
     assert result.ok, result.report()
-    if compat.reads_operation_attributes():   # (3.6, 3.7: B's pointers are converted, as the first test says)
+    if compat.TRITON_MAJOR_MINOR >= (3, 7):   # (K_LOOP_ON_36)
         assert result.machine["original"] == result.machine["candidate"], result.machine
 
 
@@ -288,8 +291,6 @@ def test_port_start_writes_the_ir_port_and_its_test_passes(tmp_path, kernel):
     run_generated_test(files, "test_row_stats_gluon_gfx942_matches_row_stats")
 
 
-@pytest.mark.skipif(not compat.reads_operation_attributes(),
-                    reason="Triton 3.6 and 3.7 bindings cannot read the index arithmetic: the tile is loaded as Triton chose")
 def test_a_port_loading_its_tile_in_the_next_calls_layout_computes_what_the_function_did(tmp_path):
     """``load_rows``, whose port loads the tile in ``row_moments``' layout (``issue_results_in``),
     written by ``hybrid port start`` for ``layernorm_kernel`` and run by its generated test in the
@@ -709,8 +710,6 @@ def test_the_matmul_tutorials_activation_ports_at_parity_into_the_tutorials_own_
     assert moving_conversions(swapped.asm["ttgir"], target) == moving_conversions(original.asm["ttgir"], target)
 
 
-@pytest.mark.skipif(not compat.reads_operation_attributes(),
-                    reason="Triton 3.6 and 3.7 bindings cannot read the index arithmetic: no load is issued again")
 @pytest.mark.parametrize("target", ["sm80", "sm100a"])
 def test_a_row_load_helper_ported_for_its_triton_kernel_loads_as_the_kernel_did(target, tmp_path):
     """Upstream 05-layer-norm's forward kernel with its row load as a helper. Triton coalesces the
@@ -724,8 +723,6 @@ def test_a_row_load_helper_ported_for_its_triton_kernel_loads_as_the_kernel_did(
     assert after[0] <= before[0] and after[2] <= before[2], (before, after)
 
 
-@pytest.mark.skipif(not compat.reads_operation_attributes(),
-                    reason="Triton 3.6 and 3.7 bindings cannot read the index arithmetic: no load is issued again")
 @pytest.mark.parametrize("function, target", [("normalize", "sm80"), ("normalize", "gfx942"), ("load_rows", "sm80"),
                                               ("load_rows", "gfx950")])
 def test_a_function_fed_a_tile_the_host_loads_in_a_gluon_regions_layout_ports_in_that_layout(function, target,

@@ -1,14 +1,8 @@
 """Index arithmetic made again in another layout instead of converted (``interop/stitching/remat.py``): a
 boundary's conversion of a pointer tile built from scalars, and a region's conversion of
 arithmetic on its tensor argument inside a loop (hoisted to one conversion of the argument)."""
-import pytest
-
 from interop.stitching import remat, stitch
-from interop.triton import compat
 from interop.triton.bindings import gluon_ir, ir, parse_module
-
-pytestmark = pytest.mark.skipif(not compat.reads_operation_attributes(),
-                                reason="3.6's bindings read no integer attribute: nothing is made again there")
 
 LAYOUTS = '''#rows = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
 #pairs = #ttg.blocked<{sizePerThread = [2, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
@@ -145,3 +139,31 @@ def test_arithmetic_converted_in_a_loop_and_after_it_is_made_again_for_each_use(
     stitch.verify(module, "the test's rewrite")   # every op made dominates its use
     body = _body(module)
     assert body.count("ttg.convert_layout") == 1 and "ttg.convert_layout" not in body.split("scf.for", 1)[1]
+
+
+def test_the_printed_module_gives_each_ops_integers_as_the_op_does():
+    """``compat.Integers`` on 3.6 and 3.7 reads each op's line of one print (its value named by
+    a name location); where the bindings read the op (3.8+) both ways must agree, and on every
+    version the printed read leaves the module's locations as they were."""
+    from interop.triton import compat
+    module, context = _parsed(BOUNDARIES.replace("%x = tt.load %ptrs :", "%b = arith.cmpi sge, %r2, %cst : "
+                                                 "tensor<64x1xi32, #rows>\n    %x = tt.load %ptrs :"))
+    builder = ir.builder(context)
+    before = str(module)
+    printed, direct = compat.Integers(module, builder, direct=False), compat.Integers(module, builder)
+    assert str(module) == before
+    ops = []
+    module.walk(lambda op: ops.append(op) if op.get_name() in ("tt.make_range", "arith.constant", "tt.expand_dims",
+                                                                "arith.cmpi") else None)
+    read = {(op.get_name(), name, printed.int_attr(op, name)) for op in ops for name in ("start", "end", "axis")
+            if printed.int_attr(op, name) is not None}
+    assert read == {("tt.make_range", "start", 0), ("tt.make_range", "end", 64), ("tt.expand_dims", "axis", 1),
+                    ("tt.expand_dims", "axis", 0)}
+    assert [printed.int_attr(op, "predicate") for op in ops if op.get_name() == "arith.cmpi"] == [5]   # sge
+    assert [printed.integer_constant(op) for op in ops if op.get_name() == "arith.constant"] == [64]
+    for op in ops:
+        for name in ("start", "end", "axis", "predicate"):
+            if op.get_name() != "arith.cmpi" or name == "predicate":
+                assert printed.int_attr(op, name) == direct.int_attr(op, name) or direct.int_attr(op, name) is None
+        if op.get_name() == "arith.constant":
+            assert printed.integer_constant(op) == direct.integer_constant(op)

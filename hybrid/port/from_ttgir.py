@@ -26,7 +26,6 @@ from interop.lowering import gluon_regions, triton_regions
 from interop.lowering.triton_regions import RecordedCall
 from interop.boundary import MADE_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
-from interop.triton import compat
 from interop.triton.frontend import GluonJITFunction
 
 from .compare import as_hybrid, figures, with_region
@@ -226,8 +225,7 @@ def _read_unported(kernel, unported, built) -> Unported:
     for b in crossing:
         if b.direction == "out" and (layout := layout_of(b, mine, used)):
             results[b.index] = (layout, b.shape, b.dtype)
-        elif b.direction == "in" and compat.reads_operation_attributes() and \
-                (layout := layout_of(b, theirs, taken - set(mine))):   # (3.6, 3.7: the host cannot remake it)
+        elif b.direction == "in" and (layout := layout_of(b, theirs, taken - set(mine))):
             layouts = Layouts({})
             inputs[b.value] = layouts.expression(layouts.name(layout, list(b.shape)))
     return Unported(results, inputs, pipelined)

@@ -59,14 +59,14 @@ def highest_pow2_divisor(value: int) -> int:
 class HostValues:
     """The ops of a host module by the values they define, and the kernel arguments' attributes."""
 
-    def __init__(self, module, kernel_args: dict[int, list], outer: dict[int, int] | None = None):
+    def __init__(self, module, builder, kernel_args: dict[int, list], outer: dict[int, int] | None = None):
         """``outer``: value ids that stand for other values of ``module`` (a Gluon region's
         arguments for its Triton host's operands), whose facts are theirs."""
         self._defining = producers(module)
         self._kernel_args = kernel_args
         self._outer = outer or {}
         self._memo: dict[int, AxisFacts] = {}
-        self._printed = None if compat.reads_operation_attributes() else _PrintedIntegers(str(module))
+        self._integers = compat.Integers(module, builder)
 
     def hints(self, value) -> str:
         """The argument attributes for host tensor ``value``."""
@@ -91,20 +91,13 @@ class HostValues:
         if op is None:
             return AxisFacts.unknown(rank)
         name = op.get_name()
-        key = _key(str(op.get_result(0).get_type())) if op.get_num_results() else ""
         if name == "arith.constant":
-            if self._printed is not None:
-                divisor, value = self._printed.constants(key)
-            else:
-                value = compat.integer_constant(op)
-                divisor = None if value is None else highest_pow2_divisor(value)
-            if divisor is None:   # a float or a constant of distinct elements
+            value = self._integers.integer_constant(op)
+            if value is None:   # a float or a constant of distinct elements
                 return AxisFacts.unknown(rank)
-            return AxisFacts((1, ) * rank, (divisor, ) * rank, tuple(shape), value)
+            return AxisFacts((1, ) * rank, (highest_pow2_divisor(value), ) * rank, tuple(shape), value)
         if name == "tt.make_range":
-            divisor = (self._printed.range_start(key) if self._printed is not None
-                       else highest_pow2_divisor(compat.int_attr(op, "start")))
-            return AxisFacts((shape[0], ), (divisor, ), (1, ))
+            return AxisFacts((shape[0], ), (highest_pow2_divisor(self._integers.int_attr(op, "start")), ), (1, ))
         if name in ("arith.extsi", "arith.extui", "ttg.convert_layout"):
             return self._operand(op, 0)
         if name == "tt.splat":
@@ -126,37 +119,6 @@ class HostValues:
         if name == "arith.muli":
             return _mul(self._operand(op, 0), self._operand(op, 1))
         return AxisFacts.unknown(rank)
-
-
-class _PrintedIntegers:
-    """Where the bindings cannot read an operation's integers (Triton 3.6), what the printed
-    module says of all the constants and ranges of one type: a value's divisor is the weakest of
-    its type's (a sound lower bound), its value known only where its type has one."""
-
-    def __init__(self, text: str):
-        self._constants: dict[str, set[int]] = {}
-        self._starts: dict[str, set[int]] = {}
-        for value, ty in re.findall(r"arith\.constant\"?(?:\(\))? <?\{?\s*(?:value = )?(?:dense<)?(-?\d+)>?"
-                                    r"(?: : \w+)?\}?>? : (?:\(\) -> )?([^\s]+)", text):
-            self._constants.setdefault(_key(ty), set()).add(int(value))
-        for start, ty in re.findall(r"tt\.make_range\"?(?:\(\))? <?\{end = -?\d+ : i32, start = (-?\d+) : i32\}>? : "
-                                    r"(?:\(\) -> )?([^\s]+)", text):
-            self._starts.setdefault(_key(ty), set()).add(int(start))
-
-    def constants(self, key: str) -> tuple[int | None, int | None]:
-        values = self._constants.get(key)
-        if not values:
-            return None, None
-        return min(highest_pow2_divisor(v) for v in values), next(iter(values)) if len(values) == 1 else None
-
-    def range_start(self, key: str) -> int:
-        return min((highest_pow2_divisor(v) for v in self._starts.get(key, ())), default=1)
-
-
-def _key(type_text: str) -> str:
-    """A type as both the printed module (layouts by alias) and the bindings (in full) spell it:
-    the element type of a scalar, the shape and element type of a tensor."""
-    return type_text.split(",", 1)[0].rstrip(">")
 
 
 def _expand_dims(source: AxisFacts, axis: int) -> AxisFacts:

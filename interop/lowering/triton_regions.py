@@ -181,7 +181,8 @@ class TritonRegions:
         tensors = [leaf for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         if not tensors:
             return []
-        host = axis_hints.HostValues(gen.module, self._kernel_args or {}, self.cc.gluon.operands_of(gen))
+        host = axis_hints.HostValues(gen.module, gen.builder, self._kernel_args or {},
+                                    self.cc.gluon.operands_of(gen))
         return [host.hints(leaf.handle) for leaf in tensors]
 
     @timing.timed("Triton region lowering")

@@ -27,7 +27,7 @@ from triton.experimental.gluon import language as gl
 
 from ..boundary import TAG
 from ..triton import compat
-from .remat import Rematerializer, in_layout
+from .remat import Rematerializer, in_layout, tensor_type
 from .uses import uses
 
 #: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile.
@@ -73,7 +73,7 @@ def issue_stores_in_value_layouts(module, builder) -> int:
             continue
         source = conversion.get_operand(0)
         wanted = builder.get_gluon_layout_from_tensor(source)
-        if not _accesses_as_well(builder.get_gluon_layout_from_tensor(value), wanted, value.get_shape()) \
+        if not _accesses_as_well(builder.get_gluon_layout_from_tensor(value), wanted, _shape(value)) \
                 or not remat.possible(pointers) or not remat.possible(mask):
             continue
         builder.set_insertion_point_after(store)
@@ -111,7 +111,7 @@ def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
     its other value a constant) and reads memory as well there."""
     result = load.get_result(0)
     pointers, mask, other = _operands(load)
-    return (_accesses_as_well(builder.get_gluon_layout_from_tensor(result), wanted, result.get_shape())
+    return (_accesses_as_well(builder.get_gluon_layout_from_tensor(result), wanted, _shape(result))
             and remat.possible(pointers) and (mask is None or remat.possible(mask))
             and (other is None or _constant(remat.defining(other))))
 
@@ -181,6 +181,10 @@ def _accesses_as_well(loaded, wanted, shape: list[int]) -> bool:
             and wanted.size_per_thread[fastest] * wanted.threads_per_warp[fastest] >= min(run, shape[fastest]))
 
 
+def _shape(value) -> list[int]:
+    return tensor_type(str(value.get_type()))[0]
+
+
 def _operands(load) -> tuple:
     """A ``tt.load``'s (pointers, mask or None, other or None)."""
     return tuple(([load.get_operand(i) for i in range(load.get_num_operands())] + [None, None])[:3])
@@ -191,10 +195,7 @@ def _constant(op) -> bool:
 
 
 def _rewritable(module) -> bool:
-    """Whether loads and stores of ``module`` may be issued again: this Triton's bindings read the
-    index arithmetic (``compat.reads_operation_attributes``), and no ``tt.load`` or ``tt.store`` of
-    the module carries a hint an op made again would lose."""
-    if not compat.reads_operation_attributes():
-        return False
+    """Whether loads and stores of ``module`` may be issued again: no ``tt.load`` or ``tt.store``
+    of the module carries a hint an op made again would lose."""
     lines = [line for line in module.str_nodebug().splitlines() if " = tt.load " in line or " tt.store " in line]
     return all(_PLAIN.search(line) for line in lines)

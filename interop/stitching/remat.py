@@ -77,6 +77,7 @@ class Rematerializer:
         self._builder = builder
         self._leaves, self._leaf = leaves, leaf
         self._defining = producers(module)
+        self._integers = compat.Integers(module, builder)
         self._memo: dict[tuple[int, str], object] = {}
         self._checked: dict[int, bool] = {}
         self._reaches: dict[int, bool] = {}
@@ -97,10 +98,10 @@ class Rematerializer:
         if op is None:
             return value.id() in self._leaves
         name = op.get_name()
-        if name not in _OPS or not compat.reads_operation_attributes():
+        if name not in _OPS:
             return False
         if name == "arith.constant":
-            return compat.integer_constant(op) is not None
+            return self._integers.integer_constant(op) is not None
         return all(self.possible(op.get_operand(i)) for i in range(op.get_num_operands()))
 
     def reaches_leaf(self, value) -> bool:
@@ -144,23 +145,23 @@ class Rematerializer:
             return self._made(op.get_operand(0), layout)
         result_type = in_layout(value, layout, builder)
         if name == "tt.make_range":
-            start = compat.int_attr(op, "start")
+            start = self._integers.int_attr(op, "start")
             made = builder.create_make_range(result_type, start, start + tensor_type(str(value.get_type()))[0][0])
         elif name == "arith.constant":
             element = re.match(r"tensor<(?:\d+x)+(\w+)", str(value.get_type())).group(1)
-            scalar = getattr(builder, _INTEGER_CONSTANTS[element])(compat.integer_constant(op))
+            scalar = getattr(builder, _INTEGER_CONSTANTS[element])(self._integers.integer_constant(op))
             made = builder.create_splat(result_type, scalar)
         elif name == "tt.splat":
             made = builder.create_splat(result_type, op.get_operand(0))
         elif name == "tt.expand_dims":
-            axis = compat.int_attr(op, "axis")
+            axis = self._integers.int_attr(op, "axis")
             made = builder.create_expand_dims(self._made(op.get_operand(0), gl.SliceLayout(axis, layout)), axis)
         elif name == "tt.broadcast":
             made = builder.create_broadcast(self._made(op.get_operand(0), layout), result_type)
         elif name == "arith.extsi":
             made = builder.create_int_cast(self._made(op.get_operand(0), layout), result_type, True)
         elif name == "arith.cmpi":
-            made = getattr(builder, _COMPARISONS[compat.int_attr(op, "predicate")])(
+            made = getattr(builder, _COMPARISONS[self._integers.int_attr(op, "predicate")])(
                 self._made(op.get_operand(0), layout), self._made(op.get_operand(1), layout))
         else:
             made = getattr(builder, _ELEMENTWISE[name])(self._made(op.get_operand(0), layout),

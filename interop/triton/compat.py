@@ -11,6 +11,7 @@ import contextlib
 import functools
 import importlib
 import inspect
+import re
 import sys
 import textwrap
 import threading
@@ -158,13 +159,6 @@ def returns_nothing(ret_type) -> bool:
             or (isinstance(ret_type, tl.constexpr_type) and ret_type.value is None))
 
 
-def reads_operation_attributes() -> bool:
-    """Whether an operation's integer attributes and constant values can be read (3.6's
-    operations read only string, bool and symbol attributes; 3.7's no constant values)."""
-    from triton._C.libtriton import ir
-    return hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
-
-
 def sched_barrier_mask(mask: int, names: tuple[str, ...]) -> str:
     """A ``rocdl.sched.barrier`` mask as the installed MLIR parses it: class names joined by
     ``|`` (``none`` for 0) in 3.9, where it is an enum; the integer in 3.6 to 3.8."""
@@ -173,19 +167,73 @@ def sched_barrier_mask(mask: int, names: tuple[str, ...]) -> str:
     return str(mask)
 
 
-def int_attr(op, name: str) -> int | None:
-    """An operation's integer attribute (None where it has none; see ``reads_operation_attributes``)."""
-    return op.get_int_attr(name)
+#: An integer ``arith.constant``'s value, in the pretty form or in the generic one (a module that
+#: does not verify yet, as while a host's code is generated, prints so).
+_CONSTANT = re.compile(r"arith\.constant\"?(?:\(\))? (?:<\{value = )?(?:dense<)?(-?\d+)>? : (?:tensor<[\dx]*)?i\d+\b")
 
 
-def integer_constant(op) -> int | None:
-    """The value of an integer (or integer splat) ``arith.constant``; None for a float or a
-    constant of distinct elements (see ``reads_operation_attributes``)."""
-    try:
-        value = op.get_constant_value()
-    except Exception:   # the bindings raise for constants they do not model
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+class Integers:
+    """The integer attributes and integer constants of ``module``'s ops, as one step reads them.
+
+    3.8's and 3.9's bindings read them from an op. 3.6's read only string, bool and symbol
+    attributes, 3.7's no constant values: there every op is given a name location for one print
+    of the module (Triton's printer names a value after its op's name location, so each op's own
+    line is found by its name), its line kept, and its location put back. Ops made after this
+    reader are unknown to it on those versions (None)."""
+
+    _NAME = "hybrid.read."
+    #: ``arith.cmpi``'s predicates in MLIR's ``arith::CmpIPredicate`` order (its ``predicate``).
+    PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+    def __init__(self, module, builder, direct: bool | None = None):
+        """``direct``: read from the ops (None: where the bindings can; False: from the print)."""
+        from triton._C.libtriton import ir
+        can = hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
+        self._direct = can if direct is None else direct and can
+        self._lines: dict[int, str] = {} if self._direct else self._printed_lines(module, builder)
+
+    def int_attr(self, op, name: str) -> int | None:
+        """``op``'s integer attribute ``name`` (``arith.cmpi``'s ``predicate``: its index in
+        ``PREDICATES``); None where it has none."""
+        if self._direct:
+            return op.get_int_attr(name)
+        line = self._line(op)
+        if name == "predicate" and (found := re.search(r"arith\.cmpi (\w+),", line)):
+            return self.PREDICATES.index(found.group(1))
+        found = re.search(rf"[{{ ]{re.escape(name)} = (-?\d+) : i\d+", line)
+        return int(found.group(1)) if found else None
+
+    def integer_constant(self, op) -> int | None:
+        """The value of an integer (or integer splat) ``arith.constant``; None for a float, a bool
+        or a constant of distinct elements."""
+        if self._direct:
+            try:
+                value = op.get_constant_value()
+            except Exception:   # the bindings raise for constants they do not model
+                return None
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+        found = _CONSTANT.search(self._line(op))
+        return int(found.group(1)) if found else None
+
+    def _line(self, op) -> str:
+        return self._lines.get(op.get_result(0).id(), "") if op.get_num_results() == 1 else ""
+
+    @classmethod
+    def _printed_lines(cls, module, builder) -> dict[int, str]:
+        ops: list = []
+        module.walk(lambda op: ops.append(op) if op.get_num_results() == 1 else None)
+        values = [op.get_result(0) for op in ops]
+        locations = [value.get_loc() for value in values]
+        try:
+            for i, (value, location) in enumerate(zip(values, locations)):
+                value.set_loc(builder.create_name_loc(f"{cls._NAME}{i}", location))
+            text = module.str()
+        finally:
+            for value, location in zip(values, locations):
+                value.set_loc(location)
+        by_name = {int(m.group(1)): m.group(0) for m in re.finditer(rf"^\s*%{re.escape(cls._NAME)}(\d+) = .*$",
+                                                                     text, re.MULTILINE)}
+        return {value.id(): by_name[i] for i, value in enumerate(values) if i in by_name}
 
 
 def _no_hints(builder) -> tuple:
