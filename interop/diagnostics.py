@@ -41,8 +41,9 @@ class Diagnostics:
 
 
 @contextlib.contextmanager
-def capture() -> Iterator[Diagnostics]:
-    """Collect what C++ writes to stderr during the block into the yielded ``Diagnostics``."""
+def capture(echo: bool = True) -> Iterator[Diagnostics]:
+    """Collect what C++ writes to stderr during the block into the yielded ``Diagnostics``
+    (written to stderr afterwards too, unless ``echo`` is false: a replay of what it printed)."""
     found = Diagnostics()
     sys.stderr.flush()
     saved = os.dup(2)
@@ -57,7 +58,8 @@ def capture() -> Iterator[Diagnostics]:
             sink.seek(0)
             raw = sink.read()
             found.text = raw.decode(errors="replace")
-            os.write(2, raw)
+            if echo:
+                os.write(2, raw)
 
 
 def replayed(check: Callable[[], object]) -> str:

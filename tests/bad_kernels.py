@@ -7,10 +7,14 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
 from triton.experimental.gluon.language.nvidia import hopper
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 import hybrid
 from tests import triton_hosts
+from interop.triton.compat import gluon_async_copy
 from tests.kernels import t_load_tile, t_store_block, vec_1d
+
+async_load = gluon_async_copy()
 
 
 @triton.jit
@@ -159,6 +163,28 @@ def k_stage_rank(x_ptr, B: gl.constexpr, L1: gl.constexpr):
     tile.store(tile.load(gl.BlockedLayout([1, 4], [8, 4], [4, 1], [1, 0])))
 
 
+@gluon.jit
+def g_staged_copy(ptrs, L: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float16, [16, 64], gl.SwizzledSharedLayout(1, 1, 1, [1, 0]))
+    async_load(smem, gl.convert_layout(ptrs, L))   # cp.async: 4 to 16 bytes per copy
+    async_copy.commit_group()
+    async_copy.wait_group(0)
+    return smem.load(L)
+
+
+@hybrid.jit
+@triton.jit
+def h_staged_copy(x_ptr, y_ptr, stride, L: tl.constexpr):
+    rows, cols = tl.arange(0, 16), tl.arange(0, 64)
+    tile = g_staged_copy(x_ptr + rows[:, None] * stride + cols[None, :], L)
+    tl.store(y_ptr + rows[:, None] * 64 + cols[None, :], tile)
+
+
+def _staged_copy(target: str, divisible: tuple):
+    return hybrid.compile(h_staged_copy, {"x_ptr": "*fp16", "y_ptr": "*fp16", "stride": "i32"},
+                          {"L": gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])}, target=target, divisible=divisible)
+
+
 def _mma_with_swizzled_a(target: str):
     from examples import mma_handoff
     constexprs = {**mma_handoff.constexprs(target), "SA": gl.SwizzledSharedLayout(1, 1, 1, [1, 0])}
@@ -202,6 +228,8 @@ def main(case: str, target: str) -> None:
                                               target=target),
         "stage_rank": lambda: hybrid.compile(k_stage_rank, {"x_ptr": "*fp32"}, {"B": 32, "L1": vec_1d(target)},
                                              target=target),
+        "misaligned_cp_async": lambda: _staged_copy(target, divisible=()),
+        "aligned_cp_async": lambda: _staged_copy(target, divisible=("stride", )),   # builds
         "host_wrong_arch": lambda: hybrid.compile(k_hopper_op, {"x_ptr": "*fp32"},
                                                   {"BLOCK": 512, "L1": vec_1d(target)}, target=target),
     }

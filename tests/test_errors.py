@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import hybrid
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD = "tests/bad_kernels.py"
 
@@ -150,3 +152,27 @@ def test_layout_written_in_a_gluon_region_that_does_not_fit_the_target(target):
     proc = run_case("gluon_inline_layout", target)
     assert_python_error(proc, "RegionError", "region 'g_inline_layout'", f"{BAD}:{line_of('REGION(tl.load(')}",
                         "does not verify for", f"{BAD}:{line_of('32-wide warps, 4 warps only')}", "hint:")
+
+
+def test_a_refusal_of_the_backend_names_the_region_the_line_and_the_arguments():
+    """Triton's llir stage refuses a cp.async of 2-byte rows (the stride is not known to be a
+    multiple of 16); upstream says ``PassManager::run failed``. The same kernel builds where the
+    launch specializes the stride."""
+    proc = run_case("misaligned_cp_async", "sm90a")
+    assert_python_error(proc, "BackendError", "region 'g_staged_copy' (gluon) called at ",
+                        f"{BAD}:{line_of('tile = g_staged_copy(')}: Triton's llir stage refused ",
+                        f"{BAD}:{line_of('async_load(smem, ')}:",
+                        "cp.async does not support transfers smaller than 4 bytes", "async_load(smem, gl.convert",
+                        "not known to be multiples of 16 are: stride", "divisible=")
+    assert run_case("aligned_cp_async", "sm90a").returncode == 0
+
+
+def test_a_gluon_host_refused_by_the_backend_is_named_with_its_line():
+    from examples import matmul_wgmma
+    from interop.entry.backend_refusal import BackendError
+    with pytest.raises(BackendError) as caught:
+        hybrid.compile(matmul_wgmma.matmul_kernel, matmul_wgmma.SIGNATURE, matmul_wgmma.constexprs("sm90a"),
+                       target="sm90a", num_warps=matmul_wgmma.NUM_WARPS)
+    text = str(caught.value)
+    assert text.startswith("kernel 'matmul_kernel': Triton's llir stage refused ")
+    assert "examples/matmul_wgmma.py:" in text and "M, N, K, stride_am, stride_bk, stride_cm" in text

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..instrumentation import timing
+from . import backend_refusal
 from ..triton import compat
 from ..triton.bindings import ir
 from ..triton.frontend import Language
@@ -122,6 +123,8 @@ class HybridTTGIR:
 def _extend(backend, stages: dict, options, language) -> None:
     if "ttgir" not in stages:
         return
+    if "llir" in stages:
+        stages["llir"] = backend_refusal.guarded(stages["llir"], backend, "llir")
     if language == Language.TRITON:
         _extended.set(options)
         stages["ttgir"] = HybridTTGIR(stages["ttgir"], backend, options)

@@ -167,6 +167,16 @@ def sched_barrier_mask(mask: int, names: tuple[str, ...]) -> str:
     return str(mask)
 
 
+def cached_files(key: str, suffix: str) -> list[str]:
+    """The files Triton's cache holds for the compile of hash ``key`` whose names end in
+    ``suffix`` (none where the cache manager keeps no local folder)."""
+    from triton.runtime.cache import get_cache_manager
+    folder = getattr(get_cache_manager(key), "cache_dir", None)
+    if not folder or not Path(folder).is_dir():
+        return []
+    return sorted(str(path) for path in Path(folder).iterdir() if path.name.endswith(suffix))
+
+
 #: An integer ``arith.constant``'s value, in the pretty form or in the generic one (a module that
 #: does not verify yet, as while a host's code is generated, prints so).
 _CONSTANT = re.compile(r"arith\.constant\"?(?:\(\))? (?:<\{value = )?(?:dense<)?(-?\d+)>? : (?:tensor<[\dx]*)?i\d+\b")
