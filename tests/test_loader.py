@@ -139,7 +139,9 @@ def test_bundle_launches_in_a_fresh_process_and_matches_torch(tmp_path):
     empty_cache = tmp_path / "triton-cache"
     empty_cache.mkdir()
     proc = subprocess.run([sys.executable, "-c", LAUNCH, str(path)], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_CACHE_DIR": str(empty_cache)}, timeout=300)
+                          env={**os.environ, "TRITON_CACHE_DIR": str(empty_cache),
+                               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     error, chosen = proc.stdout.split("\n")[0].split()
     assert chosen == target and float(error) <= 1e-5
