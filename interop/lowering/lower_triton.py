@@ -99,7 +99,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     take_host_layouts(context, module, leaves, host_types, scalar_attrs or [])
     if hints and any(hints):
         module = _with_hints(context, module, len(leaves) - len(host_types), hints)
-    with compat.ttgir_after_conversion():
+    with compat.ttgir_after_conversion(), compat.without_block_pingpong(target):
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
     issue_stores_in_value_layouts(context, module)

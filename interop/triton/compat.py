@@ -273,6 +273,11 @@ def gluon_barrier():
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
 
 
+#: Whether Gluon's ``tma.store_wait`` takes ``read_only`` (3.8 on); before, it waits for the stores
+#: to complete, as ``read_only=False`` does.
+STORE_WAIT_READ_ONLY = TRITON_MAJOR_MINOR >= (3, 8)
+
+
 def gluon_async_copy():
     """Gluon's cp.async copy of a pointer tensor into shared memory, ``(smem, pointer, mask=None)``:
     ``async_copy.async_load`` in 3.9 (where ``async_copy_global_to_shared`` raises), the latter in 3.6."""
@@ -421,6 +426,37 @@ def ttgir_after_conversion() -> Iterator[None]:
         yield
     finally:
         _after_conversion.active = False
+
+
+#: Triton 3.6's MLIR inlines no ROCDL op: a Triton region whose ttgir holds the ``rocdl.s.setprio``
+#: and ``rocdl.sched.barrier`` of AMD's block ping-pong pass is never inlined into its host.
+PINGPONG_IN_REGIONS = TRITON_MAJOR_MINOR >= (3, 7)
+_without_pingpong = threading.local()
+
+
+@contextlib.contextmanager
+def without_block_pingpong(target) -> Iterator[None]:
+    """In this block (this thread only) an AMD ``make_ttgir`` skips its block ping-pong pass where
+    regions cannot hold it (``PINGPONG_IN_REGIONS``); the pipeliner still schedules as the backend
+    chose. The pass cannot run on the stitched kernel instead: it matches the loop's ``tt.load``
+    ops, which the later passes of ``make_ttgir`` have turned into buffer loads by then."""
+    if PINGPONG_IN_REGIONS or target.backend != "hip":
+        yield
+        return
+    from triton._C.libtriton import amd
+    with _install_lock:
+        add = amd.passes.ttgpuir.add_block_pingpong
+        if not getattr(add, "hybrid_skippable", False):
+            def add_block_pingpong(pm, *args, **kwargs):
+                if not getattr(_without_pingpong, "active", False):
+                    add(pm, *args, **kwargs)
+            add_block_pingpong.hybrid_skippable = True
+            amd.passes.ttgpuir.add_block_pingpong = add_block_pingpong
+    _without_pingpong.active = True
+    try:
+        yield
+    finally:
+        _without_pingpong.active = False
 
 
 def add_shared_memory_allocation(pm, target, options) -> None:
