@@ -580,18 +580,18 @@ def test_a_tile_producer_ported_into_a_triton_kernel_loads_and_stages_its_tile_a
 PERSISTENT = (pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS)
 
 
-@pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 8),
-                    reason="Triton 3.6/3.7 print the descriptor ops differently (reinterpret_tensor_descriptor): the port refuses them there, naming the op")
 def test_a_descriptor_persistent_matmul_ports_as_tma_at_parity(tmp_path):
     """Tutorial 09's descriptor persistent matmul on sm90a: the device-made descriptors, the
     pipelined TMA loads on mbarriers and the TMA store of the epilogue are written as Gluon's TMA
-    calls, and the kernel builds to the same machine code with the port swapped in."""
+    calls, and the kernel builds to the same machine code with the port swapped in (3.6 and 3.7
+    print the descriptor type as ``!tt.tensordesc<tensor<...>>`` and have no ``read_only`` wait)."""
     ported, before, after = _parity(pp.persistent_tiles_desc, pp.matmul_descriptor_persistent_gluon_host,
                                     *PERSISTENT, "sm90a", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
     assert after == before, (before, after)
-    for call in ("tma.make_tensor_descriptor(", "tma.async_load(", "mbarrier.expect(", "mbarrier.wait(",
-                 "tma.async_store(", "tma.store_wait(0)", "tma.store_wait(0, read_only=False)", ".permute([1, 0])",
-                 "warpgroup_mma("):
+    full_wait = "tma.store_wait(0, read_only=False)" if compat.STORE_WAIT_READ_ONLY else "tma.store_wait(0)"
+    load, store = (f"tma.{copy.__name__}(" for copy in compat.gluon_tma_copies())
+    for call in ("tma.make_tensor_descriptor(", load, "mbarrier.expect(", "mbarrier.wait(", store,
+                 "tma.store_wait(0)", full_wait, ".permute([1, 0])", "warpgroup_mma("):
         assert call in ported.source, call
     assert ported.source.count("tma.make_tensor_descriptor(") == 3   # A, B and C, made once before the tile loop
 
@@ -623,8 +623,6 @@ def _descriptor_add_host(x_ptr, n, BM: gl.constexpr, BN: gl.constexpr):
     _descriptor_add_helper(x_ptr, n, gl.program_id(0) * BM, BM, BN)
 
 
-@pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 8),
-                    reason="Triton 3.6/3.7 print the descriptor ops differently: the port refuses reinterpret_tensor_descriptor first")
 def test_a_descriptor_op_the_port_does_not_write_is_refused_with_its_line():
     with pytest.raises(PortError) as caught:
         from_ttgir.port(_descriptor_add_host, _descriptor_add_helper, {"x_ptr": "*fp32", "n": "i32"},

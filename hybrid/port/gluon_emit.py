@@ -884,7 +884,8 @@ def _reinterpret_descriptor(e: Emitter, op: Op, indent: int) -> str:
     created = e.tensormaps.get(op.operands[0])
     if created is None:
         raise Unsupported(op, "a descriptor read from memory the port did not write a tensormap into", e.where(op))
-    desc = re.match(r"!tt\.tensordesc<([\dx]+)x(\w+), (#[\w.]+(?:<[^>]*>)?)>", op.types.split(" to ")[-1].strip())
+    desc = re.match(r"!tt\.tensordesc<(?:tensor<)?([\dx]+)x(\w+), (#[\w.]+(?:<[^>]*>)?)>",   # (3.6: tensor<...>)
+                    op.types.split(" to ")[-1].strip())
     block = [int(d) for d in desc.group(1).split("x")]
     element_bytes = int(re.search(r"\d+", desc.group(2)).group()) // 8
     groups = [re.findall(r"%[\w$.\-]+(?:#\d+)?", g) for g in re.findall(r"\[([^\]]*)\]", created.rest.split(" : ")[0])]
@@ -950,7 +951,7 @@ def _tma_store_wait(e: Emitter, op: Op, indent: int) -> None:
     """``store_wait(n)`` waits only for the stores' reads of shared memory by default (``read_only``)."""
     e.imports.add(HOPPER.format("tma"))
     pendings = op.attr("pendings").split(":")[0].strip()
-    read_only = "" if re.search(r"\bread_only\b", op.rest) else ", read_only=False"
+    read_only = "" if re.search(r"\bread_only\b", op.rest) or not compat.STORE_WAIT_READ_ONLY else ", read_only=False"
     e.lines.append("    " * indent + f"tma.store_wait({pendings}{read_only})")
 
 
