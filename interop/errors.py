@@ -47,6 +47,17 @@ def nested_region(function: str, call_site: str, enclosing: str) -> RegionError:
                        "region to Gluon")
 
 
+def host_descriptor_into_region(function: str, call_site: str) -> RegionError:
+    """A Gluon host's TMA descriptor passed into a Triton region on a Triton that cannot lower
+    that (``compat.REGION_TAKES_HOST_DESCRIPTORS``): the compiler and the interpreter refuse it
+    with this one error, where the region's tt IR would fail to verify."""
+    return RegionError(function, call_site,
+                       "a Gluon host's TMA descriptor passed into a Triton region: Triton 3.6 and 3.7 type the "
+                       "region's descriptor loads with the descriptor's shared layout, which their verifier refuses",
+                       "use Triton 3.8 or later, make the descriptor inside the Triton function "
+                       "(tl.make_tensor_descriptor), or issue the TMA copies in the Gluon host")
+
+
 class NoResultError(RegionError):
     """The result of a Triton region that returns nothing, used as a value."""
 

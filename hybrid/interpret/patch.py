@@ -19,11 +19,13 @@ from typing import Iterator
 import numpy as np
 import triton.experimental.gluon.language as gl
 import triton.language as tl
+from triton.experimental.gluon.language.nvidia.hopper import tma as gluon_tma
 from triton.runtime import JITFunction
 
 import hybrid
 from interop.lowering import arch
-from interop.errors import NoResult, RegionError, TargetError, nested_region
+from interop.errors import NoResult, RegionError, TargetError, host_descriptor_into_region, nested_region
+from interop.triton import compat
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
@@ -118,6 +120,9 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         region = f"'{fn.__name__}' called at {user_site().split(' in ')[0]}"
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
+    if crossing and language == "triton" and not compat.REGION_TAKES_HOST_DESCRIPTORS and \
+            any(isinstance(a, gluon_tma.tensor_descriptor) for a in (*args, *kwargs.values())):
+        raise host_descriptor_into_region(fn.__name__, user_site().split(" in ")[0])
     elif crossing:
         region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []

@@ -23,7 +23,7 @@ from ..instrumentation import instrument, timing
 from ..boundaries import movement, swizzle
 from .assemble import assemble
 from ..boundary import layout_of, tag
-from ..errors import NoResult, RegionError, as_region_error
+from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
 from ..region import CallSite, Region
 from ..triton import compat
@@ -288,6 +288,8 @@ def _region_type(value, function: str, call_site: CallSite):
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):
         return ty
     if isinstance(ty, tma.tensor_descriptor_type):   # the host's descriptor, its shared layout kept
+        if not compat.REGION_TAKES_HOST_DESCRIPTORS:
+            raise host_descriptor_into_region(function, str(call_site))
         return HostDescriptorType(ty, value.handle.get_type())
     raise RegionError(function, str(call_site), f"a value of type {ty} cannot be passed into a Triton region",
                       "Triton regions take tensors in registers, scalars, pointers and constexprs; "

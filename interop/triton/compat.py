@@ -273,6 +273,9 @@ def gluon_barrier():
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
 
 
+#: Whether a Triton region can take a Gluon host's TMA descriptor (3.8 on; see
+#: ``errors.host_descriptor_into_region``).
+REGION_TAKES_HOST_DESCRIPTORS = TRITON_MAJOR_MINOR >= (3, 8)
 #: Whether Gluon's ``tma.store_wait`` takes ``read_only`` (3.8 on); before, it waits for the stores
 #: to complete, as ``read_only=False`` does.
 STORE_WAIT_READ_ONLY = TRITON_MAJOR_MINOR >= (3, 8)
