@@ -118,11 +118,11 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     region = caller.region
     if crossing and language == "triton":
         region = f"'{fn.__name__}' called at {user_site().split(' in ')[0]}"
+        if not compat.REGION_TAKES_HOST_DESCRIPTORS and \
+                any(isinstance(a, gluon_tma.tensor_descriptor) for a in (*args, *kwargs.values())):
+            raise host_descriptor_into_region(fn.__name__, user_site().split(" in ")[0])
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
-    if crossing and language == "triton" and not compat.REGION_TAKES_HOST_DESCRIPTORS and \
-            any(isinstance(a, gluon_tma.tensor_descriptor) for a in (*args, *kwargs.values())):
-        raise host_descriptor_into_region(fn.__name__, user_site().split(" in ")[0])
     elif crossing:
         region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
