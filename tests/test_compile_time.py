@@ -80,6 +80,17 @@ def test_the_lowering_key_sees_host_layouts_constexprs_options_and_target():
     assert len({key, *(lowering_cache.key(**{**base, **change}) for change in changes)}) == len(changes) + 1
 
 
+def test_the_lowering_key_sees_the_environment_variables_tritons_own_key_sees(monkeypatch):
+    """A region lowered under ``TRITON_HIP_USE_BLOCK_PINGPONG=0`` (AMD's ping-pong pass off) is not
+    served to a compile without it, as Triton's own cache serves no such binary."""
+    options = make_backend(TARGETS["gfx942"]).parse_options({})
+    base = dict(fn=t_scale, args=[tl.constexpr(2.0)], arg_types=[tl.block_type(tl.float32, [512])],
+                host_types=["tensor<512xf32, #a>"], scalar_attrs=[], options=options, target=TARGETS["gfx942"])
+    plain = lowering_cache.key(**base)
+    monkeypatch.setenv("TRITON_HIP_USE_BLOCK_PINGPONG", "0")
+    assert lowering_cache.key(**base) != plain
+
+
 def test_the_stages_of_a_compile_add_up_to_its_total(cold_caches):
     fb = _build("gfx942")
     rows = {stage: seconds for stage, seconds, _ in fb.timing.rows()}

@@ -4,7 +4,9 @@ A region's lowering depends on: the function's source and, transitively, the JIT
 calls (upstream's ``JITFunction.cache_key``, which covers their first lines too) and its file
 (locations name it); the call's argument types, every constexpr value and, for each tensor, the
 host's full type string (layout included); the scalar arguments' specialization; the backend
-options; the target; the Triton release; and this project's own code (``caches.STITCH_VERSION``).
+options; the target; the Triton release; the backend's toolchain and the environment variables
+Triton's own cache key sees (``compat.compiler_fingerprint``, as the job cache keys a build:
+``TRITON_HIP_USE_BLOCK_PINGPONG``, say); and this project's own code (``caches.STITCH_VERSION``).
 The key is a sha256 over all of them. MLIR operations belong to one context, so an entry holds
 the lowered module as text and is parsed back into the compile's own context through Triton's
 bindings; it also holds the region's module after Triton's ``ttir`` stage (a Gluon host's
@@ -60,7 +62,7 @@ def key(fn, args: list, arg_types: list, host_types: list[str], scalar_attrs: li
              "scalars": scalar_attrs, "results": sorted((results or {}).items()),
              "options": sorted((k, repr(v)) for k, v in options.__dict__.items()),
              "target": [target.backend, str(target.arch), target.warp_size], "triton": compat.TRITON_VERSION,
-             "stitch": caches.STITCH_VERSION}
+             "stitch": caches.STITCH_VERSION, "compiler": compat.compiler_fingerprint(target)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
 
