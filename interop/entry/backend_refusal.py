@@ -5,7 +5,7 @@ facts only known from the specialization: a ``cp.async`` (Gluon's ``async_copy``
 4 bytes, because the pointers' alignment comes from integer arguments the launch did not
 specialize as multiples of 16. Upstream raises ``PassManager::run failed`` and leaves MLIR's
 diagnostics on stderr. Here the stage is replayed, on the failure path only, on the module
-Triton cached after ``ttgir``, with stderr captured (``diagnostics.replayed``); the first error
+Triton cached after ``ttgir``, with stderr captured (``diagnostics.capture``); the first error
 becomes a ``BackendError`` (a ``RuntimeError``, as upstream's) that quotes the source line and
 names the region holding it (or the host kernel), the backend's words and, for a refusal with a
 known cause, what to do.
@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import linecache
-import os
 import re
 from typing import Callable
 
 from .. import diagnostics, records
 from ..triton import compat
-from ..triton.bindings import ir
+from ..triton.bindings import ir, parse_module
 
 _ERROR = re.compile(r"^(\S+?):(\d+):(\d+): error: (.*)$", re.MULTILINE)
 _CALLED_FROM = re.compile(r"^(\S+?):(\d+):\d+: note: called from$", re.MULTILINE)
@@ -39,12 +38,6 @@ HINTS = (
 class BackendError(RuntimeError):
     """Triton's backend refused the stitched kernel after it verified."""
 
-    def __init__(self, message: str):
-        super().__init__(message)
-
-    def __reduce__(self):
-        return type(self), (str(self),)
-
 
 def guarded(stage: Callable, backend, name: str) -> Callable:
     """``stage`` (a backend stage after ``ttgir``), raising ``BackendError`` where it fails."""
@@ -62,7 +55,8 @@ def guarded(stage: Callable, backend, name: str) -> Callable:
 
 def explain(stage: str, said: str, ttgir: str) -> str:
     """The error for MLIR's diagnostics ``said`` of ``stage`` on the kernel of ``ttgir`` (its text)."""
-    entry = re.match(r"tt\.func public @([\w$.]+)", _signature(ttgir))
+    signature = _signature(ttgir)
+    entry = re.match(r"tt\.func public @([\w$.]+)", signature)
     kernel = entry.group(1) if entry else "the kernel"
     found = _ERROR.search(said)
     if found is None:
@@ -79,7 +73,7 @@ def explain(stage: str, said: str, ttgir: str) -> str:
                + (f" (called from {caller.group(1)}:{caller.group(2)})" if caller else "") + f": {words}"
                + (f"\n    {source}" if source else ""))
     hint = next((h for pattern, h in HINTS if pattern.search(words)), None)
-    integers = ", ".join(re.findall(r"%(\w+): i(?:32|64) (?!\{tt\.divisibility)", _signature(ttgir))) or "none"
+    integers = ", ".join(re.findall(r"%(\w+): i(?:32|64) (?!\{tt\.divisibility)", signature)) or "none"
     return message + (f"\n  hint: {hint.format(integers=integers)}" if hint else "")
 
 
@@ -100,17 +94,10 @@ def _cached_ttgir(metadata: dict) -> str | None:
 def _replayed(stage: Callable, backend, text: str, metadata: dict) -> str:
     """What the stage prints to stderr (its diagnostics, notes too), run again on ``text`` parsed
     in a fresh context."""
-    import tempfile
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
-    with tempfile.NamedTemporaryFile("w", suffix=".ttgir", delete=False) as f:
-        f.write(text)
-    try:
-        module = ir.parse_mlir_module(f.name, context)
-        module.context = context
-        with diagnostics.capture(echo=False) as said, contextlib.suppress(Exception):
-            stage(module, dict(metadata))
-        return said.text
-    finally:
-        os.unlink(f.name)
+    module = parse_module(text, context)
+    with diagnostics.capture(echo=False) as said, contextlib.suppress(Exception):
+        stage(module, dict(metadata))
+    return said.text

@@ -23,6 +23,7 @@ layout only through where each element lives).
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -76,11 +77,16 @@ class Rematerializer:
     def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None):
         self._builder = builder
         self._leaves, self._leaf = leaves, leaf
+        self._module = module
         self._defining = producers(module)
-        self._integers = compat.Integers(module, builder)
         self._memo: dict[tuple[int, str], object] = {}
         self._checked: dict[int, bool] = {}
         self._reaches: dict[int, bool] = {}
+
+    @functools.cached_property
+    def _integers(self) -> compat.Integers:
+        """Made at the first read (on Triton 3.6 and 3.7 it prints the module)."""
+        return compat.Integers(self._module, self._builder)
 
     def defining(self, value):
         return self._defining.get(value.id())

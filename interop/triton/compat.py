@@ -387,18 +387,24 @@ def _dedented_source(reader) -> Iterator[None]:
 _after_conversion = threading.local()
 
 
-def _skippable(convert):
-    """The tt -> ttg conversion pass adder, skipped while ``ttgir_after_conversion`` is active in
-    this thread (other threads' compiles are untouched)."""
-    if getattr(convert, "hybrid_skippable", False):
-        return convert
+@contextlib.contextmanager
+def _skipping(owner, name: str, flag: threading.local) -> Iterator[None]:
+    """``owner.<name>``, a pass adder, adds nothing while the block runs in this thread (other
+    threads' compiles are untouched): wrapped once, it asks ``flag`` each time it is called."""
+    with _install_lock:
+        add = getattr(owner, name)
+        if not getattr(add, "hybrid_skippable", False):
+            def skippable(pm, *args, **kwargs):
+                if not getattr(flag, "active", False):
+                    add(pm, *args, **kwargs)
 
-    def add_convert_to_ttgpuir(pm, *args, **kwargs):
-        if not getattr(_after_conversion, "active", False):
-            convert(pm, *args, **kwargs)
-
-    add_convert_to_ttgpuir.hybrid_skippable = True
-    return add_convert_to_ttgpuir
+            skippable.hybrid_skippable = True
+            setattr(owner, name, skippable)
+    flag.active = True
+    try:
+        yield
+    finally:
+        flag.active = False
 
 
 def convert_to_ttgpuir(module, target, options) -> None:
@@ -422,13 +428,8 @@ def ttgir_after_conversion() -> Iterator[None]:
     ``passes.ttir.add_convert_to_ttgpuir`` (NVIDIA in the one pipeline, AMD in its
     ``make_ttgir_early`` one), so it is that call that is made skippable."""
     from triton._C.libtriton import passes
-    with _install_lock:
-        passes.ttir.add_convert_to_ttgpuir = _skippable(passes.ttir.add_convert_to_ttgpuir)
-    _after_conversion.active = True
-    try:
+    with _skipping(passes.ttir, "add_convert_to_ttgpuir", _after_conversion):
         yield
-    finally:
-        _after_conversion.active = False
 
 
 #: Triton 3.6's MLIR inlines no ROCDL op: a Triton region whose ttgir holds the ``rocdl.s.setprio``
@@ -447,19 +448,8 @@ def without_block_pingpong(target) -> Iterator[None]:
         yield
         return
     from triton._C.libtriton import amd
-    with _install_lock:
-        add = amd.passes.ttgpuir.add_block_pingpong
-        if not getattr(add, "hybrid_skippable", False):
-            def add_block_pingpong(pm, *args, **kwargs):
-                if not getattr(_without_pingpong, "active", False):
-                    add(pm, *args, **kwargs)
-            add_block_pingpong.hybrid_skippable = True
-            amd.passes.ttgpuir.add_block_pingpong = add_block_pingpong
-    _without_pingpong.active = True
-    try:
+    with _skipping(amd.passes.ttgpuir, "add_block_pingpong", _without_pingpong):
         yield
-    finally:
-        _without_pingpong.active = False
 
 
 def add_shared_memory_allocation(pm, target, options) -> None:
