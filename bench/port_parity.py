@@ -141,6 +141,7 @@ def row(fn, kernel, signature: dict, constexprs: dict, options: dict, target: st
         return out
     out["made_in_place"] = sorted(ported.made_in_place)   # what the caller could make in the port's layouts
     out["caveats"] = list(ported.caveats)   # what the kernel with the port does differently (its loop's pipelining)
+    out["differs"] = ported.differs          # why its machine code differs, where the port knows
     candidate = from_ttgir.load_port(ported.source, ported.name, Path(f"{ported.name}.py"))
     swapped = hybrid.compile(with_region(kernel, fn, candidate), signature, constexprs, target, **options)
     out["port"] = _figures(swapped, target)
@@ -169,7 +170,7 @@ def cells(r: dict) -> tuple:
     return (r["function"], r["kernel"], r["host"], r["target"], f"{p['instructions']} / {o['instructions']} ({r['ratio']:.3f})",
             f"{p['registers']} / {o['registers']}", f"{p['shared_bytes']} / {o['shared_bytes']}",
             f"{p['conversions']} / {o['conversions']}", f"{p['moving_conversions']} / {o['moving_conversions']}",
-            "met" if r["goal"] else "MISSED" + _constants_note(r) + _caveats_note(r))
+            "met" if r["goal"] else "MISSED" + (_differs_note(r) or _constants_note(r)) + _caveats_note(r))
 
 
 def _constants_note(r: dict) -> str:
@@ -178,6 +179,11 @@ def _constants_note(r: dict) -> str:
     at its boundary."""
     names = r.get("made_in_place")
     return f" (the caller's {', '.join(names)}, made in place at the boundary, are converted)" if names else ""
+
+
+def _differs_note(r: dict) -> str:
+    """Why the kernel with the port is not the kernel's machine code, as the port says (AMD's buffer ops)."""
+    return f" ({r['differs'].split(';')[0]})" if r.get("differs") else ""
 
 
 def _caveats_note(r: dict) -> str:

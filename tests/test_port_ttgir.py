@@ -192,6 +192,62 @@ def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):
     assert {o.name for o in result.outputs} >= {"DW", "DB"}
 
 
+@pytest.mark.parametrize("target", ["sm80", "sm100a"])
+def test_a_function_the_kernel_lays_out_with_its_own_code_ports_as_the_kernels_copy(target, tmp_path):
+    """Upstream layer norm backward loads the partial dW/dB four halves a thread, as its other row
+    loads, and converts only before its one-a-thread stores; the function lowered alone loads one
+    a thread and converts the partial sums up front (twice the shared memory). The port is written
+    from the kernel's own copy of the function's ops: each pointer tile and mask taken in both
+    layouts (made again there, not converted), and the kernel's machine code; in the interpreter
+    it writes what the kernel without it writes."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    constexprs = {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 1024}
+    ported, before, after = _parity(pp.accumulate_partial, pp.layer_norm_bwd_dx, pp.LAYER_NORM_BWD, constexprs,
+                                    target, tmp_path, num_warps=8)
+    assert after == before, (before, after)
+    for name in ("DW", "DB", "mask"):   # one entry per layout the kernel has it in
+        assert len(re.findall(rf"\n    {name}_\d+ = hybrid\.convert_in\({name}, BLOCKED1?\)", ported.source)) == 2, \
+            ported.source
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}-run.py")
+    M, N = 3, 1000
+    h = lambda *shape: torch.randn(*shape).half()   # noqa: E731
+    x, dy, w = h(M, N), h(M, N), h(N)
+    mean, rstd = x.float().mean(1), 1 / (x.float().var(1, unbiased=False) + 1e-5).sqrt()
+    args = (torch.zeros(M, N).half(), dy, torch.zeros(64, N).half(), torch.zeros(64, N).half(), x, w, mean, rstd,
+            torch.zeros(128, dtype=torch.int32), N, N)
+    result = compare(pp.layer_norm_bwd_dx, region=pp.accumulate_partial, candidate=candidate, grid=(M, ), args=args,
+                     kwargs={**constexprs, "num_warps": 8}, interpret=True, target=target, atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()
+
+
+def test_ops_inlined_from_a_call_are_read_as_the_callee_sees_them():
+    """``ttgir_text.parse(inlined_at=...)``: an op whose location is a call site at that line is
+    the call's, located at its line in the callee (a name given to it kept), with the callee's
+    position first in its key; an op of the caller on that line is not the call's."""
+    from hybrid.port.ttgir_text import parse
+    text = """#loc1 = loc("k.py":20:5)
+#loc2 = loc("f.py":3:9)
+#loc3 = loc("acc"(#loc2))
+#loc4 = loc(callsite(#loc3 at #loc1))
+#loc5 = loc("k.py":20:30)
+module {
+  tt.func public @k(%a: i32 loc(unknown)) {
+    %0 = arith.addi %a, %a : i32 loc(#loc5)
+    %1 = arith.muli %0, %0 : i32 loc(#loc4)
+    tt.return loc(#loc1)
+  }
+}
+"""
+    module = parse(text, "k", inlined_at=("k.py", 20))
+    caller, call = module.body.ops[:2]
+    assert module.inlined == {"#loc4"} and call.loc in module.inlined and caller.loc not in module.inlined
+    where = module.locations[call.loc]
+    assert (where.file, where.line, where.name) == ("f.py", 3, "acc")
+    assert module.positions[call.loc] == (("f.py", 3, 9), )
+    assert parse(text, "k").positions["#loc4"] == (("f.py", 3, 9), ("k.py", 20, 5))
+
+
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
 def test_split_and_join_port_at_parity_and_compute_the_same(target, tmp_path):
     torch = pytest.importorskip("torch")

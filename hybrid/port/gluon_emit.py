@@ -248,6 +248,7 @@ class Emitter:
         self.layouts = layouts or Layouts(module.aliases)
         self.values: dict[str, str] = dict(params)      # SSA value -> Python expression
         self.lines: list[str] = []
+        self.entry: list[str] = []                      # the parameters' conversions, before ``lines``
         self.helpers: list[str] = []
         self.imports: set[str] = set()
         self.outputs: dict[int, str] = {}               # sink index -> Python expression
@@ -259,6 +260,10 @@ class Emitter:
         self._taken = set(params.values())
 
     # -- names and types ----------------------------------------------------------------------
+    def reserve(self, names) -> None:
+        """Keep ``names`` (the function's parameters) from the names ``bind`` gives."""
+        self._taken.update(names)
+
     def value(self, ssa: str) -> str:
         return self.values[ssa]
 

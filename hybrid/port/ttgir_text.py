@@ -58,6 +58,11 @@ class Module:
     args: list[tuple[str, str]]            # the function's (%name, type)
     body: Block
     target: str = ""                       # the module's ttg.target: "cuda:90", "hip:gfx950"
+    #: "#loc12" -> its source positions, innermost first (a call site's callee, then its caller):
+    #: the key that matches one function's ops across two lowerings of it
+    positions: dict[str, tuple] = field(default_factory=dict)
+    #: The locations of the ops a kernel inlined from the call ``parse`` was given (``inlined_at``)
+    inlined: frozenset[str] = frozenset()
 
 
 def users(block: Block, value: str) -> list[Op]:
@@ -88,8 +93,10 @@ _LOC_TAIL = re.compile(r"\s*loc\((#loc\d*|unknown|callsite\([^)]*\)|\"[^\"]*\"\(
 _ALIAS = re.compile(r"^(#\w+) = (.*)$")
 
 
-def parse(text: str, function: str) -> Module:
-    """The module text's aliases, locations and the body of ``function``."""
+def parse(text: str, function: str, inlined_at: tuple[str, int] | None = None) -> Module:
+    """The module text's aliases, locations and the body of ``function``. ``inlined_at``: the
+    ``(file, line)`` of a call the function inlined; its ops are then read as the callee sees them
+    (their locations and positions without that call site) and their locations listed."""
     aliases, raw_locs = {}, {}
     for line in text.splitlines():
         found = _ALIAS.match(line)
@@ -100,7 +107,11 @@ def parse(text: str, function: str) -> Module:
     args = _func_args(lines[start])
     body, _ = _block(lines, start + 1, [])
     target = re.search(r'ttg\.target = "([^"]*)"', text)
-    return Module(aliases, _resolve_locations(raw_locs), args, body, target.group(1) if target else "")
+    inlined: frozenset[str] = frozenset()
+    if inlined_at is not None:
+        raw_locs, inlined = _as_callee(raw_locs, inlined_at)
+    return Module(aliases, _resolve_locations(raw_locs), args, body, target.group(1) if target else "",
+                  _positions(raw_locs), inlined)
 
 
 def _func_args(line: str) -> list[tuple[str, str]]:
@@ -165,6 +176,51 @@ def _op(line: str) -> Op:
     return Op(name, results, rest.strip(), loc)
 
 
+_CALLSITE = re.compile(r"loc\(callsite\((#loc\d*) at (#loc\d*)\)\)")
+_SAME = re.compile(r"loc\((#loc\d*)\)$")   # another alias's location (what ``_as_callee`` writes)
+
+
+def _positions(raw: dict[str, str]) -> dict[str, tuple]:
+    """Per location alias, its ``(file, line, column)`` positions, a callee's before its caller's."""
+    found: dict[str, tuple] = {}
+
+    def get(key: str) -> tuple:
+        if key not in found:
+            found[key] = ()   # (a guard, as in _resolve_locations)
+            text = raw.get(key, "")
+            if m := re.match(r'loc\("([^"]*)":(\d+):(\d+)\)', text):
+                found[key] = ((m.group(1), int(m.group(2)), int(m.group(3))),)
+            elif m := re.match(r'loc\("[^"]*"\((#loc\d*)\)\)', text):
+                found[key] = get(m.group(1))
+            elif m := _CALLSITE.match(text):
+                found[key] = get(m.group(1)) + get(m.group(2))
+            elif m := _SAME.match(text):
+                found[key] = get(m.group(1))
+        return found[key]
+
+    return {key: get(key) for key in raw}
+
+
+def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, str], frozenset[str]]:
+    """``raw`` with each call site at ``site`` (file, line) replaced by its callee's location, and
+    the aliases so replaced (or naming one that was): the ops inlined from that call."""
+    positions = _positions(raw)
+    out, inlined = dict(raw), set()
+    for key, text in raw.items():
+        m = _CALLSITE.match(text)
+        if m and [p[:2] for p in positions.get(m.group(2), ())] == [site]:
+            out[key] = f"loc({m.group(1)})"
+            inlined.add(key)
+    grown = True
+    while grown:   # a name given to such a location, a call inlined into the call (``g at <f at site>``)
+        before = len(inlined)
+        inlined.update(key for key, text in raw.items()
+                       if (m := re.match(r'loc\("[^"]*"\((#loc\d*)\)\)', text) or _CALLSITE.match(text))
+                       and m.groups()[-1] in inlined)
+        grown = len(inlined) > before
+    return out, frozenset(inlined)
+
+
 def _resolve_locations(raw: dict[str, str]) -> dict[str, Where]:
     resolved: dict[str, Where | None] = {}
 
@@ -179,8 +235,10 @@ def _resolve_locations(raw: dict[str, str]) -> dict[str, Where]:
         elif m := re.match(r'loc\("([^"]*)"\((#loc\d*)\)\)', text):
             inner = get(m.group(2))
             found = Where(inner.file, inner.line, m.group(1)) if inner else None
-        elif m := re.match(r"loc\(callsite\((#loc\d*) at (#loc\d*)\)\)", text):
+        elif m := _CALLSITE.match(text):
             found = get(m.group(2)) or get(m.group(1))   # the line in the ported function
+        elif m := _SAME.match(text):
+            found = get(m.group(1))
         resolved[key] = found
         return found
 

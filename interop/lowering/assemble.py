@@ -9,7 +9,7 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
-from . import arch, host_relayout
+from . import arch, convert_in, host_relayout
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
 from ..stitching import stitch
@@ -27,6 +27,7 @@ def assemble(cc, module) -> None:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
         folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
+        convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))   # (a Triton host's Gluon regions' entries)
         stitch.check_no_markers(module)
         if cc.host_language == "triton":   # Triton's late placement, made while the Gluon calls were opaque
             host_relayout.interleave_tmem(module, cc.context, cc.target)

@@ -33,8 +33,7 @@ def convert_in(value, layout, _semantic=None, _generator=None):
     from triton.experimental.gluon import language as gl
     converted = gl.convert_layout(value, layout, _semantic=_semantic)
     compile_context = interception.compile_of(_generator)
-    if compile_context is not None and compile_context.host_language == "gluon" \
-            and isinstance(_semantic.builder, gluon_ir.GluonOpBuilder):
+    if compile_context is not None and isinstance(_semantic.builder, gluon_ir.GluonOpBuilder):
         converted.handle.set_attr(TAG, _semantic.builder.get_string_attr(f"{ENTRY}{converted.handle.id()}"))
     return converted
 
@@ -50,9 +49,14 @@ def fold(module, context) -> None:
     stitch.fold_constant_conversions(module, builder)
     remat.recompute_boundary_conversions(module, builder)
     stitch.canonicalize(module, context)
+    untag(module, builder)
+    stitch.verify(module, "making entry conversions in place")
+
+
+def untag(module, builder) -> None:
+    """Entry conversions not made in place are plain conversions from here on."""
     for conversion in _entries(module):
         conversion.get_result(0).set_attr(TAG, builder.get_string_attr(""))
-    stitch.verify(module, "making entry conversions in place")
 
 
 def _entries(module) -> list:

@@ -41,7 +41,7 @@ _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.m
 #: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
 _COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
                 "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")
-_OPS = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
+MADE_AGAIN = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
         "arith.cmpi", "ttg.convert_layout", *_ELEMENTWISE}
 #: Element types by their MLIR names.
 _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
@@ -71,7 +71,7 @@ class Rematerializer:
     """Makes tensors of index arithmetic again in other layouts, at the builder's insertion point.
 
     ``leaves`` (value ids) are tensor block arguments the arithmetic may start from; ``leaf``
-    gives such an argument in a wanted layout. Every other tensor must be made by ``_OPS`` from
+    gives such an argument in a wanted layout. Every other tensor must be made by ``MADE_AGAIN`` from
     scalars, which are used as they are."""
 
     def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None):
@@ -104,7 +104,7 @@ class Rematerializer:
         if op is None:
             return value.id() in self._leaves
         name = op.get_name()
-        if name not in _OPS:
+        if name not in MADE_AGAIN:
             return False
         if name == "arith.constant":
             return self._integers.integer_constant(op) is not None
@@ -115,7 +115,7 @@ class Rematerializer:
         if value.id() not in self._reaches:
             op = self._defining.get(value.id())
             self._reaches[value.id()] = value.id() in self._leaves or (
-                op is not None and op.get_name() in _OPS
+                op is not None and op.get_name() in MADE_AGAIN
                 and any(self.reaches_leaf(op.get_operand(i)) for i in range(op.get_num_operands())))
         return self._reaches[value.id()]
 

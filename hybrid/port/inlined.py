@@ -1,0 +1,299 @@
+"""The ported function's ops as the Triton kernel that inlines it has them.
+
+A function lowered on its own (the probe's region) is laid out for itself. The kernel that
+inlines it lays the same ops out together with its own: upstream layer norm backward loads the
+partial dW four halves a thread, as its other row loads, and converts only before its one-a-thread
+stores, where the function alone loads one a thread and converts the partial sums up front.
+Writing the port from the kernel's copy of those ops gives the kernel's layouts op for op.
+
+The kernel's ops of the call are those whose location is a call site at the call's line. Each
+value they take from the rest of the kernel is matched to a parameter through the probe's region:
+the same op there (its name and source positions) takes that parameter, or a conversion of it.
+A value they make that the rest of the kernel uses is matched to a result the same way.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from interop.lowering.lower_triton import REGION_FUNCTION
+from interop.stitching import remat
+
+from .ttgir_text import Block, Module, Op, parse
+
+#: An op the region marks a result with (``hybrid.out.<j>``, in ``tt.elementwise_inline_asm``).
+_SINK = "tt.elementwise_inline_asm"
+
+
+class NotInlined(Exception):
+    """The kernel's copy of the call cannot be read as one function (the port falls back to the
+    region Triton lowered on its own)."""
+
+
+@dataclass(frozen=True)
+class Inlined:
+    """The call's ops as the kernel has them, as a module ``gluon_emit`` can write out."""
+    module: Module               # body: the call's ops (and the constants they use); locations as the callee's
+    arguments: dict[str, str]    # a kernel value the ops take -> the region argument (parameter leaf) it is
+    results: list[str]           # per result of the function, the kernel value the rest of the kernel uses
+    #: The values the kernel makes from scalars by index arithmetic (``remat``'s ops): the port takes
+    #: them through ``hybrid.convert_in``, which makes them again in the layout wanted, as the kernel does
+    remade: frozenset[str] = frozenset()
+
+
+def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, int]) -> Inlined:
+    """The call at ``site`` (file, line) of the kernel printed as ``kernel_text``, matched against
+    the function's region lowered on its own (``region_text``)."""
+    kernel = parse(kernel_text, kernel_name, inlined_at=site)
+    region = parse(region_text, REGION_FUNCTION)
+    block, ops = _call_ops(kernel)
+    _no_buffer_ops(kernel, ops)
+    inside = _made(ops)
+    producers = _producers(kernel.body)
+    align = _Alignment(kernel, region)
+    arguments, constants = {}, []
+    for value in _taken(ops, inside):
+        producer = producers.get(value)
+        if producer is not None and producer.name == "arith.constant":
+            constants.append(producer)
+            continue
+        found = align.sources(value, ops)
+        if len(found) != 1 or not found[0].startswith("arg:"):
+            raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
+                             f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
+        arguments[value] = found[0][4:]
+    results = _results(block, ops, align)
+    body = Block([], constants + ops)
+    carried = _block_arguments(kernel.body)
+    module = Module(kernel.aliases, kernel.locations,
+                    [(v, carried[v] if v in carried else _type_of(v, producers)) for v in arguments], body,
+                    kernel.target, kernel.positions)
+    remade = frozenset(v for v in arguments if v in producers and producers[v].name in remat.MADE_AGAIN)
+    return Inlined(module, arguments, results, remade)
+
+
+def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
+    """The block that holds the call's ops, and those ops in order, with any op of the kernel's
+    between them that takes one's value and gives one of them its own (a conversion of the kernel's)."""
+    found: list[tuple[Block, Op]] = []
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            if op.loc in kernel.inlined:
+                found.append((block, op))
+            else:
+                for region in op.regions:
+                    visit(region)
+
+    visit(kernel.body)
+    blocks = {id(block) for block, _ in found}
+    if len(blocks) != 1:
+        raise NotInlined(f"the kernel placed the function's ops in {len(blocks)} blocks (hoisted or pipelined out "
+                         f"of the call)")
+    block = found[0][0]
+    mine = {id(op) for _, op in found}
+    first, last = (next(k for k, op in enumerate(block.ops) if id(op) in mine),
+                   max(k for k, op in enumerate(block.ops) if id(op) in mine))
+    grown = True
+    while grown:
+        grown = False
+        made = _made([op for op in block.ops if id(op) in mine])
+        for k in range(first, last + 1):
+            op = block.ops[k]
+            if id(op) in mine or not set(op.operands) & made:
+                continue
+            later = _made([op])
+            if any(set(_all_operands(o)) & later for o in block.ops[k + 1:last + 1] if id(o) in mine):
+                mine.add(id(op))
+                grown = True
+    return block, [op for op in block.ops if id(op) in mine]
+
+
+#: AMD's buffer memory ops, which Triton's ``ConvertToBufferOps`` makes of a kernel's loads and stores.
+_BUFFER_OPS = ("amdg.buffer_load", "amdg.buffer_store", "amdg.buffer_atomic_rmw", "amdg.buffer_atomic_cas",
+               "amdg.buffer_load_to_local")
+
+
+def _no_buffer_ops(kernel: Module, ops: list[Op]) -> None:
+    """Refuse a call whose loads or stores the kernel issues as AMD buffer ops: they take the
+    scalar base and the offsets the kernel made the pointer tile from, which a function taking the
+    pointer tile does not have (and Gluon code keeps the plain global access it was written with)."""
+    for op in _flatten(ops):
+        if op.name in _BUFFER_OPS:
+            where = kernel.locations.get(op.loc)
+            at = f" at {where.file}:{where.line}" if where else ""
+            raise NotInlined(f"the kernel issues the function's memory access{at} as an AMD {op.name} from the "
+                             f"scalar base and offsets it made the pointer tile from; a function taking the pointer "
+                             f"tile has no base and offsets, and Gluon issues the global access as written")
+
+
+def _all_operands(op: Op) -> list[str]:
+    """The values ``op`` and the ops of its regions take."""
+    found = list(op.operands)
+    for region in op.regions:
+        for inner in region.ops:
+            found += _all_operands(inner)
+    return found
+
+
+def _made(ops: list[Op]) -> set[str]:
+    """The values ``ops`` and their regions define (results and block arguments)."""
+    made: set[str] = set()
+    for op in ops:
+        made.update(op.results)
+        for region in op.regions:
+            made.update(arg for arg, _ in region.args)
+            made |= _made(region.ops)
+    return made
+
+
+def _taken(ops: list[Op], inside: set[str]) -> list[str]:
+    """What ``ops`` take from outside them, in first use order."""
+    taken: list[str] = []
+    for op in ops:
+        taken += [v for v in _all_operands(op) if v not in inside and v not in taken]
+    return taken
+
+
+def _producers(block: Block) -> dict[str, Op]:
+    found: dict[str, Op] = {}
+    for op in block.ops:
+        found.update((result, op) for result in op.results)
+        for region in op.regions:
+            found.update(_producers(region))
+    return found
+
+
+def _block_arguments(block: Block) -> dict[str, str]:
+    """The types of the block arguments of ``block``'s regions (a loop's induction variable, carried values)."""
+    found: dict[str, str] = dict(block.args)
+    for op in block.ops:
+        if op.name == "scf.for":   # ``%iv = %lb to %ub step %s iter_args(%a = %init, ...) -> (types)``: printed inline
+            head = re.match(r"(%[\w$.\-]+) = ", op.rest)
+            carried = re.findall(r"(%[\w$.\-]+) = %[\w$.\-#]+", op.rest.split(" -> ")[0])[1:]
+            types = _top_level(op.rest.split(" -> ", 1)[1].split(" : ")[0].strip("() ")) if carried else []
+            found.update(zip(carried, types))
+            if head:
+                found[head.group(1)] = op.types.strip() or "i32"
+        for region in op.regions:
+            found.update(_block_arguments(region))
+    return found
+
+
+def _type_of(value: str, producers: dict[str, Op]) -> str:
+    """The type of ``value`` as far as the port's entry needs it: a tensor type with its shape and
+    layout (the last of its producer's types, or its own of a multi-result op's), or a scalar's."""
+    op = producers.get(value)
+    if op is None:
+        raise NotInlined(f"the type of {value} is not read here")
+    types = _top_level(re.split(r"->| to ", op.types)[-1].strip().strip("()"))
+    return types[op.results.index(value)] if len(types) == len(op.results) else types[-1]
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at its commas outside ``<>``."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts + [text[start:].strip()]
+
+
+def _users(ops: list[Op], value: str) -> list[tuple[Op, int]]:
+    """``(op, operand index)`` for each use of ``value`` among ``ops`` and their regions' ops."""
+    found = []
+    for op in ops:
+        found += [(op, k) for k, v in enumerate(op.operands) if v == value]
+        for region in op.regions:
+            found += _users(region.ops, value)
+    return found
+
+
+def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
+    """Per result index of the function, the value of ``ops`` the rest of the kernel uses."""
+    mine = {id(op) for op in ops}
+    rest = [op for op in block.ops if id(op) not in mine]
+    used = {v for op in rest for v in _all_operands(op)} & {r for op in ops for r in op.results}
+    results: dict[int, str] = {}
+    for value in sorted(used):
+        sinks = align.sinks(value, ops)
+        if len(sinks) != 1 or sinks[0] in results:
+            raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
+        results[sinks[0]] = value
+    if sorted(results) != list(range(align.region_results)):
+        raise NotInlined("a result of the function is not used by the kernel, or is an argument passed through")
+    return [results[j] for j in range(align.region_results)]
+
+
+class _Alignment:
+    """Matches the kernel's ops of the call to the region's: the same op name at the same source
+    positions (the callee's, its own calls' included)."""
+
+    def __init__(self, kernel: Module, region: Module):
+        self.kernel, self.region = kernel, region
+        self.by_key: dict[tuple, list[Op]] = {}
+        self.producers = _producers(region.body)
+        self.arguments = {ssa for ssa, _ in region.args}
+        self.sunk: dict[str, int] = {}   # a region value (or one it was converted from) -> the result it is
+        self._index(region.body)
+        self.region_results = len(set(self.sunk.values()))
+
+    def _index(self, block: Block) -> None:
+        for op in block.ops:
+            key = self.region.positions.get(op.loc)
+            if key:
+                self.by_key.setdefault((op.name, key), []).append(op)
+            if op.name == _SINK and '"hybrid.out.' in op.rest:
+                j = int(op.rest.split('"hybrid.out.')[1].split('"')[0])
+                for value in self._back(op.operands[0]):
+                    self.sunk[value] = j
+            for region in op.regions:
+                self._index(region)
+
+    def _back(self, value: str) -> list[str]:
+        """``value`` and what it was converted from, back to where it was made."""
+        chain = [value]
+        while (op := self.producers.get(chain[-1])) is not None and op.name == "ttg.convert_layout":
+            chain.append(op.operands[0])
+        return chain
+
+    def candidates(self, op: Op) -> list[Op]:
+        key = self.kernel.positions.get(op.loc)
+        return self.by_key.get((op.name, key), []) if key else []
+
+    def sources(self, value: str, ops: list[Op], depth: int = 0) -> list[str]:
+        """What the region's ops matching ``value``'s users take in its place: ``arg:<region argument>``,
+        ``constant`` or ``value``; through the kernel's conversions of it, to their users."""
+        found: set[str] = set()
+        for user, k in _users(ops, value):
+            if user.name == "ttg.convert_layout" and depth < 8:
+                found.update(self.sources(user.results[0], ops, depth + 1))
+                continue
+            for twin in self.candidates(user):
+                if k < len(twin.operands):
+                    made = self._back(twin.operands[k])[-1]
+                    producer = self.producers.get(made)
+                    found.add(f"arg:{made}" if made in self.arguments else
+                              "constant" if producer is not None and producer.name == "arith.constant" else "value")
+        return sorted(found)
+
+    def sinks(self, value: str, ops: list[Op]) -> list[int]:
+        """The results of the function the region ops matching ``value``'s producer return it as."""
+        found: set[int] = set()
+        for op in _flatten(ops):
+            if value in op.results:
+                k = op.results.index(value)
+                found.update(self.sunk[twin.results[k]] for twin in self.candidates(op)
+                             if k < len(twin.results) and twin.results[k] in self.sunk)
+        return sorted(found)
+
+
+def _flatten(ops: list[Op]) -> list[Op]:
+    out = []
+    for op in ops:
+        out.append(op)
+        for region in op.regions:
+            out += _flatten(region.ops)
+    return out
