@@ -221,6 +221,19 @@ def test_a_function_the_kernel_lays_out_with_its_own_code_ports_as_the_kernels_c
     assert result.ok, result.report()
 
 
+def test_on_amd_a_kernels_buffer_ops_are_written_as_the_pointer_tiles_they_were_made_from(tmp_path):
+    """On gfx942 Triton issues the locked accumulation's loads and stores as buffer ops from the
+    scalar base and offsets the kernel made the pointer tile from. The port takes the tile (the
+    function's parameter), made again in each access's layout: the kernel's shared memory (not
+    twice it), and the port says why its instructions still differ."""
+    constexprs = {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 1024}
+    ported, before, after = _parity(pp.accumulate_partial, pp.layer_norm_bwd_dx, pp.LAYER_NORM_BWD, constexprs,
+                                    "gfx942", tmp_path, num_warps=8)
+    assert after[2] == before[2], (before, after)   # shared bytes
+    assert "as AMD buffer ops" in ported.differs and "as AMD buffer ops" in ported.source
+    assert re.search(r"gl\.load\(DW_\d+, mask=mask_\d+\)", ported.source), ported.source
+
+
 def test_ops_inlined_from_a_call_are_read_as_the_callee_sees_them():
     """``ttgir_text.parse(inlined_at=...)``: an op whose location is a call site at that line is
     the call's, located at its line in the callee (a name given to it kept), with the callee's

@@ -429,7 +429,7 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         except Exception:   # noqa: BLE001 - the first port is right, only slower
             again = None
         if again is not None and _closer(again[2], machine, original):
-            source, constants, machine = again
+            (source, constants, machine), differs = again, inlined.differs
     differs = differs if machine != original and not caveats else ""   # (a caveat says it already)
     machine = {"original": original, "port": machine}
     source = source.replace(CLAIM, textwrap.fill(measured(machine, target, kernel.__name__, caveats, differs), 100))

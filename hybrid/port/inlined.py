@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from interop.lowering.lower_triton import REGION_FUNCTION
 from interop.stitching import remat
 
+from .errors import shown
+from .gluon_emit import TensorType
 from .ttgir_text import Block, Module, Op, parse
 
 #: An op the region marks a result with (``hybrid.out.<j>``, in ``tt.elementwise_inline_asm``).
@@ -39,6 +41,8 @@ class Inlined:
     #: The values the kernel makes from scalars by index arithmetic (``remat``'s ops): the port takes
     #: them through ``hybrid.convert_in``, which makes them again in the layout wanted, as the kernel does
     remade: frozenset[str] = frozenset()
+    #: What the port cannot do as the kernel does, said where the kernel with it differs (AMD's buffer ops)
+    differs: str = ""
 
 
 def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, int]) -> Inlined:
@@ -47,7 +51,7 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
     kernel = parse(kernel_text, kernel_name, inlined_at=site)
     region = parse(region_text, REGION_FUNCTION)
     block, ops = _call_ops(kernel)
-    _no_buffer_ops(kernel, ops)
+    tiles = _as_pointer_tiles(kernel, ops)
     inside = _made(ops)
     producers = _producers(kernel.body)
     align = _Alignment(kernel, region)
@@ -64,12 +68,15 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
         arguments[value] = found[0][4:]
     results = _results(block, ops, align)
     body = Block([], constants + ops)
-    carried = _block_arguments(kernel.body)
+    known = {**_block_arguments(kernel.body), **tiles}
     module = Module(kernel.aliases, kernel.locations,
-                    [(v, carried[v] if v in carried else _type_of(v, producers)) for v in arguments], body,
+                    [(v, known[v] if v in known else _type_of(v, producers)) for v in arguments], body,
                     kernel.target, kernel.positions)
-    remade = frozenset(v for v in arguments if v in producers and producers[v].name in remat.MADE_AGAIN)
-    return Inlined(module, arguments, results, remade)
+    remade = frozenset(v for v in arguments if v in tiles or v in producers and producers[v].name in remat.MADE_AGAIN)
+    differs = ("the kernel issues the function's loads and stores as AMD buffer ops from the scalar base and offsets "
+               "it made each pointer tile from; the port takes the tile, and Gluon issues global accesses as written"
+               if tiles else "")
+    return Inlined(module, arguments, results, remade, differs)
 
 
 def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
@@ -109,22 +116,37 @@ def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
     return block, [op for op in block.ops if id(op) in mine]
 
 
-#: AMD's buffer memory ops, which Triton's ``ConvertToBufferOps`` makes of a kernel's loads and stores.
-_BUFFER_OPS = ("amdg.buffer_load", "amdg.buffer_store", "amdg.buffer_atomic_rmw", "amdg.buffer_atomic_cas",
-               "amdg.buffer_load_to_local")
+#: ``amdg.buffer_load``/``buffer_store``'s operands: ``[value, ]base[offsets][, mask][, other] : !tt.ptr<T> -> tile``.
+_BUFFER = re.compile(r"(?:(%[\w$.\-#]+), )?(%[\w$.\-#]+)\[(%[\w$.\-#]+)\](?:, (%[\w$.\-#]+))?(?:, (%[\w$.\-#]+))?"
+                     r" : !tt\.ptr<([^>]+)> -> (tensor<.*>)")
 
 
-def _no_buffer_ops(kernel: Module, ops: list[Op]) -> None:
-    """Refuse a call whose loads or stores the kernel issues as AMD buffer ops: they take the
-    scalar base and the offsets the kernel made the pointer tile from, which a function taking the
-    pointer tile does not have (and Gluon code keeps the plain global access it was written with)."""
+def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, str]:
+    """Rewrite the call's AMD buffer loads and stores as the ``tt.load``/``tt.store`` of a pointer
+    tile they were made from (Triton's ``ConvertToBufferOps`` split the function's pointer tile
+    into the scalar base and offsets the kernel made it from; the function takes the tile). The
+    port takes that tile made again in the access's layout (``hybrid.convert_in``), and the stitched
+    kernel's own buffer-op conversion issues it as the kernel did. Returns each tile's type."""
+    tiles: dict[str, str] = {}
     for op in _flatten(ops):
-        if op.name in _BUFFER_OPS:
-            where = kernel.locations.get(op.loc)
-            at = f" at {where.file}:{where.line}" if where else ""
-            raise NotInlined(f"the kernel issues the function's memory access{at} as an AMD {op.name} from the "
-                             f"scalar base and offsets it made the pointer tile from; a function taking the pointer "
-                             f"tile has no base and offsets, and Gluon issues the global access as written")
+        if op.name not in ("amdg.buffer_load", "amdg.buffer_store"):
+            if op.name.startswith("amdg.buffer_"):
+                where = kernel.locations.get(op.loc)
+                raise NotInlined(f"the kernel issues the function's {op.name}"
+                                 f"{f' at {shown(where.file)}:{where.line}' if where else ''}, which the port does "
+                                 f"not write from a pointer tile")
+            continue
+        found = _BUFFER.fullmatch(op.rest)
+        if found is None:
+            raise NotInlined(f"an {op.name} form the port does not read: {op.rest}")
+        value, base, offsets, mask, other, element, data = found.groups()
+        ty = TensorType.parse(data)
+        tile_type = f"tensor<{'x'.join(map(str, ty.shape))}x!tt.ptr<{element}>, {ty.layout}>"
+        tile = "%" + re.sub(r"[^\w$.\-]", "_", f"{base[1:]}.at.{offsets[1:]}.{ty.layout.lstrip('#')}")
+        tiles[tile] = tile_type
+        rest = ", ".join(v for v in (tile, value, mask, other) if v)
+        op.name, op.rest = ("tt.store" if value else "tt.load"), f"{rest} : {tile_type}"
+    return tiles
 
 
 def _all_operands(op: Op) -> list[str]:
