@@ -172,24 +172,32 @@ def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):
     condition is an ``atomic_cas`` becomes a ``while`` calling a ``@gluon.jit`` condition, and
     ``tl.debug_barrier`` Gluon's barrier; in the interpreter the kernel with the port writes what
     the kernel without it writes."""
-    torch = pytest.importorskip("torch")
-    from hybrid.port import compare
     constexprs = {"GROUP_SIZE_M": 4, "BLOCK_SIZE_N": 256}
     ported = from_ttgir.port(pp.layer_norm_bwd_dx, pp.accumulate_partial, pp.LAYER_NORM_BWD, constexprs, "sm80",
                              num_warps=4)
     assert re.search(r"\n    while while_condition_\d+\(Lock\):", ported.source), ported.source
     assert "gl.atomic_cas(Lock, 0, 1, " in ported.source and f"gl.{compat.gluon_barrier().__name__}()" in ported.source
-    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
-    M, N = 6, 200
+    result = _accumulates_the_same(ported, tmp_path / f"{ported.name}.py", constexprs, "sm80", M=6, N=200, num_warps=4)
+    assert {o.name for o in result.outputs} >= {"DW", "DB"}
+
+
+def _accumulates_the_same(ported, path: Path, constexprs: dict, target: str, M: int, N: int, num_warps: int):
+    """Layer norm backward with the port of ``accumulate_partial``, against without it, in the
+    interpreter (``M`` rows of ``N``); the comparison."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    candidate = from_ttgir.load_port(ported.source, ported.name, path)
     h = lambda *shape: torch.randn(*shape).half()   # noqa: E731
     x, dy, w = h(M, N), h(M, N), h(N)
     mean, rstd = x.float().mean(1), 1 / (x.float().var(1, unbiased=False) + 1e-5).sqrt()
-    args = (torch.zeros(M, N).half(), dy, torch.zeros(4, N).half(), torch.zeros(4, N).half(), x, w, mean, rstd,
-            torch.zeros(8, dtype=torch.int32), N, N)
+    groups = constexprs["GROUP_SIZE_M"]
+    args = (torch.zeros(M, N).half(), dy, torch.zeros(groups, N).half(), torch.zeros(groups, N).half(), x, w, mean,
+            rstd, torch.zeros(2 * groups, dtype=torch.int32), N, N)
     result = compare(pp.layer_norm_bwd_dx, region=pp.accumulate_partial, candidate=candidate, grid=(M, ), args=args,
-                     kwargs={**constexprs, "num_warps": 4}, interpret=True, target="sm80", atol=1e-2, rtol=1e-2)
+                     kwargs={**constexprs, "num_warps": num_warps}, interpret=True, target=target, atol=1e-2,
+                     rtol=1e-2)
     assert result.ok, result.report()
-    assert {o.name for o in result.outputs} >= {"DW", "DB"}
+    return result
 
 
 @pytest.mark.parametrize("target", ["sm80", "sm100a"])
@@ -200,8 +208,6 @@ def test_a_function_the_kernel_lays_out_with_its_own_code_ports_as_the_kernels_c
     from the kernel's own copy of the function's ops: each pointer tile and mask taken in both
     layouts (made again there, not converted), and the kernel's machine code; in the interpreter
     it writes what the kernel without it writes."""
-    torch = pytest.importorskip("torch")
-    from hybrid.port import compare
     constexprs = {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 1024}
     ported, before, after = _parity(pp.accumulate_partial, pp.layer_norm_bwd_dx, pp.LAYER_NORM_BWD, constexprs,
                                     target, tmp_path, num_warps=8)
@@ -209,16 +215,7 @@ def test_a_function_the_kernel_lays_out_with_its_own_code_ports_as_the_kernels_c
     for name in ("DW", "DB", "mask"):   # one entry per layout the kernel has it in
         assert len(re.findall(rf"\n    {name}_\d+ = hybrid\.convert_in\({name}, BLOCKED1?\)", ported.source)) == 2, \
             ported.source
-    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}-run.py")
-    M, N = 3, 1000
-    h = lambda *shape: torch.randn(*shape).half()   # noqa: E731
-    x, dy, w = h(M, N), h(M, N), h(N)
-    mean, rstd = x.float().mean(1), 1 / (x.float().var(1, unbiased=False) + 1e-5).sqrt()
-    args = (torch.zeros(M, N).half(), dy, torch.zeros(64, N).half(), torch.zeros(64, N).half(), x, w, mean, rstd,
-            torch.zeros(128, dtype=torch.int32), N, N)
-    result = compare(pp.layer_norm_bwd_dx, region=pp.accumulate_partial, candidate=candidate, grid=(M, ), args=args,
-                     kwargs={**constexprs, "num_warps": 8}, interpret=True, target=target, atol=1e-2, rtol=1e-2)
-    assert result.ok, result.report()
+    _accumulates_the_same(ported, tmp_path / f"{ported.name}-run.py", constexprs, target, M=3, N=1000, num_warps=8)
 
 
 def test_on_amd_a_kernels_buffer_ops_are_written_as_the_pointer_tiles_they_were_made_from(tmp_path):

@@ -31,7 +31,7 @@ from interop.triton.frontend import GluonJITFunction
 from .compare import as_hybrid, figures, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
-from .inlined import Inlined, NotInlined, read as read_inlined
+from .inlined import Inlined, read as read_inlined
 from .names import jit_function
 from .ttgir_text import parse, users
 
@@ -418,17 +418,15 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
     differs = ""
-    if machine != original and captured.site is not None:
+    if any(_excess(machine, original)) and captured.site is not None:
         # the function lowered alone laid its ops out for itself: write them as the kernel has them
         try:
             inlined = read_inlined(captured.original.asm["ttgir"], jit_function(kernel).__name__,
                                    captured.call.text, captured.site)
             again = written(inlined)
-        except NotInlined as exc:
-            again, differs = None, str(exc)
-        except Exception:   # noqa: BLE001 - the first port is right, only slower
+        except Exception:   # noqa: BLE001 - NotInlined, or a port that does not build: the first is right, only slower
             again = None
-        if again is not None and _closer(again[2], machine, original):
+        if again is not None and _excess(again[2], original) < _excess(machine, original):
             (source, constants, machine), differs = again, inlined.differs
     differs = differs if machine != original and not caveats else ""   # (a caveat says it already)
     machine = {"original": original, "port": machine}
@@ -444,14 +442,10 @@ def _swapped(kernel, fn: JITFunction, source: str, name: str, path: Path, signat
     return hybrid.compile(with_region(jit_function(kernel), fn, candidate), signature, constexprs, target, **options)
 
 
-def _closer(candidate: dict, first: dict, original: dict) -> bool:
-    """Whether the kernel with ``candidate``'s port is nearer the ``original``'s machine code than
-    with ``first``'s: no more shared memory, then fewer instructions off."""
-    def distance(figures: dict) -> tuple:
-        return (max(figures["shared_bytes"] - original["shared_bytes"], 0),
-                abs(figures["instructions"] - original["instructions"]),
-                abs(figures["registers"] - original["registers"]))
-    return distance(candidate) < distance(first)
+def _excess(figures: dict, original: dict) -> tuple:
+    """How far the kernel with a port is above the kernel without it: shared memory, then
+    instructions, then registers (below is no worse: a port may build to less)."""
+    return tuple(max(figures[key] - original[key], 0) for key in ("shared_bytes", "instructions", "registers"))
 
 
 #: Where the header says what the kernel with the port builds to, once it is built.

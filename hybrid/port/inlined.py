@@ -21,7 +21,7 @@ from interop.stitching import remat
 
 from .errors import shown
 from .gluon_emit import TensorType
-from .ttgir_text import Block, Module, Op, parse
+from .ttgir_text import Block, Module, Op, parse, signature_split
 
 #: An op the region marks a result with (``hybrid.out.<j>``, in ``tt.elementwise_inline_asm``).
 _SINK = "tt.elementwise_inline_asm"
@@ -55,20 +55,25 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
     inside = _made(ops)
     producers = _producers(kernel.body)
     align = _Alignment(kernel, region)
-    arguments, constants = {}, []
+    align.enter(ops)
+    arguments: dict[str, str] = {}
+    made: dict[int, Op] = {}   # kernel ops the port makes itself: constants, arithmetic the kernel shares with its caller
     for value in _taken(ops, inside):
         producer = producers.get(value)
         if producer is not None and producer.name == "arith.constant":
-            constants.append(producer)
+            made[id(producer)] = producer
             continue
         found = align.sources(value, ops)
-        if len(found) != 1 or not found[0].startswith("arg:"):
+        if len(found) == 1 and found[0].startswith("arg:"):
+            arguments[value] = found[0][4:]
+        elif not align.made_alike(value, ops, producers, arguments, made):
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
-        arguments[value] = found[0][4:]
+    order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
+    ops = sorted(made.values(), key=lambda op: order[id(op)]) + ops
     results = _results(block, ops, align)
-    body = Block([], constants + ops)
-    known = {**_block_arguments(kernel.body), **tiles}
+    body = Block([], ops)
+    known = {**dict(kernel.args), **_block_arguments(kernel.body), **tiles}
     module = Module(kernel.aliases, kernel.locations,
                     [(v, known[v] if v in known else _type_of(v, producers)) for v in arguments], body,
                     kernel.target, kernel.positions)
@@ -116,9 +121,10 @@ def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
     return block, [op for op in block.ops if id(op) in mine]
 
 
-#: ``amdg.buffer_load``/``buffer_store``'s operands: ``[value, ]base[offsets][, mask][, other] : !tt.ptr<T> -> tile``.
+#: ``amdg.buffer_load``/``buffer_store``'s operands: ``[value, ]base[offsets][, mask][, other] : [!tt.ptr<T> ->] tile``
+#: (Triton 3.6 prints the tile's type alone).
 _BUFFER = re.compile(r"(?:(%[\w$.\-#]+), )?(%[\w$.\-#]+)\[(%[\w$.\-#]+)\](?:, (%[\w$.\-#]+))?(?:, (%[\w$.\-#]+))?"
-                     r" : !tt\.ptr<([^>]+)> -> (tensor<.*>)")
+                     r" : (?:!tt\.ptr<[^>]+> -> )?(tensor<.*>)")
 
 
 def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, str]:
@@ -139,9 +145,9 @@ def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, str]:
         found = _BUFFER.fullmatch(op.rest)
         if found is None:
             raise NotInlined(f"an {op.name} form the port does not read: {op.rest}")
-        value, base, offsets, mask, other, element, data = found.groups()
+        value, base, offsets, mask, other, data = found.groups()
         ty = TensorType.parse(data)
-        tile_type = f"tensor<{'x'.join(map(str, ty.shape))}x!tt.ptr<{element}>, {ty.layout}>"
+        tile_type = f"tensor<{'x'.join(map(str, ty.shape))}x!tt.ptr<{ty.element}>, {ty.layout}>"
         tile = "%" + re.sub(r"[^\w$.\-]", "_", f"{base[1:]}.at.{offsets[1:]}.{ty.layout.lstrip('#')}")
         tiles[tile] = tile_type
         rest = ", ".join(v for v in (tile, value, mask, other) if v)
@@ -163,6 +169,7 @@ def _made(ops: list[Op]) -> set[str]:
     made: set[str] = set()
     for op in ops:
         made.update(op.results)
+        made.update(_loop_arguments(op))
         for region in op.regions:
             made.update(arg for arg, _ in region.args)
             made |= _made(region.ops)
@@ -190,15 +197,29 @@ def _block_arguments(block: Block) -> dict[str, str]:
     """The types of the block arguments of ``block``'s regions (a loop's induction variable, carried values)."""
     found: dict[str, str] = dict(block.args)
     for op in block.ops:
-        if op.name == "scf.for":   # ``%iv = %lb to %ub step %s iter_args(%a = %init, ...) -> (types)``: printed inline
-            head = re.match(r"(%[\w$.\-]+) = ", op.rest)
-            carried = re.findall(r"(%[\w$.\-]+) = %[\w$.\-#]+", op.rest.split(" -> ")[0])[1:]
-            types = _top_level(op.rest.split(" -> ", 1)[1].split(" : ")[0].strip("() ")) if carried else []
-            found.update(zip(carried, types))
-            if head:
-                found[head.group(1)] = op.types.strip() or "i32"
+        found.update(_loop_arguments(op))
         for region in op.regions:
             found.update(_block_arguments(region))
+    return found
+
+
+def _iter_args(op: Op) -> list[tuple[str, str]]:
+    """An ``scf.for``'s carried values with their initial values: ``(%a, %init)``."""
+    inside = re.search(r"iter_args\((.*?)\) ->", op.rest) if op.name == "scf.for" else None
+    return re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", inside.group(1)) if inside else []
+
+
+def _loop_arguments(op: Op) -> dict[str, str]:
+    """An ``scf.for``'s induction variable and carried values with their types, which MLIR prints
+    in the op's own line (``%iv = %lb to %ub step %s iter_args(%a = %init, ...) -> (types)``)."""
+    if op.name != "scf.for":
+        return {}
+    head = re.match(r"(%[\w$.\-]+) = ", op.rest)
+    carried = [arg for arg, _ in _iter_args(op)]
+    types = _top_level(op.rest.split(" -> ", 1)[1].split(" : ")[0].strip("() ")) if carried else []
+    found = dict(zip(carried, types))
+    if head:
+        found[head.group(1)] = op.types.strip() or "i32"
     return found
 
 
@@ -227,20 +248,27 @@ def _users(ops: list[Op], value: str) -> list[tuple[Op, int]]:
     """``(op, operand index)`` for each use of ``value`` among ``ops`` and their regions' ops."""
     found = []
     for op in ops:
-        found += [(op, k) for k, v in enumerate(op.operands) if v == value]
+        if value not in _loop_arguments(op):   # (an scf.for's printed operands name what it defines too)
+            found += [(op, k) for k, v in enumerate(op.operands) if v == value]
         for region in op.regions:
             found += _users(region.ops, value)
     return found
 
 
 def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
-    """Per result index of the function, the value of ``ops`` the rest of the kernel uses."""
+    """Per result index of the function, the value of ``ops`` the rest of the kernel uses. A value
+    they make by index arithmetic that is no result is the caller's own expression, which the
+    kernel merged with the function's (the same ``rn[None, :] < N`` in both): the caller makes its
+    own again once the port is in."""
     mine = {id(op) for op in ops}
     rest = [op for op in block.ops if id(op) not in mine]
-    used = {v for op in rest for v in _all_operands(op)} & {r for op in ops for r in op.results}
+    made = {r: op for op in ops for r in op.results}
+    used = {v for op in rest for v in _all_operands(op)} & set(made)
     results: dict[int, str] = {}
     for value in sorted(used):
         sinks = align.sinks(value, ops)
+        if not sinks and made[value].name in remat.MADE_AGAIN:
+            continue
         if len(sinks) != 1 or sinks[0] in results:
             raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
         results[sinks[0]] = value
@@ -259,31 +287,48 @@ class _Alignment:
         self.producers = _producers(region.body)
         self.arguments = {ssa for ssa, _ in region.args}
         self.sunk: dict[str, int] = {}   # a region value (or one it was converted from) -> the result it is
+        self.inits: dict[str, str] = {}  # a value a loop of the region carries -> its initial value
+        self.contexts: dict[int, tuple] = {}   # a kernel op of the call -> the op names enclosing it (``enter``)
         self._index(region.body)
         self.region_results = len(set(self.sunk.values()))
 
-    def _index(self, block: Block) -> None:
+    def _index(self, block: Block, context: tuple = ()) -> None:
         for op in block.ops:
+            self.inits.update(_iter_args(op))
             key = self.region.positions.get(op.loc)
             if key:
-                self.by_key.setdefault((op.name, key), []).append(op)
+                self.by_key.setdefault((op.name, key, context), []).append(op)
             if op.name == _SINK and '"hybrid.out.' in op.rest:
                 j = int(op.rest.split('"hybrid.out.')[1].split('"')[0])
                 for value in self._back(op.operands[0]):
                     self.sunk[value] = j
             for region in op.regions:
-                self._index(region)
+                self._index(region, context + (op.name, ))
 
     def _back(self, value: str) -> list[str]:
-        """``value`` and what it was converted from, back to where it was made."""
+        """``value`` and what it was converted from, back to where it was made (a carried value:
+        to its initial value, as a loop of the kernel that takes the initial value is matched)."""
         chain = [value]
-        while (op := self.producers.get(chain[-1])) is not None and op.name == "ttg.convert_layout":
-            chain.append(op.operands[0])
-        return chain
+        while True:
+            op = self.producers.get(chain[-1])
+            if op is not None and op.name == "ttg.convert_layout":
+                chain.append(op.operands[0])
+            elif chain[-1] in self.inits and self.inits[chain[-1]] not in chain:
+                chain.append(self.inits[chain[-1]])
+            else:
+                return chain
+
+    def enter(self, ops: list[Op], context: tuple = ()) -> None:
+        """Note the ops of the kernel's call that enclose each of ``ops``: a region op matches one
+        inside the same loops and branches (a pipelined loop's prologue load is not its body's)."""
+        for op in ops:
+            self.contexts[id(op)] = context
+            for region in op.regions:
+                self.enter(region.ops, context + (op.name, ))
 
     def candidates(self, op: Op) -> list[Op]:
         key = self.kernel.positions.get(op.loc)
-        return self.by_key.get((op.name, key), []) if key else []
+        return self.by_key.get((op.name, key, self.contexts.get(id(op), ())), []) if key else []
 
     def sources(self, value: str, ops: list[Op], depth: int = 0) -> list[str]:
         """What the region's ops matching ``value``'s users take in its place: ``arg:<region argument>``,
@@ -293,6 +338,12 @@ class _Alignment:
             if user.name == "ttg.convert_layout" and depth < 8:
                 found.update(self.sources(user.results[0], ops, depth + 1))
                 continue
+            if user.name == "scf.for" and depth < 8:   # an initial value: as the loop's uses of what it carries
+                for carried, init in _iter_args(user):
+                    if init == value:
+                        found.update(self.sources(carried, ops, depth + 1))
+                if any(init == value for _, init in _iter_args(user)):
+                    continue
             for twin in self.candidates(user):
                 if k < len(twin.operands):
                     made = self._back(twin.operands[k])[-1]
@@ -301,15 +352,60 @@ class _Alignment:
                               "constant" if producer is not None and producer.name == "arith.constant" else "value")
         return sorted(found)
 
+    def made_alike(self, value: str, ops: list[Op], producers: dict[str, Op], arguments: dict[str, str],
+                   made: dict[int, Op]) -> bool:
+        """Whether the kernel made ``value`` as the region makes what its ops take in its place, op
+        for op from parameters and constants (the function's ``tl.arange`` that the kernel shares
+        with its caller's, say): then those kernel ops are added to ``made`` and the parameters they
+        take to ``arguments``. All or nothing."""
+        twins = [twin.operands[k] for user, k in _users(ops, value) for twin in self.candidates(user)
+                 if k < len(twin.operands)]
+        found, copied = dict(arguments), dict(made)
+        if not twins or not all(self._unify(value, twin, producers, found, copied) for twin in twins):
+            return False
+        arguments.update(found)
+        made.update(copied)
+        return True
+
+    def _unify(self, value: str, twin: str, producers: dict[str, Op], found: dict[str, str],
+               copied: dict[int, Op]) -> bool:
+        twin = self._back(twin)[-1]
+        if twin in self.arguments:
+            return found.setdefault(value, twin) == twin
+        mine, theirs = producers.get(value), self.producers.get(twin)
+        if mine is not None and mine.name == "ttg.convert_layout":   # the kernel's layout, made by a conversion
+            copied[id(mine)] = mine
+            return self._unify(mine.operands[0], twin, producers, found, copied)
+        if mine is None or theirs is None or mine.name != theirs.name or mine.name not in remat.MADE_AGAIN \
+                or len(mine.results) != 1 or len(mine.operands) != len(theirs.operands) \
+                or _shape_free(mine) != _shape_free(theirs):
+            return False
+        copied[id(mine)] = mine
+        return all(self._unify(v, t, producers, found, copied) for v, t in zip(mine.operands, theirs.operands))
+
     def sinks(self, value: str, ops: list[Op]) -> list[int]:
         """The results of the function the region ops matching ``value``'s producer return it as."""
-        found: set[int] = set()
+        return sorted({self.sunk[twin] for twin in self._twins(value, ops) if twin in self.sunk})
+
+    def _twins(self, value: str, ops: list[Op]) -> list[str]:
+        """The region values the region ops matching ``value``'s producer make in its place. A
+        loop's result by what its body yields there: two lowerings of one loop may carry its
+        values in another order."""
         for op in _flatten(ops):
-            if value in op.results:
-                k = op.results.index(value)
-                found.update(self.sunk[twin.results[k]] for twin in self.candidates(op)
-                             if k < len(twin.results) and twin.results[k] in self.sunk)
-        return sorted(found)
+            if value not in op.results:
+                continue
+            k = op.results.index(value)
+            if op.name == "scf.for" and op.regions and op.regions[0].ops and op.regions[0].ops[-1].name == "scf.yield":
+                inner = self._twins(op.regions[0].ops[-1].operands[k], ops)
+                return [twin.results[j] for twin in self.candidates(op) if twin.regions and twin.regions[0].ops
+                        for j, v in enumerate(twin.regions[0].ops[-1].operands) if v in inner and j < len(twin.results)]
+            return [twin.results[k] for twin in self.candidates(op) if k < len(twin.results)]
+        return []
+
+
+def _shape_free(op: Op) -> str:
+    """``op``'s text without its types and operand names: its attributes, predicate, constant."""
+    return re.sub(r"%[\w$.\-]+(?:#\d+)?", "%", signature_split(" " + op.rest)[0])
 
 
 def _flatten(ops: list[Op]) -> list[Op]:

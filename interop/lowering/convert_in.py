@@ -8,11 +8,12 @@ loads' layouts. In the kernel the port replaced, those were a Triton region's in
 stitcher made the caller's ``gl.zeros`` and pointer arithmetic in the region's layouts instead
 of converting them (``stitch.fold_boundary_conversions``: splat constants, ``remat``). Gluon
 keeps every conversion its author wrote, so the port's plain ``gl.convert_layout`` moves each
-tile through shared memory once. ``convert_in`` marks its conversion as an entry's: in a Gluon
-kernel built by ``hybrid``, once the functions are inlined (``fold``), a marked conversion of a
+tile through shared memory once. ``convert_in`` marks its conversion as an entry's: in a kernel
+built by ``hybrid``, once the functions are inlined (``fold`` for a Gluon kernel, the stitch's
+``fold_boundary_conversions`` for a Triton kernel's Gluon regions), a marked conversion of a
 splat constant becomes the constant in the new layout, and one of index arithmetic the
-arithmetic made in it; any other stays a conversion. Outside a Gluon host (a Triton kernel's
-Gluon region, upstream's compiler, the interpreter) it is ``gl.convert_layout``.
+arithmetic made in it; any other stays a conversion (``untag``). Outside hybrid (upstream's
+compiler, the interpreter) it is ``gl.convert_layout``.
 """
 from __future__ import annotations
 
