@@ -231,6 +231,35 @@ def test_on_amd_a_kernels_buffer_ops_are_written_as_the_pointer_tiles_they_were_
     assert re.search(r"gl\.load\(DW_\d+, mask=mask_\d+\)", ported.source), ported.source
 
 
+@pytest.mark.parametrize("target", ["sm80", "gfx950"])
+def test_the_kernels_copy_of_a_function_that_shares_an_expression_with_its_caller_makes_it_again(target, tmp_path):
+    """The kernel computes ``offs`` and ``offs < n`` once for the function and its caller (CSE), so
+    the function's load in the kernel takes values the caller made. The kernel's copy is read all
+    the same: the port makes those again from its own parameters, builds to the kernel's machine
+    code and computes what the function did."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare, inlined
+    from hybrid.port.compare import as_hybrid
+    from tests import ttgir_port_kernels as k
+    signature, constexprs = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"BLOCK": 256}
+    captured = from_ttgir.capture(k.doubled_row_kernel, k.doubled_row, signature, constexprs, target, num_warps=4)
+    copy = inlined.read(captured.original.asm["ttgir"], "doubled_row_kernel", captured.call.text, captured.site)
+    assert len(copy.results) == 1
+    source, _ = from_ttgir.emit(k.doubled_row, captured.call, target, "doubled_row_port", "doubled_row_kernel", 4,
+                                inlined=copy)
+    assert "gl.arange(0, 256, " in source, source
+    candidate = from_ttgir.load_port(source, "doubled_row_port", tmp_path / "doubled_row_port.py")
+    swapped = hybrid.compile(with_region(k.doubled_row_kernel, k.doubled_row, candidate), signature, constexprs,
+                             target, num_warps=4)
+    original = hybrid.compile(as_hybrid(k.doubled_row_kernel), signature, constexprs, target, num_warps=4)
+    assert _figures(swapped)[:3] == _figures(original)[:3]
+    x = torch.randn(200)
+    result = compare(k.doubled_row_kernel, region=k.doubled_row, candidate=candidate, grid=(1, ),
+                     args=(x, torch.zeros(200), 200), kwargs={**constexprs, "num_warps": 4}, interpret=True,
+                     target=target, atol=0, rtol=0)
+    assert result.ok, result.report()
+
+
 def test_ops_inlined_from_a_call_are_read_as_the_callee_sees_them():
     """``ttgir_text.parse(inlined_at=...)``: an op whose location is a call site at that line is
     the call's, located at its line in the callee (a name given to it kept), with the callee's

@@ -108,3 +108,17 @@ def swap_pairs(x):
 def swap_pairs_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, swap_pairs(tl.load(x_ptr + offs)))
+
+
+@triton.jit
+def doubled_row(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    return tl.load(x_ptr + offs, mask=offs < n) * 2
+
+
+@triton.jit
+def doubled_row_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """Makes the same ``offs`` and ``offs < n`` as the function it calls: Triton's CSE keeps one."""
+    offs = tl.arange(0, BLOCK)
+    y = doubled_row(x_ptr, n, BLOCK)
+    tl.store(y_ptr + offs, y, mask=offs < n)

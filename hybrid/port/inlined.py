@@ -54,6 +54,11 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
     tiles = _as_pointer_tiles(kernel, ops)
     inside = _made(ops)
     producers = _producers(kernel.body)
+    order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
+    for tile, making in tiles.items():   # (made where its access is, if the port makes it)
+        user = next(op for op in _flatten(ops) if tile in op.operands)
+        producers.update((result, op) for op in making for result in op.results)
+        order.update((id(op), order[id(user)] - 1 + k / len(making)) for k, op in enumerate(making))
     align = _Alignment(kernel, region)
     align.enter(ops)
     arguments: dict[str, str] = {}
@@ -69,15 +74,15 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
         elif not align.made_alike(value, ops, producers, arguments, made):
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
-    order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
     ops = sorted(made.values(), key=lambda op: order[id(op)]) + ops
     results = _results(block, ops, align)
     body = Block([], ops)
-    known = {**dict(kernel.args), **_block_arguments(kernel.body), **tiles}
+    known = {**dict(kernel.args), **_block_arguments(kernel.body),
+             **{tile: making[0].types.split("->")[-1].strip() for tile, making in tiles.items()}}
     module = Module(kernel.aliases, kernel.locations,
                     [(v, known[v] if v in known else _type_of(v, producers)) for v in arguments], body,
                     kernel.target, kernel.positions)
-    remade = frozenset(v for v in arguments if v in tiles or v in producers and producers[v].name in remat.MADE_AGAIN)
+    remade = frozenset(v for v in arguments if v in producers and producers[v].name in remat.MADE_AGAIN)
     differs = ("the kernel issues the function's loads and stores as AMD buffer ops from the scalar base and offsets "
                "it made each pointer tile from; the port takes the tile, and Gluon issues global accesses as written"
                if tiles else "")
@@ -127,13 +132,15 @@ _BUFFER = re.compile(r"(?:(%[\w$.\-#]+), )?(%[\w$.\-#]+)\[(%[\w$.\-#]+)\](?:, (%
                      r" : (?:!tt\.ptr<[^>]+> -> )?(tensor<.*>)")
 
 
-def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, str]:
-    """Rewrite the call's AMD buffer loads and stores as the ``tt.load``/``tt.store`` of a pointer
-    tile they were made from (Triton's ``ConvertToBufferOps`` split the function's pointer tile
-    into the scalar base and offsets the kernel made it from; the function takes the tile). The
-    port takes that tile made again in the access's layout (``hybrid.convert_in``), and the stitched
-    kernel's own buffer-op conversion issues it as the kernel did. Returns each tile's type."""
-    tiles: dict[str, str] = {}
+def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, list[Op]]:
+    """Rewrite the call's AMD buffer loads and stores as the ``tt.load``/``tt.store`` of the
+    pointer tile they were made from: Triton's ``ConvertToBufferOps`` split that tile into the
+    scalar base and offsets the kernel made it from, which a function taking the tile does not have
+    (and Gluon code keeps the global access it is written with). Returns, per tile, the ops that
+    make it from the base and offsets (``tt.splat``, ``tt.addptr``): the port takes the tile as a
+    parameter where the function does (made again in the access's layout, ``hybrid.convert_in``),
+    or makes it so where the function makes it from its parameters."""
+    tiles: dict[str, list[Op]] = {}
     for op in _flatten(ops):
         if op.name not in ("amdg.buffer_load", "amdg.buffer_store"):
             if op.name.startswith("amdg.buffer_"):
@@ -147,9 +154,12 @@ def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, str]:
             raise NotInlined(f"an {op.name} form the port does not read: {op.rest}")
         value, base, offsets, mask, other, data = found.groups()
         ty = TensorType.parse(data)
-        tile_type = f"tensor<{'x'.join(map(str, ty.shape))}x!tt.ptr<{ty.element}>, {ty.layout}>"
+        shape = "x".join(map(str, ty.shape))
+        tile_type = f"tensor<{shape}x!tt.ptr<{ty.element}>, {ty.layout}>"
         tile = "%" + re.sub(r"[^\w$.\-]", "_", f"{base[1:]}.at.{offsets[1:]}.{ty.layout.lstrip('#')}")
-        tiles[tile] = tile_type
+        tiles[tile] = [Op("tt.splat", [f"{tile}.base"], f"{base} : !tt.ptr<{ty.element}> -> {tile_type}", op.loc),
+                       Op("tt.addptr", [tile], f"{tile}.base, {offsets} : {tile_type}, tensor<{shape}xi32, {ty.layout}>",
+                          op.loc)]
         rest = ", ".join(v for v in (tile, value, mask, other) if v)
         op.name, op.rest = ("tt.store" if value else "tt.load"), f"{rest} : {tile_type}"
     return tiles
@@ -285,6 +295,8 @@ class _Alignment:
         self.kernel, self.region = kernel, region
         self.by_key: dict[tuple, list[Op]] = {}
         self.producers = _producers(region.body)
+        for making in _as_pointer_tiles(region, region.body.ops).values():   # (the function alone has buffer ops too)
+            self.producers.update((result, op) for op in making for result in op.results)
         self.arguments = {ssa for ssa, _ in region.args}
         self.sunk: dict[str, int] = {}   # a region value (or one it was converted from) -> the result it is
         self.inits: dict[str, str] = {}  # a value a loop of the region carries -> its initial value
