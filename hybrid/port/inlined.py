@@ -47,11 +47,20 @@ class Inlined:
 
 def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, int]) -> Inlined:
     """The call at ``site`` (file, line) of the kernel printed as ``kernel_text``, matched against
-    the function's region lowered on its own (``region_text``)."""
+    the function's region lowered on its own (``region_text``). AMD buffer ops are written as the
+    kernel has them where the port can make their base and offsets, else as the accesses of the
+    pointer tiles they were made from (``_as_pointer_tiles``)."""
+    try:
+        return _read(kernel_text, kernel_name, region_text, site, as_tiles=False)
+    except NotInlined:
+        return _read(kernel_text, kernel_name, region_text, site, as_tiles=True)
+
+
+def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, int], as_tiles: bool) -> Inlined:
     kernel = parse(kernel_text, kernel_name, inlined_at=site)
     region = parse(region_text, REGION_FUNCTION)
     block, ops = _call_ops(kernel)
-    tiles = _as_pointer_tiles(kernel, ops)
+    tiles = _as_pointer_tiles(kernel, ops) if as_tiles else {}
     inside = _made(ops)
     producers = _producers(kernel.body)
     order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
@@ -59,7 +68,7 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
         user = next(op for op in _flatten(ops) if tile in op.operands)
         producers.update((result, op) for op in making for result in op.results)
         order.update((id(op), order[id(user)] - 1 + k / len(making)) for k, op in enumerate(making))
-    align = _Alignment(kernel, region)
+    align = _Alignment(kernel, region, as_tiles)
     align.enter(ops)
     arguments: dict[str, str] = {}
     made: dict[int, Op] = {}   # kernel ops the port makes itself: constants, arithmetic the kernel shares with its caller
@@ -291,11 +300,11 @@ class _Alignment:
     """Matches the kernel's ops of the call to the region's: the same op name at the same source
     positions (the callee's, its own calls' included)."""
 
-    def __init__(self, kernel: Module, region: Module):
+    def __init__(self, kernel: Module, region: Module, as_tiles: bool):
         self.kernel, self.region = kernel, region
         self.by_key: dict[tuple, list[Op]] = {}
         self.producers = _producers(region.body)
-        for making in _as_pointer_tiles(region, region.body.ops).values():   # (the function alone has buffer ops too)
+        for making in (_as_pointer_tiles(region, region.body.ops) if as_tiles else {}).values():   # (alone too)
             self.producers.update((result, op) for op in making for result in op.results)
         self.arguments = {ssa for ssa, _ in region.args}
         self.sunk: dict[str, int] = {}   # a region value (or one it was converted from) -> the result it is
