@@ -454,7 +454,8 @@ def _port_start(args, out: Console) -> int:
               f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
     if files.machine:
         from hybrid.port.from_ttgir import measured
-        out.print(measured(files.machine, files.target, files.kernel, files.caveats), highlight=False, soft_wrap=True)
+        out.print(measured(files.machine, files.target, files.kernel, files.caveats, files.differs), highlight=False,
+                  soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
     out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",

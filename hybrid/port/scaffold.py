@@ -44,6 +44,7 @@ class PortFiles:
     method: str = "ir"                   # "ir": written from Triton's IR (parity); "translator": upstream's translation
     translated_because: str = ""         # why the IR port could not serve, where the translator wrote it
     caveats: tuple[str, ...] = ()        # what the kernel with the IR port does differently (``TtgirPort``)
+    differs: str = ""                    # why its machine code differs, where the port knows (``TtgirPort``)
     machine: dict = field(default_factory=dict)   # the kernel's figures with and without the IR port
 
     @property
@@ -98,7 +99,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                      target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
                      still_triton=still_triton, method="translator" if translated_because else "ir",
                      translated_because=translated_because, caveats=ported.caveats if ported else (),
-                     machine=ported.machine if ported else {})
+                     differs=ported.differs if ported else "", machine=ported.machine if ported else {})
 
 
 def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str]:
