@@ -53,6 +53,8 @@ def read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str, 
     try:
         return _read(kernel_text, kernel_name, region_text, site, as_tiles=False)
     except NotInlined:
+        if "amdg.buffer_" not in kernel_text:
+            raise
         return _read(kernel_text, kernel_name, region_text, site, as_tiles=True)
 
 
