@@ -266,6 +266,21 @@ def test_the_kernels_copy_of_a_function_that_shares_an_expression_with_its_calle
     assert result.ok, result.report()
 
 
+def test_a_kernels_copy_missing_one_of_the_functions_stores_is_not_read():
+    """Were a store of the function moved out of the call's ops (or merged away), a port written
+    from the kernel's copy would silently not store: the copy is refused (the first port stays)."""
+    from hybrid.port import inlined
+    constexprs = {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 1024}
+    captured = from_ttgir.capture(pp.layer_norm_bwd_dx, pp.accumulate_partial, pp.LAYER_NORM_BWD, constexprs, "sm80",
+                                  num_warps=8)
+    kernel = captured.original.asm["ttgir"]
+    assert inlined.read(kernel, "layer_norm_bwd_dx", captured.call.text, captured.site).results == []
+    stores = [line for line in kernel.splitlines() if line.strip().startswith("tt.store %DB")]
+    assert len(stores) == 1, stores
+    with pytest.raises(inlined.NotInlined, match="other tt.store ops than the function"):
+        inlined.read(kernel.replace(stores[0] + "\n", ""), "layer_norm_bwd_dx", captured.call.text, captured.site)
+
+
 def test_ops_inlined_from_a_call_are_read_as_the_callee_sees_them():
     """``ttgir_text.parse(inlined_at=...)``: an op whose location is a call site at that line is
     the call's, located at its line in the callee (a name given to it kept), with the callee's

@@ -86,6 +86,7 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
     ops = sorted(made.values(), key=lambda op: order[id(op)]) + ops
+    _same_effects(ops, region, align)
     results = _results(block, ops, align)
     body = Block([], ops)
     known = {**dict(kernel.args), **_block_arguments(kernel.body),
@@ -274,6 +275,30 @@ def _users(ops: list[Op], value: str) -> list[tuple[Op, int]]:
         for region in op.regions:
             found += _users(region.ops, value)
     return found
+
+
+#: Ops whose count a port must keep: what they write or order.
+_EFFECTS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "amdg.buffer_store", "amdg.buffer_atomic_rmw",
+            "amdg.buffer_atomic_cas", "ttg.barrier", "gpu.barrier", "ttg.local_store", "ttng.async_tma_copy_local_to_global")
+
+
+def _same_effects(ops: list[Op], region: Module, align: "_Alignment") -> None:
+    """Refuse a copy whose stores, atomics and barriers are not the function's, each at its source
+    position and as many times: one the kernel moved out of the call's ops (or merged) would be
+    missing from the port, silently."""
+    def counted(found: list[Op], positions: dict) -> dict:
+        counts: dict = {}
+        for op in found:
+            if op.name in _EFFECTS:
+                key = (op.name, positions.get(op.loc))
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    mine, theirs = counted(_flatten(ops), align.kernel.positions), counted(_flatten(region.body.ops), region.positions)
+    if mine != theirs:
+        differing = sorted({key[0] for key in set(mine) ^ set(theirs)} | {key[0] for key in mine if mine[key] !=
+                                                                            theirs.get(key)})
+        raise NotInlined(f"the kernel's copy of the call has other {', '.join(differing)} ops than the function")
 
 
 def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
