@@ -33,7 +33,7 @@ from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .inlined import Inlined, read as read_inlined
 from .names import jit_function
-from .ttgir_text import parse, users
+from .ttgir_text import parse, uses
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
 TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
@@ -262,7 +262,7 @@ def _converted_to(module, argument: str) -> str | None:
     """The one layout every use of ``argument`` in the region converts it to, if that is all the
     region does with it (then the port converts it once, from whatever layout it arrives in)."""
     found = {TensorType.parse(op.types.split("->")[-1]).layout if op.name == "ttg.convert_layout" else None
-             for op in users(module.body, argument)}
+             for op, _ in uses(module.body, argument)}
     return found.pop() if len(found) == 1 and None not in found else None
 
 

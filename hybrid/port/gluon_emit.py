@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from interop.lowering.amd_hints import classes_of
 from interop.triton import compat
 
-from .ttgir_text import Block, Module, Op, Where, signature_split
+from .ttgir_text import Block, Module, Op, Where, signature_split, used_from_outside
 
 DTYPES = {"f32": "gl.float32", "f16": "gl.float16", "bf16": "gl.bfloat16", "f64": "gl.float64", "i1": "gl.int1",
           "i8": "gl.int8", "i16": "gl.int16", "i32": "gl.int32", "i64": "gl.int64", "f8E4M3FN": "gl.float8e4nv",
@@ -568,10 +568,9 @@ def _inline_asm(e: Emitter, op: Op, indent: int) -> None:
 
 
 def _for(e: Emitter, op: Op, indent: int) -> None:
-    head = re.match(r"(%[\w$.\-]+) = (%[\w$.\-#]+) to (%[\w$.\-#]+) step (%[\w$.\-#]+)(?: iter_args\((.*?)\) ->)?",
-                    op.rest)
+    head = re.match(r"(%[\w$.\-]+) = (%[\w$.\-#]+) to (%[\w$.\-#]+) step (%[\w$.\-#]+)", op.rest)
     iv, lb, ub, step = head.group(1), *(e.value(v) for v in head.group(2, 3, 4))
-    carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", head.group(5) or "")
+    carried = op.carried
     kept = [k for k, (_, init) in enumerate(carried) if e.values.get(init) != "None"]   # async tokens: dropped
     ops = list(op.regions[0].ops)
     # a loop that carries nothing prints no scf.yield: its last op is the body's own
@@ -604,7 +603,7 @@ def _while(e: Emitter, op: Op, indent: int) -> None:
     condition (an atomic a lock spins on, say) and forwards the loop's values to the body
     unchanged. The condition's ops become a ``@gluon.jit`` function the ``while`` calls, with the
     loop's values and whatever else they use as its parameters."""
-    carried = re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", op.rest.split(" : ")[0])
+    carried = op.carried
     before, after = op.regions
     ops = list(before.ops)
     condition = ops.pop()
@@ -616,7 +615,7 @@ def _while(e: Emitter, op: Op, indent: int) -> None:
     inner.imports, inner.helpers = e.imports, e.helpers
     params = [inner.bind(arg) for arg, _ in carried]
     captured = []   # what the condition uses from outside: a parameter named as outside, a literal written in
-    for v in _used_from_outside(Block([], ops + [condition]), {arg for arg, _ in carried}):
+    for v in used_from_outside(Block([], ops + [condition]), {arg for arg, _ in carried}):
         outside = e.value(v)
         if _LITERAL.fullmatch(outside):
             inner.values[v] = outside
@@ -643,23 +642,6 @@ def _while(e: Emitter, op: Op, indent: int) -> None:
 
 #: A number as the port writes a scalar constant.
 _LITERAL = re.compile(r"-?(?:\d+\.?\d*(?:e[-+]?\d+)?|inf|nan)|float\('-?(?:inf|nan)'\)|True|False")
-
-
-def _used_from_outside(block: Block, given: set[str]) -> list[str]:
-    """The values ``block``'s ops (and their regions') use that are made elsewhere, in first use
-    order, but ``given``."""
-    made, used = set(given), []
-
-    def visit(b: Block) -> None:
-        made.update(arg for arg, _ in b.args)
-        for o in b.ops:
-            used.extend(v for v in o.operands if v not in made and v not in used)
-            for region in o.regions:
-                visit(region)
-            made.update(o.results)
-
-    visit(block)
-    return used
 
 
 def _barrier_all(e: Emitter, op: Op, indent: int) -> None:

@@ -21,7 +21,7 @@ from interop.stitching import remat
 
 from .errors import shown
 from .gluon_emit import TensorType
-from .ttgir_text import Block, Module, Op, parse, signature_split
+from .ttgir_text import Block, Module, Op, parse, signature_split, used_from_outside, uses
 
 #: An op the region marks a result with (``hybrid.out.<j>``, in ``tt.elementwise_inline_asm``).
 _SINK = "tt.elementwise_inline_asm"
@@ -63,7 +63,6 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
     region = parse(region_text, REGION_FUNCTION)
     block, ops = _call_ops(kernel)
     tiles = _as_pointer_tiles(kernel, ops) if as_tiles else {}
-    inside = _made(ops)
     producers = _producers(kernel.body)
     order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
     for tile, making in tiles.items():   # (made where its access is, if the port makes it)
@@ -74,7 +73,7 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
     align.enter(ops)
     arguments: dict[str, str] = {}
     made: dict[int, Op] = {}   # kernel ops the port makes itself: constants, arithmetic the kernel shares with its caller
-    for value in _taken(ops, inside):
+    for value in used_from_outside(Block([], ops), set()):
         producer = producers.get(value)
         if producer is not None and producer.name == "arith.constant":
             made[id(producer)] = producer
@@ -191,19 +190,11 @@ def _made(ops: list[Op]) -> set[str]:
     made: set[str] = set()
     for op in ops:
         made.update(op.results)
-        made.update(_loop_arguments(op))
+        made.update(op.defines)
         for region in op.regions:
             made.update(arg for arg, _ in region.args)
             made |= _made(region.ops)
     return made
-
-
-def _taken(ops: list[Op], inside: set[str]) -> list[str]:
-    """What ``ops`` take from outside them, in first use order."""
-    taken: list[str] = []
-    for op in ops:
-        taken += [v for v in _all_operands(op) if v not in inside and v not in taken]
-    return taken
 
 
 def _producers(block: Block) -> dict[str, Op]:
@@ -225,24 +216,14 @@ def _block_arguments(block: Block) -> dict[str, str]:
     return found
 
 
-def _iter_args(op: Op) -> list[tuple[str, str]]:
-    """An ``scf.for``'s carried values with their initial values: ``(%a, %init)``."""
-    inside = re.search(r"iter_args\((.*?)\) ->", op.rest) if op.name == "scf.for" else None
-    return re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", inside.group(1)) if inside else []
-
-
 def _loop_arguments(op: Op) -> dict[str, str]:
     """An ``scf.for``'s induction variable and carried values with their types, which MLIR prints
     in the op's own line (``%iv = %lb to %ub step %s iter_args(%a = %init, ...) -> (types)``)."""
     if op.name != "scf.for":
         return {}
-    head = re.match(r"(%[\w$.\-]+) = ", op.rest)
-    carried = [arg for arg, _ in _iter_args(op)]
+    iv, *carried = op.defines
     types = _top_level(op.rest.split(" -> ", 1)[1].split(" : ")[0].strip("() ")) if carried else []
-    found = dict(zip(carried, types))
-    if head:
-        found[head.group(1)] = op.types.strip() or "i32"
-    return found
+    return {iv: op.types.strip() or "i32", **dict(zip(carried, types))}
 
 
 def _type_of(value: str, producers: dict[str, Op]) -> str:
@@ -264,17 +245,6 @@ def _top_level(text: str) -> list[str]:
             parts.append(text[start:i].strip())
             start = i + 1
     return parts + [text[start:].strip()]
-
-
-def _users(ops: list[Op], value: str) -> list[tuple[Op, int]]:
-    """``(op, operand index)`` for each use of ``value`` among ``ops`` and their regions' ops."""
-    found = []
-    for op in ops:
-        if value not in _loop_arguments(op):   # (an scf.for's printed operands name what it defines too)
-            found += [(op, k) for k, v in enumerate(op.operands) if v == value]
-        for region in op.regions:
-            found += _users(region.ops, value)
-    return found
 
 
 #: Ops whose count a port must keep: what they write or order.
@@ -342,7 +312,7 @@ class _Alignment:
 
     def _index(self, block: Block, context: tuple = ()) -> None:
         for op in block.ops:
-            self.inits.update(_iter_args(op))
+            self.inits.update(op.carried)
             key = self.region.positions.get(op.loc)
             if key:
                 self.by_key.setdefault((op.name, key, context), []).append(op)
@@ -382,16 +352,15 @@ class _Alignment:
         """What the region's ops matching ``value``'s users take in its place: ``arg:<region argument>``,
         ``constant`` or ``value``; through the kernel's conversions of it, to their users."""
         found: set[str] = set()
-        for user, k in _users(ops, value):
+        for user, k in uses(Block([], ops), value):
             if user.name == "ttg.convert_layout" and depth < 8:
                 found.update(self.sources(user.results[0], ops, depth + 1))
                 continue
-            if user.name == "scf.for" and depth < 8:   # an initial value: as the loop's uses of what it carries
-                for carried, init in _iter_args(user):
-                    if init == value:
-                        found.update(self.sources(carried, ops, depth + 1))
-                if any(init == value for _, init in _iter_args(user)):
-                    continue
+            carried = [arg for arg, init in user.carried if init == value]
+            if carried and depth < 8:   # an initial value: as the loop's uses of what it carries
+                for arg in carried:
+                    found.update(self.sources(arg, ops, depth + 1))
+                continue
             for twin in self.candidates(user):
                 if k < len(twin.operands):
                     made = self._back(twin.operands[k])[-1]
@@ -406,7 +375,7 @@ class _Alignment:
         for op from parameters and constants (the function's ``tl.arange`` that the kernel shares
         with its caller's, say): then those kernel ops are added to ``made`` and the parameters they
         take to ``arguments``. All or nothing."""
-        twins = [twin.operands[k] for user, k in _users(ops, value) for twin in self.candidates(user)
+        twins = [twin.operands[k] for user, k in uses(Block([], ops), value) for twin in self.candidates(user)
                  if k < len(twin.operands)]
         found, copied = dict(arguments), dict(made)
         if not twins or not all(self._unify(value, twin, producers, found, copied) for twin in twins):

@@ -30,8 +30,27 @@ class Op:
 
     @property
     def operands(self) -> list[str]:
-        """The SSA values named before the type signature, in order."""
-        return re.findall(r"%[\w$.\-]+(?:#\d+)?", signature_split(" " + self.rest)[0])
+        """The SSA values named before the type signature, in order (not those it defines there)."""
+        defines = self.defines
+        return [v for v in re.findall(r"%[\w$.\-]+(?:#\d+)?", signature_split(" " + self.rest)[0]) if v not in defines]
+
+    @property
+    def carried(self) -> list[tuple[str, str]]:
+        """A loop's carried values with their initial values, ``(%a, %init)``: an ``scf.for``'s
+        ``iter_args(%a = %init, ...)``, an ``scf.while``'s ``(%a = %init, ...)``."""
+        if self.name == "scf.for":
+            inside = re.search(r"iter_args\((.*?)\) ->", self.rest)
+            return re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", inside.group(1)) if inside else []
+        if self.name == "scf.while":
+            return re.findall(r"(%[\w$.\-]+) = (%[\w$.\-#]+)", self.rest.split(" : ")[0])
+        return []
+
+    @property
+    def defines(self) -> list[str]:
+        """The values it defines in its own line besides its results: a loop's carried values and
+        an ``scf.for``'s induction variable (``%iv = %lb to %ub step %s iter_args(%a = %init)``)."""
+        head = re.match(r"(%[\w$.\-]+) = ", self.rest) if self.name == "scf.for" else None
+        return ([head.group(1)] if head else []) + [a for a, _ in self.carried]
 
     @property
     def types(self) -> str:
@@ -65,15 +84,33 @@ class Module:
     inlined: frozenset[str] = frozenset()
 
 
-def users(block: Block, value: str) -> list[Op]:
-    """The ops of ``block`` and of the regions nested in it that take ``value`` as an operand."""
+def uses(block: Block, value: str) -> list[tuple[Op, int]]:
+    """``(op, operand index)`` for each use of ``value`` by the ops of ``block`` and of the regions
+    nested in it."""
     found = []
     for op in block.ops:
-        if value in op.operands:
-            found.append(op)
+        found += [(op, k) for k, v in enumerate(op.operands) if v == value]
         for region in op.regions:
-            found += users(region, value)
+            found += uses(region, value)
     return found
+
+
+def used_from_outside(block: Block, given: set[str]) -> list[str]:
+    """The values ``block``'s ops (and their regions') use that are made elsewhere, in first use
+    order, but ``given``."""
+    made, used = set(given), []
+
+    def visit(b: Block) -> None:
+        made.update(arg for arg, _ in b.args)
+        for o in b.ops:
+            used.extend(v for v in o.operands if v not in made and v not in used)
+            made.update(o.defines)
+            for region in o.regions:
+                visit(region)
+            made.update(o.results)
+
+    visit(block)
+    return used
 
 
 def signature_split(text: str) -> tuple[str, str]:

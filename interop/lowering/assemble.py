@@ -27,9 +27,11 @@ def assemble(cc, module) -> None:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
         folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
-        convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))   # (a Triton host's Gluon regions' entries)
         stitch.check_no_markers(module)
-        if cc.host_language == "triton":   # Triton's late placement, made while the Gluon calls were opaque
+        if cc.host_language == "triton":
+            # its Gluon regions' entry conversions left are plain ones now (a Gluon host's: in convert_in.fold)
+            convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))
+            # Triton's late placement, made while the Gluon calls were opaque
             host_relayout.interleave_tmem(module, cc.context, cc.target)
     except (stitch.StitchError, RuntimeError) as exc:
         names = ", ".join(r.function for r in cc.regions) or "?"

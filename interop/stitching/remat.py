@@ -41,8 +41,9 @@ _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.m
 #: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
 _COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
                 "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")
+#: The ops index arithmetic is made of, which a Rematerializer makes again in another layout.
 MADE_AGAIN = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
-        "arith.cmpi", "ttg.convert_layout", *_ELEMENTWISE}
+              "arith.cmpi", "ttg.convert_layout", *_ELEMENTWISE}
 #: Element types by their MLIR names.
 _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
              "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
