@@ -25,7 +25,7 @@ API:
     RegionError       a region that cannot be built: names the function, call site, reason
     NoGPUError        a launch with no GPU here (says how to use the interpreter)
 Submodules: hybrid.interpret (the CPU interpreter), hybrid.port (porting one function),
-hybrid.amd (AMD scheduling hints: s_setprio, sched_barrier),
+hybrid.amd (AMD scheduling hints: setprio, sched_barrier; buffer_load, buffer_store),
 hybrid.profile (per-region GPU time), hybrid.cli (the ``hybrid`` command). README.md has more.
 
 Names are imported on first use, so that ``import hybrid.loader`` (launching from a bundle)

@@ -63,16 +63,23 @@ setprio.hybrid_name = "hybrid.amd.setprio"
 sched_barrier.hybrid_name = "hybrid.amd.sched_barrier"
 
 
+def refuse_off_amd(builtin, builder, generator) -> None:
+    """``builtin`` (``hybrid.amd.``) refused under upstream's compiler for a target other than
+    AMD's (hybrid's compiler and the interpreter refuse it at the call: ``arch.check_builtin``)."""
+    options = getattr(builder, "options", None)
+    if isinstance(builder, ir.builder) and getattr(options, "backend_name", "hip") != "hip":
+        site = CallSite.of(generator) if generator is not None else None
+        feature = arch.feature_of_builtin(builtin)
+        raise TargetError(f"{site}: {builtin.hybrid_name} is {feature.what}, which {options.arch} does not have "
+                          f"(it needs {feature.needs})", ARCH_HINT)
+
+
 def _emit(builtin, op: str, _semantic, _generator) -> None:
     builder = _semantic.builder
     if not isinstance(builder, ir.builder):   # the interpreter: a hint changes no value
         return
+    refuse_off_amd(builtin, builder, _generator)
     site = CallSite.of(_generator) if _generator is not None else None
-    options = getattr(builder, "options", None)
-    if getattr(options, "backend_name", "hip") != "hip":   # upstream's compiler (hybrid's refused at the call)
-        feature = arch.feature_of_builtin(builtin)
-        raise TargetError(f"{site}: {builtin.hybrid_name} is {feature.what}, which {options.arch} does not have "
-                          f"(it needs {feature.needs})", ARCH_HINT)
     quoted = site.file.replace("\\", "\\\\").replace('"', '\\"') if site else ""
     where = f'loc("{quoted}":{site.line}:0)' if site else ""
     holder = parse_module(f"module {{\n  tt.func @hint(%c: i1) {{\n    scf.if %c {{\n      {op} {where}\n    }}\n"

@@ -9,7 +9,7 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
-from . import arch, convert_in, host_relayout
+from . import arch, buffer_access, convert_in, host_relayout
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
 from ..stitching import stitch
@@ -27,6 +27,8 @@ def assemble(cc, module) -> None:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
         folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
+        if cc.host_language == "triton":   # (a Gluon host's: in finish_gluon_host)
+            buffer_access.resolve(module, cc.context, cc.target)
         stitch.check_no_markers(module)
         if cc.host_language == "triton":
             # its Gluon regions' entry conversions left are plain ones now (a Gluon host's: in convert_in.fold)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, convert_in, interception, lowering_cache
+from . import arch, arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache
 from ..stitching import opaque, stitch
 from .. import locations, validate
 from ..instrumentation import instrument, timing
@@ -271,6 +271,7 @@ def finish_gluon_host(cc, module) -> None:
     (``convert_in``), every Triton region spliced into its placeholder, and the module stitched,
     planned and recorded."""
     convert_in.fold(module, cc.context)
+    buffer_access.resolve(module, cc.context, cc.target)
     cc.keep_called(module)
     if cc.triton.pending:
         cc.triton.splice_all(module)

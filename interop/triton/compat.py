@@ -483,6 +483,20 @@ def add_host_relayout(pm, target) -> None:
         passes.ttgpuir.add_remove_layout_conversions(pm)
 
 
+def buffer_ops_enabled() -> bool:
+    """Whether the AMD backend turns accesses into buffer ops (``TRITON_AMD_USE_BUFFER_OPS``)."""
+    from triton import knobs
+    return bool(knobs.amd.use_buffer_ops)
+
+
+def add_buffer_ops(pm, target) -> None:
+    """The AMD ``make_ttgir``'s ``ConvertToBufferOps``, with its knobs (3.6 through 3.9 alike)."""
+    from triton import knobs
+    from triton._C.libtriton import amd
+    amd.passes.ttgpuir.add_convert_to_buffer_ops(pm, target.arch, knobs.amd.use_buffer_atomics,
+                                                 knobs.amd.buffer_ops_analyze_small_tensor_range)
+
+
 def add_tmem_interleave(pm) -> None:
     """NVIDIA's ``interleave_tmem`` (each tensor-memory load sunk to its uses, as ``make_ttgir``
     does late on sm100), for a Triton host whose Gluon calls were opaque when it ran there. The
