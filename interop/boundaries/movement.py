@@ -71,6 +71,22 @@ def moving_bytes(module, builder) -> int:
     return total
 
 
+def loaded_bytes(module) -> int:
+    """The bytes ``module``'s tile loads read from global memory (``tt.load``, AMD buffer loads),
+    a tile loaded twice counted twice: what a layout plan that loads a tile again in a second
+    layout, instead of converting it, pays."""
+    total = 0
+
+    def visit(op):
+        nonlocal total
+        if op.get_name() in ("tt.load", "amdg.buffer_load") and str(op.get_result(0).get_type()).startswith("tensor<"):
+            shape, dtype = shape_and_dtype(str(op.get_result(0).get_type()))
+            total += tile_bytes(shape, element_bits(dtype))
+
+    module.walk(visit)
+    return total
+
+
 def _moving(module, builder) -> list:
     found: list = []
 

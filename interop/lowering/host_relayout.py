@@ -59,7 +59,9 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
-        _lay_out(module, context, target, set(regions), _anchoring_pays(module, context, target, set(regions)))
+        anchored = _anchoring_pays(module, context, target, set(regions))
+        _lay_out(module, context, target, set(regions), anchored,
+                 _holding_loads_pays(module, context, target, set(regions), anchored))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
@@ -83,11 +85,13 @@ def interleave_tmem(module, context, target) -> None:
         _run(module, context, compat.add_tmem_interleave)
 
 
-def _lay_out(module, context, target, callees: set[str], anchored: bool) -> None:
-    """Triton's layout passes on the host (the calls' results held as anchors where ``anchored``),
-    then each store of a value they left converted issued in the value's layout."""
+def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_held: bool = False) -> None:
+    """Triton's layout passes on the host (the calls' results held as anchors where ``anchored``,
+    its AMD buffer loads where ``loads_held``), then each store of a value they left converted
+    issued in the value's layout."""
     builder = gluon_ir.GluonOpBuilder(context)
-    stand_ins = anchors.hold(module, builder, callees) if anchored else []
+    stand_ins = (anchors.hold(module, builder, callees) if anchored else []) + \
+        (anchors.hold_buffer_loads(module, builder) if loads_held else [])
     _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
     if access_layouts.issue_stores_in_value_layouts(module, builder):
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
@@ -109,6 +113,23 @@ def _anchoring_pays(module, context, target, callees: set[str]) -> bool:
         trial = parse_module(str(module), context)
         _lay_out(trial, context, target, callees, anchored)
         costs.append(movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
+    return costs[0] < costs[1]
+
+
+def _holding_loads_pays(module, context, target, callees: set[str], anchored: bool) -> bool:
+    """Whether the host laid out with its AMD buffer loads held as anchors (``anchors.buffer_loads``)
+    reads fewer bytes from memory, or as many and moves fewer between threads, than without
+    (tried on two copies). Without, the passes may load a tile again in a second layout rather
+    than convert it (upstream layer norm backward: its three row loads, for one conversion
+    before a store), or lay a host out better than ``make_ttgir`` did; with, they keep
+    ``make_ttgir``'s loads."""
+    if target.backend != "hip" or not anchors.buffer_loads(module):
+        return False
+    costs = []
+    for held in (True, False):
+        trial = parse_module(str(module), context)
+        _lay_out(trial, context, target, callees, anchored, held)
+        costs.append((movement.loaded_bytes(trial), movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context))))
     return costs[0] < costs[1]
 
 

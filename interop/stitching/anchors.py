@@ -19,8 +19,12 @@ import math
 
 from triton.experimental.gluon import language as gl
 
+from . import opaque
 from ..triton import compat
 from .remat import tensor_type
+
+#: The marker of a buffer load's stand-in's placeholder and mask (dead once the stand-ins are released).
+STAND_IN = "hybrid.stand_in"
 
 Held = list[tuple[object, object]]   # (stand-in value, the call result it holds)
 
@@ -63,6 +67,44 @@ def hold(module, builder, callees: set[str]) -> Held:
     return held
 
 
+def buffer_loads(module) -> list:
+    """The AMD buffer loads of ``module`` outside any loop, with at least as many elements as the
+    kernel has threads: the loads ``make_ttgir`` laid out as anchors while they were plain loads
+    (it makes them buffer loads only after its layout passes), and that are no anchor now."""
+    threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
+    loads, owner = [], {}
+
+    def visit(op):
+        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
+        if op.get_name() == "amdg.buffer_load":
+            loads.append(op)
+
+    module.walk(visit)
+    return [op for op in loads if not _in_loop(op, owner)
+            and math.prod(tensor_type(str(op.get_result(0).get_type()))[0]) >= threads]
+
+
+def hold_buffer_loads(module, builder) -> Held:
+    """Each of ``buffer_loads`` used through a stand-in load made right after it, so that the
+    passes, run again, keep the tile loaded once in the layout Triton chose rather than load it
+    again in each layout its uses take. The stand-in takes the buffer load as its ``other``
+    (masked off by an opaque mask, so no pass folds it), which keeps the load alive while its
+    uses are the stand-in's."""
+    held: Held = []
+    for load in buffer_loads(module):
+        result = load.get_result(0)
+        shape, element = tensor_type(str(result.get_type()))
+        builder.set_insertion_point_after(load)
+        placeholder = opaque.host_value(builder, result.get_type(), STAND_IN)
+        result.replace_all_uses_with(placeholder)
+        layout = builder.get_gluon_layout_from_tensor(result)
+        mask = opaque.host_value(builder, gl.distributed_type(gl.int1, shape, layout).to_ir(builder), STAND_IN)
+        stand_in = _stand_in(builder, shape, element, layout, mask, result)
+        placeholder.replace_all_uses_with(stand_in)
+        held.append((stand_in, result))
+    return held
+
+
 def release(held: Held) -> None:
     """Every stand-in's uses take the call result it held again (the stand-ins are left unused,
     for the canonicalizer)."""
@@ -82,8 +124,8 @@ def _in_loop(op, owner: dict) -> bool:
     return False
 
 
-def _stand_in(builder, shape: list[int], element, layout):
+def _stand_in(builder, shape: list[int], element, layout, mask=None, other=None):
     pointer = gl.pointer_type(element)
     null = builder.create_int_to_ptr(builder.get_int64(0), pointer.to_ir(builder))
     pointers = builder.create_splat(gl.distributed_type(pointer, shape, layout).to_ir(builder), null)
-    return compat.create_plain_load(builder, pointers, None, None)
+    return compat.create_plain_load(builder, pointers, mask, other)
