@@ -218,23 +218,30 @@ def test_a_function_the_kernel_lays_out_with_its_own_code_ports_as_the_kernels_c
     _accumulates_the_same(ported, tmp_path / f"{ported.name}-run.py", constexprs, target, M=3, N=1000, num_warps=8)
 
 
-def test_on_amd_a_kernels_buffer_ops_are_written_as_the_pointer_tiles_they_were_made_from(tmp_path, capsys):
-    """On gfx942 Triton issues the locked accumulation's loads and stores as buffer ops from the
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_on_amd_a_kernels_buffer_ops_are_written_as_buffer_accesses_of_the_pointer_tiles(target, tmp_path, capsys):
+    """On AMD Triton issues the locked accumulation's loads and stores as buffer ops from the
     scalar base and offsets the kernel made the pointer tile from. The port takes the tile (the
-    function's parameter), made again in each access's layout: the kernel's shared memory (not
-    twice it), and the port says why its instructions still differ (so does ``hybrid port start``)."""
+    function's parameter), made again in each access's layout, and accesses it with
+    ``hybrid.amd.buffer_load``/``buffer_store``: swapped in, the kernel issues the same buffer ops
+    and builds to the same machine code (``hybrid port start`` says so), and in the interpreter
+    it writes what the kernel without it writes."""
     from hybrid.cli import main
     constexprs = {"GROUP_SIZE_M": 64, "BLOCK_SIZE_N": 1024}
     ported, before, after = _parity(pp.accumulate_partial, pp.layer_norm_bwd_dx, pp.LAYER_NORM_BWD, constexprs,
-                                    "gfx942", tmp_path, num_warps=8)
-    assert after[2] == before[2], (before, after)   # shared bytes
-    assert "as AMD buffer ops" in ported.differs and "as AMD buffer ops" in ported.source
-    assert re.search(r"gl\.load\(DW_\d+, mask=mask_\d+\)", ported.source), ported.source
+                                    target, tmp_path, num_warps=8)
+    assert after == before, (before, after)
+    assert ported.differs == "" and "as AMD buffer ops" not in ported.source
+    assert re.search(r"hybrid\.amd\.buffer_load\(DW_\d+, mask=mask_\d+\)", ported.source), ported.source
+    assert re.search(r"hybrid\.amd\.buffer_store\(DB_\d+, v\d+, mask=mask_\d+\)", ported.source), ported.source
     signature = ",".join(f"{k}={v}" for k, v in pp.LAYER_NORM_BWD.items())
-    assert main(["port", "start", "bench/parity_ports.py:accumulate_partial", "--target", "gfx942", "--kernel",
+    assert main(["port", "start", "bench/parity_ports.py:accumulate_partial", "--target", target, "--kernel",
                  "layer_norm_bwd_dx", "--signature", signature, "--constexpr", "GROUP_SIZE_M=64", "--constexpr",
                  "BLOCK_SIZE_N=1024", "--num-warps", "8", "-o", str(tmp_path / "cli")]) == 0
-    assert "without it: the kernel issues the function's loads and stores as AMD buffer ops" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"builds to {after[0]} instructions, {after[1]} registers and {after[2]} B of shared memory on {target}, " \
+           f"as without it" in " ".join(out.split()), out
+    _accumulates_the_same(ported, tmp_path / f"{ported.name}-run.py", constexprs, target, M=3, N=1000, num_warps=8)
 
 
 @pytest.mark.parametrize("target", ["sm80", "gfx950"])

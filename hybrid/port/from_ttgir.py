@@ -364,6 +364,7 @@ def _inlined_entry(inlined: Inlined, params: dict[str, str]) -> Emitter:
     the kernel has in two layouts, once to each)."""
     emitter = Emitter(inlined.module, {})
     emitter.reserve(params.values())
+    emitter.buffered = inlined.buffered
     types = dict(inlined.module.args)
     for value, argument in inlined.arguments.items():
         name = params[argument]

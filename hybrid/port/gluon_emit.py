@@ -256,6 +256,7 @@ class Emitter:
         self.handoffs: dict[str, str] = {}              # argument SSA value -> shared layout it is handed over in
         self.converted_on_entry: dict[str, str] = {}    # argument SSA value -> the layout it was converted to on entry
         self.tensormaps: dict[str, Op] = {}             # global scratch SSA value -> the tensormap_create filling it
+        self.buffered: frozenset[str] = frozenset()     # pointer tiles accessed as AMD buffer ops where proven
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -484,13 +485,22 @@ def _load(e: Emitter, op: Op, indent: int) -> str:
     operands = [e.value(v) for v in op.operands]
     kwargs = _mask(operands[1] if len(operands) > 1 else None) + \
         (f", other={operands[2]}" if len(operands) > 2 else "")
-    return f"gl.load({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
+    return f"{_access(e, op, 'load')}({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
 
 
 def _store(e: Emitter, op: Op, indent: int) -> None:
     operands = [e.value(v) for v in op.operands]
     mask = _mask(operands[2] if len(operands) > 2 else None)
-    e.lines.append("    " * indent + f"gl.store({operands[0]}, {operands[1]}{mask}{_memory_kwargs(e, op)})")
+    e.lines.append("    " * indent + f"{_access(e, op, 'store')}({operands[0]}, {operands[1]}{mask}"
+                                     f"{_memory_kwargs(e, op)})")
+
+
+def _access(e: Emitter, op: Op, kind: str) -> str:
+    """``gl.load``/``gl.store``, or hybrid's AMD buffer access of a tile the kernel had one of."""
+    if op.operands[0] not in e.buffered:
+        return f"gl.{kind}"
+    e.imports.add("import hybrid")
+    return f"hybrid.amd.buffer_{kind}"
 
 
 def _program_id(e: Emitter, op: Op, indent: int) -> str:

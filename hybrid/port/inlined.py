@@ -41,7 +41,10 @@ class Inlined:
     #: The values the kernel makes from scalars by index arithmetic (``remat``'s ops): the port takes
     #: them through ``hybrid.convert_in``, which makes them again in the layout wanted, as the kernel does
     remade: frozenset[str] = frozenset()
-    #: What the port cannot do as the kernel does, said where the kernel with it differs (AMD's buffer ops)
+    #: The pointer tiles the kernel's AMD buffer ops were made from: the port accesses them with
+    #: ``hybrid.amd.buffer_load``/``buffer_store``, which the kernel issues as those buffer ops again
+    buffered: frozenset[str] = frozenset()
+    #: What the port does otherwise than the kernel, said where the kernel with it differs
     differs: str = ""
 
 
@@ -95,9 +98,10 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
                     kernel.target, kernel.positions)
     remade = frozenset(v for v in arguments if v in producers and producers[v].name in remat.MADE_AGAIN)
     differs = ("the kernel issues the function's loads and stores as AMD buffer ops from the scalar base and offsets "
-               "it made each pointer tile from; the port takes the tile, and Gluon issues global accesses as written"
+               "it made each pointer tile from; the port takes the tile and asks for those ops "
+               "(hybrid.amd.buffer_load/buffer_store), issued where Triton proves the tile's offsets in range"
                if tiles else "")
-    return Inlined(module, arguments, results, remade, differs)
+    return Inlined(module, arguments, results, remade, frozenset(tiles), differs)
 
 
 def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
@@ -147,7 +151,8 @@ def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, list[Op]]:
     """Rewrite the call's AMD buffer loads and stores as the ``tt.load``/``tt.store`` of the
     pointer tile they were made from: Triton's ``ConvertToBufferOps`` split that tile into the
     scalar base and offsets the kernel made it from, which a function taking the tile does not have
-    (and Gluon code keeps the global access it is written with). Returns, per tile, the ops that
+    (the port writes those accesses with ``hybrid.amd.buffer_load``/``buffer_store``, which the
+    stitch issues as the same buffer ops where Triton's pass would). Returns, per tile, the ops that
     make it from the base and offsets (``tt.splat``, ``tt.addptr``): the port takes the tile as a
     parameter where the function does (made again in the access's layout, ``hybrid.convert_in``),
     or makes it so where the function makes it from its parameters."""
