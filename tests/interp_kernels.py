@@ -1,5 +1,8 @@
 """Small Gluon kernels in the patterns of upstream's Gluon tutorials, for the interpreter tests:
-layouts, cp.async, TMA with mbarriers, wgmma, tcgen05, warp specialization, persistence."""
+layouts, cp.async, TMA with mbarriers, wgmma, tcgen05, warp specialization, persistence; and a
+Triton kernel drawing ``tl.rand``."""
+import triton
+import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.amd import cdna3
@@ -201,3 +204,10 @@ def splat_mask_kernel(x_ptr, y_ptr, n, BLOCK: gl.constexpr, L: gl.constexpr):
     offs = gl.arange(0, BLOCK, layout=L)
     mask = gl.full([BLOCK], n > 0, gl.int1, layout=L)
     gl.store(y_ptr + offs, gl.load(x_ptr + offs, mask=mask, other=0.0))
+
+
+@triton.jit
+def rand_kernel(out_ptr, seed, BLOCK: tl.constexpr):
+    """``tl.rand`` and ``tl.randint``: Triton's Philox, a ``tl.static_range`` loop in library code."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.rand(seed, offs) + tl.randint(seed, offs).to(tl.float32))

@@ -82,3 +82,24 @@ def test_a_splat_comparison_is_a_mask_in_both(n):
     fb = hybrid.compile(hybrid.jit(k.splat_mask_kernel), {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
                         {"BLOCK": 128, "L": L}, target="sm90a", num_warps=4)
     assert fb.kernel_entries == 1
+
+
+def test_tl_rand_draws_what_upstreams_interpreter_draws():
+    """Triton's Philox (``tl.rand``, ``tl.randint``) loops with ``tl.static_range`` in library code
+    that reaches the language as ``triton.language.core``: it runs, and draws what Triton's own
+    interpreter (``TRITON_INTERPRET=1``, in a process of its own) draws for the same seed."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    out = torch.zeros(2 * 256)
+    with hybrid.interpreting(target="sm80"):
+        hybrid.jit(k.rand_kernel)[(2, )](out, 1234, BLOCK=256, num_warps=4)
+    script = ("import json, torch, triton\nfrom tests import interp_kernels as k\nout = torch.zeros(512)\n"
+              "k.rand_kernel[(2, )](out, 1234, BLOCK=256)\nprint(json.dumps(out.tolist()))\n")
+    upstream = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert upstream.returncode == 0, upstream.stderr
+    assert torch.equal(out, torch.tensor(json.loads(upstream.stdout.strip().splitlines()[-1])))
+    assert len(set(out.tolist())) > 500   # draws, not a constant

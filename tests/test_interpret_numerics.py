@@ -117,3 +117,26 @@ def test_arithmetic_on_fp8_values_is_refused_by_both(kernel, launch, signature):
         interpret.launch(kernel, (1, ), *args, **launch, target="sm90a")
     with pytest.raises(TargetError, match="arithmetic on fp8 values"):
         hybrid.compile(kernel, signature, {k: v for k, v in launch.items()}, target="sm90a")
+
+
+@hybrid.jit
+@triton.jit
+def high_halves(a, b, out, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.umulhi(tl.load(a + offs), tl.load(b + offs)))
+
+
+@pytest.mark.parametrize("dtype, bits", [(torch.int32, 32), (torch.int64, 64)])
+def test_umulhi_multiplies_signed_tiles_as_unsigned_integers(dtype, bits):
+    """``tt.mulhiui`` takes a signed tile's bits as an unsigned integer (Philox's rounds on
+    ``int32`` tiles, as a port writes them): the high half of the unsigned product, checked
+    against Python's integers."""
+    info = torch.iinfo(dtype)
+    a = torch.tensor([-766435501, -1, 3, info.min, info.max, 123456789, -2, 7], dtype=dtype)
+    b = torch.tensor([1, -1, -5, 2, info.max, -987654321, -2, 0], dtype=dtype)
+    out = torch.zeros_like(a)
+    with hybrid.interpreting(target="sm80"):
+        high_halves[(1, )](a, b, out, BLOCK=8)
+    unsigned = [(x % 2**bits, y % 2**bits) for x, y in zip(a.tolist(), b.tolist())]
+    expected = [(x * y) >> bits for x, y in unsigned]
+    assert [v % 2**bits for v in out.tolist()] == expected

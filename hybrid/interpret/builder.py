@@ -57,6 +57,20 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
                                        enable_fp_fusion=False, warp_size=target.warp_size)
 
+    def create_umulhi(self, lhs, rhs):
+        """The high half of the operands' product as unsigned integers of their width, as
+        ``tt.mulhiui`` computes: signed operands take part by their bits (Triton 3.6's interpreter
+        widened them by value, so Philox's rounds on ``int32`` tiles drew other numbers)."""
+        dtype = lhs.data.dtype
+        unsigned = np.dtype(f"uint{dtype.itemsize * 8}")
+        a, b = lhs.data.view(unsigned), rhs.data.view(unsigned)
+        if dtype.itemsize == 8:
+            high = upstream.np_umulhi_u64(a, b)
+        else:
+            wide = np.dtype(f"uint{dtype.itemsize * 16}")
+            high = (a.astype(wide) * b.astype(wide)) >> (dtype.itemsize * 8)
+        return TensorHandle(np.asarray(high).astype(unsigned).view(dtype), lhs.dtype.scalar)
+
     def create_extern_elementwise(self, lib_name, lib_path, symbol, args, ret_type, is_pure):
         return libdevice.compute(self, symbol, args)
 

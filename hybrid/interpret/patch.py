@@ -255,7 +255,8 @@ def patched() -> Iterator[None]:
         upstream.patch_lang_tensor(tl.tensor, scope)
         # 3.6's ``int(data)`` rejects the 1-element arrays scalars are (NumPy 2); 3.9 squeezes.
         scope.set_attr(tl.tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
-        upstream.patch_lang_core(tl, scope)
+        for lang in (tl, tl.core):   # (library code such as tl.rand's reaches them as ``core``)
+            upstream.patch_lang_core(lang, scope)
         for module in (tl, tl.core, gl, gluon_core):
             for name, fn in (("reduce", _reduce), ("associative_scan", _scan)):
                 if hasattr(module, name):

@@ -9,10 +9,11 @@ from triton.runtime.interpreter import _implicit_cvt as implicit_cvt
 from triton.runtime.interpreter import _LangPatchScope as LangPatchScope
 from triton.runtime.interpreter import _patch_lang_core as patch_lang_core
 from triton.runtime.interpreter import _patch_lang_tensor as patch_lang_tensor
+from triton.runtime.interpreter import np_umulhi_u64
 
 __all__ = ["FunctionRewriter", "GridExecutor", "InterpreterBuilder", "LangPatchScope", "ReduceOps", "ScanOps",
-           "TensorHandle", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "patch_lang_core",
-           "patch_lang_tensor", "restore_arguments", "store"]
+           "TensorHandle", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "np_umulhi_u64",
+           "patch_lang_core", "patch_lang_tensor", "restore_arguments", "store"]
 
 
 def load(ptrs, mask, other, dtype):
