@@ -90,14 +90,16 @@ def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_h
     its AMD buffer loads where ``loads_held``), then each store of a value they left converted
     issued in the value's layout."""
     builder = gluon_ir.GluonOpBuilder(context)
-    stand_ins = (anchors.hold(module, builder, callees) if anchored else []) + \
-        (anchors.hold_buffer_loads(module, builder) if loads_held else [])
+    stand_ins = anchors.hold(module, builder, callees) if anchored else []
+    loads_held = loads_held and anchors.hold_buffer_loads(module, builder) > 0
     _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
     if access_layouts.issue_stores_in_value_layouts(module, builder):
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
-    if stand_ins:
+    if stand_ins or loads_held:
         anchors.release(stand_ins)
+        if loads_held:
+            anchors.release_buffer_loads(module)
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
 
 

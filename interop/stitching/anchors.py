@@ -22,6 +22,7 @@ from triton.experimental.gluon import language as gl
 from . import opaque
 from ..triton import compat
 from .remat import tensor_type
+from .uses import uses
 
 #: The marker of a buffer load's stand-in's placeholder and mask (dead once the stand-ins are released).
 STAND_IN = "hybrid.stand_in"
@@ -68,30 +69,31 @@ def hold(module, builder, callees: set[str]) -> Held:
 
 
 def buffer_loads(module) -> list:
-    """The AMD buffer loads of ``module`` outside any loop, with at least as many elements as the
-    kernel has threads: the loads ``make_ttgir`` laid out as anchors while they were plain loads
-    (it makes them buffer loads only after its layout passes), and that are no anchor now."""
+    """The AMD buffer loads of ``module`` that something uses, outside any loop, with at least as
+    many elements as the kernel has threads: the loads ``make_ttgir`` laid out as anchors while
+    they were plain loads (it makes them buffer loads only after its layout passes), and that are
+    no anchor now."""
     threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
-    loads, owner = [], {}
+    owner = {}
 
     def visit(op):
         owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
-        if op.get_name() == "amdg.buffer_load":
-            loads.append(op)
 
     module.walk(visit)
-    return [op for op in loads if not _in_loop(op, owner)
+    users, loads = uses(module, lambda op: op.get_name() == "amdg.buffer_load")
+    return [op for op in loads if users.get(op.get_result(0).id()) and not _in_loop(op, owner)
             and math.prod(tensor_type(str(op.get_result(0).get_type()))[0]) >= threads]
 
 
-def hold_buffer_loads(module, builder) -> Held:
+def hold_buffer_loads(module, builder) -> int:
     """Each of ``buffer_loads`` used through a stand-in load made right after it, so that the
     passes, run again, keep the tile loaded once in the layout Triton chose rather than load it
     again in each layout its uses take. The stand-in takes the buffer load as its ``other``
-    (masked off by an opaque mask, so no pass folds it), which keeps the load alive while its
-    uses are the stand-in's."""
-    held: Held = []
-    for load in buffer_loads(module):
+    (masked off by an opaque mask, ``STAND_IN``, so no pass folds it), which keeps the load alive
+    while its uses are the stand-in's; ``release_buffer_loads`` finds the stand-ins left by that
+    mask (a pass may have deleted one whose uses died). Returns how many are held."""
+    held = buffer_loads(module)
+    for load in held:
         result = load.get_result(0)
         shape, element = tensor_type(str(result.get_type()))
         builder.set_insertion_point_after(load)
@@ -99,10 +101,18 @@ def hold_buffer_loads(module, builder) -> Held:
         result.replace_all_uses_with(placeholder)
         layout = builder.get_gluon_layout_from_tensor(result)
         mask = opaque.host_value(builder, gl.distributed_type(gl.int1, shape, layout).to_ir(builder), STAND_IN)
-        stand_in = _stand_in(builder, shape, element, layout, mask, result)
-        placeholder.replace_all_uses_with(stand_in)
-        held.append((stand_in, result))
-    return held
+        placeholder.replace_all_uses_with(_stand_in(builder, shape, element, layout, mask, result))
+    return len(held)
+
+
+def release_buffer_loads(module) -> None:
+    """Every buffer load's stand-in left in ``module`` has its uses take the buffer load again
+    (its ``other``); the stand-ins and their masks are left unused, for the canonicalizer."""
+    masks = {op.get_result(0).id() for op in opaque.markers(module, (STAND_IN, ))}
+    _, stand_ins = uses(module, lambda op: op.get_name() == "tt.load" and op.get_num_operands() == 3
+                        and op.get_operand(1).id() in masks)
+    for stand_in in stand_ins:
+        stand_in.get_result(0).replace_all_uses_with(stand_in.get_operand(2))
 
 
 def release(held: Held) -> None:
