@@ -108,27 +108,32 @@ def _value_of(layout, arguments: dict, name: str):
     return unwrap_constexpr(arguments[layout])
 
 
-def entry_layouts(module, function_name: str, names: list[str], builder) -> dict[str, Want]:
+def entry_layouts(module, function_name: str, names: list[str], builder) -> tuple[dict[str, Want], list[str]]:
     """Per runtime leaf of ``names`` (``function_name``'s arguments in ``module``, a probe build in
     placeholder layouts) whose only use is a ``ttg.convert_layout``: a ``Want`` of the layout
     converted to. A leaf whose placeholder layout shows in any other value's type is left out: the
-    code read the argument's layout (``x.type.layout``), so another layout would change it."""
+    code may have read the argument's layout (``x.type.layout``), so another layout would change
+    it; or the code uses that layout itself (a port's one-a-thread store layout is the 1-D
+    placeholder). Those leaves are returned second, for a probe in another placeholder to tell."""
     function = module.get_function(function_name)
     if function.get_num_args() != len(names):
-        return {}
+        return {}, []
     users, _ = uses(module, lambda op: False)
     types: list[str] = []
     module.walk(lambda op: types.extend(str(op.get_result(i).get_type()) for i in range(op.get_num_results())))
     found: dict[str, Want] = {}
+    unsure: list[str] = []
     for k, name in enumerate(names):
         argument = function.args(k)
         text, only = str(argument.get_type()), users.get(argument.id(), [])
         if not text.startswith("tensor<") or len(only) != 1 or only[0].get_name() != "ttg.convert_layout":
             continue
         placeholder = text[text.index(", ") + 2:-1]
-        if not any(placeholder in t for t in types):
+        if any(placeholder in t for t in types):
+            unsure.append(name)
+        else:
             found[name] = Want(builder.get_gluon_layout_from_tensor(only[0].get_result(0)), False)
-    return found
+    return found, unsure
 
 
 def reads_async_proxy(module) -> bool:

@@ -69,9 +69,8 @@ class GluonRegions:
         named_leaves = arguments.leaves(args, fn.arg_names)
         if specialization not in self._probed:
             ret_type, probe_module = self._probe(fn, args, wants, call_site)
-            entry = handoff.entry_layouts(probe_module, lower_gluon.PROBE, [leaf_name for leaf_name, _ in named_leaves],
-                                          gluon_ir.GluonOpBuilder(self.cc.context))
-            self._probed[specialization] = ret_type, probe_module, entry
+            self._probed[specialization] = ret_type, probe_module, self._entry_layouts(
+                fn, args, wants, call_site, probe_module, [leaf_name for leaf_name, _ in named_leaves])
         ret_type, probe_module, entry = self._probed[specialization]
         ret_type = lower_gluon.to_triton_type(ret_type)
         leaves = [leaf for _, leaf in named_leaves]
@@ -124,6 +123,26 @@ class GluonRegions:
         if misplaced:
             raise RegionError(name, str(call_site), arch.describe_misplaced(misplaced, cc.target), ARCH_HINT)
         return ret_type, probe_module
+
+    def _entry_layouts(self, fn, args: list, wants: dict, call_site: CallSite, probe_module,
+                       names: list[str]) -> dict:
+        """``handoff.entry_layouts`` of the probe; a leaf whose placeholder layout the code also
+        has is told by one more probe, taking it in the placeholder as a linear layout (a layout
+        no code has by chance): the code read the argument's layout where that one shows too."""
+        builder = gluon_ir.GluonOpBuilder(self.cc.context)
+        entry, unsure = handoff.entry_layouts(probe_module, lower_gluon.PROBE, names, builder)
+        if not unsure:
+            return entry
+        leaves = dict(arguments.leaves(args, fn.arg_names))
+        distinct = {name: handoff.Want(lower_gluon.linear_placeholder(leaves[name].type, self.cc.options, builder),
+                                       False) for name in unsure}
+        try:
+            _, second = lower_gluon.probe(fn, args, {**wants, **distinct}, context=self.cc.context,
+                                          options=self.cc.options, target=self.cc.target)
+        except Exception:   # noqa: BLE001 - an op refusing a linear layout: the leaves stay converted
+            return entry
+        told, _ = handoff.entry_layouts(second, lower_gluon.PROBE, names, builder)
+        return {**entry, **{name: told[name] for name in unsure if name in told}}
 
     def _wants(self, fn, args: list, call_site: CallSite) -> dict:
         """The call's ``@hybrid.takes`` declarations, checked against the arguments and the target."""

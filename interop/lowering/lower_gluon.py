@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
 
+from ..boundaries.movement import linear
 from ..instrumentation import timing
 from ..triton import compat
 from ..triton.bindings import ir
@@ -51,6 +52,12 @@ def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[obj
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
                                        target=target, name=PROBE)
     return ret_type, module
+
+
+def linear_placeholder(ty: tl.block_type, options, builder):
+    """The placeholder layout of a tile of type ``ty`` as a linear layout: the same placement,
+    written as no code writes a layout by chance (``handoff.entry_layouts``)."""
+    return linear(builder, _placeholder_type(ty, options).layout, list(ty.shape))
 
 
 def _placeholder_type(ty, options):

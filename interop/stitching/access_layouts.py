@@ -27,9 +27,12 @@ from triton.experimental.gluon import language as gl
 
 from ..boundary import TAG
 from ..triton import compat
-from .remat import Rematerializer, in_layout, tensor_type
+from ..triton.bindings import ir
+from .remat import CASTS, Rematerializer, in_layout, tensor_type
 from .uses import uses
 
+#: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
+_LOADS = ("tt.load", "amdg.buffer_load")
 #: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile.
 _PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2} : ")
 
@@ -45,14 +48,25 @@ def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
     issued: set[str] = set()
     for conversion in conversions:
         source = conversion.get_operand(0)
-        load = remat.defining(source)
-        if load is not None and load.get_name() == "tt.load":
-            if _issue(load, conversion, remat, builder):
+        load, casts = _loaded(source, remat)
+        if load is not None:
+            if _issue(load, casts, conversion, remat, builder):
                 issued.add(conversion.get_str_attr(TAG))
-        elif load is not None and remat.possible(source):
+        elif remat.defining(source) is not None and remat.possible(source):
             remat.replace(conversion)
             issued.add(conversion.get_str_attr(TAG))
     return issued
+
+
+def _loaded(value, remat: Rematerializer) -> tuple:
+    """The load (``tt.load``, AMD buffer load) that made ``value``, directly or through casts
+    (``remat.CASTS``: a row loaded in fp16 and widened), and those casts from the load on; (None,
+    []) for any other."""
+    casts, op = [], remat.defining(value)
+    while op is not None and op.get_name() in CASTS:
+        casts.insert(0, op)
+        op = remat.defining(op.get_operand(0))
+    return (op, casts) if op is not None and op.get_name() in _LOADS else (None, [])
 
 
 def issue_stores_in_value_layouts(module, builder) -> int:
@@ -100,20 +114,22 @@ def issuable(module, builder, tiles: list[tuple]) -> list[bool]:
     if not tiles or not _rewritable(module):
         return [False] * len(tiles)
     remat = Rematerializer(module, builder)
-    loads = [remat.defining(value) for value, _ in tiles]
-    return [load is not None and (_loads_as_well(load, layout, remat, builder) if load.get_name() == "tt.load"
-                                  else remat.possible(value))
+    loads = [_loaded(value, remat)[0] for value, _ in tiles]
+    return [_loads_as_well(load, layout, remat, builder) if load is not None
+            else remat.defining(value) is not None and remat.possible(value)
             for load, (value, layout) in zip(loads, tiles)]
 
 
 def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
-    """Whether ``load`` can be made again in ``wanted`` (its pointers and mask index arithmetic,
-    its other value a constant) and reads memory as well there."""
-    result = load.get_result(0)
-    pointers, mask, other = _operands(load)
+    """Whether ``load`` can be made again in ``wanted`` (its pointers, or a buffer load's offsets,
+    and its mask index arithmetic, its other value a constant) and reads memory as well there."""
+    result, parts = load.get_result(0), _operands(load)
+    if parts is None:
+        return False
+    address, mask, other = parts
     return (_accesses_as_well(builder.get_gluon_layout_from_tensor(result), wanted, _shape(result))
-            and remat.possible(pointers) and (mask is None or remat.possible(mask))
-            and (other is None or _constant(remat.defining(other))))
+            and remat.possible(address[1] if isinstance(address, tuple) else address)
+            and (mask is None or remat.possible(mask)) and (other is None or _constant(remat.defining(other))))
 
 
 #: One-operand ops a result is followed back through to its load: they take their operand's layout.
@@ -138,14 +154,19 @@ def issue_result_in(module, builder, value, layout) -> bool:
     return True
 
 
-def _issue(load, conversion, remat: Rematerializer, builder) -> bool:
-    """``load`` made again in the layout ``conversion`` converts it to: the conversion's uses take
-    the new load, the old load's other uses take it converted back."""
+def _issue(load, casts: list, conversion, remat: Rematerializer, builder) -> bool:
+    """``load`` made again in the layout ``conversion`` converts it (or its ``casts`` of it) to:
+    the conversion's uses take the new load (cast the same way there), the old load's other uses
+    take it converted back."""
     wanted = builder.get_gluon_layout_from_tensor(conversion.get_result(0))
     if not _loads_as_well(load, wanted, remat, builder):
         return False
-    loaded = _load_again(load, wanted, remat, builder)
-    conversion.get_result(0).replace_all_uses_with(loaded)
+    current = _load_again(load, wanted, remat, builder)
+    for cast in casts:
+        result = cast.get_result(0)
+        current = getattr(builder, CASTS[cast.get_name()])(current, in_layout(result, wanted, builder))
+        current.set_loc(result.get_loc())
+    conversion.get_result(0).replace_all_uses_with(current)
     return True
 
 
@@ -153,13 +174,18 @@ def _load_again(load, wanted, remat: Rematerializer, builder):
     """A plain load of what ``load`` reads, made in ``wanted`` right after it; ``load``'s uses take
     it converted back to their layout. Returns the new load's result."""
     result = load.get_result(0)
-    pointers, mask, other = _operands(load)
+    address, mask, other = _operands(load)
     builder.set_insertion_point_after(load)
-    pointers = remat.make(pointers, wanted)
     mask = remat.make(mask, wanted) if mask is not None else None
     if other is not None:   # a constant: the canonicalizer folds its conversion into it
         other = builder.create_convert_layout(in_layout(other, wanted, builder), other)
-    loaded = compat.create_plain_load(builder, pointers, mask, other)
+    if isinstance(address, tuple):   # an AMD buffer load: its scalar base as it is, its offsets made again
+        base, offsets = address
+        loaded = builder.create_buffer_load(in_layout(result, wanted, builder), base, remat.make(offsets, wanted),
+                                            ir.value() if mask is None else mask,
+                                            ir.value() if other is None else other, ir.CACHE_MODIFIER.NONE)
+    else:
+        loaded = compat.create_plain_load(builder, remat.make(address, wanted), mask, other)
     loaded.set_loc(result.get_loc())
     back = builder.create_convert_layout(result.get_type(), loaded)
     back.set_loc(result.get_loc())
@@ -185,9 +211,19 @@ def _shape(value) -> list[int]:
     return tensor_type(str(value.get_type()))[0]
 
 
-def _operands(load) -> tuple:
-    """A ``tt.load``'s (pointers, mask or None, other or None)."""
-    return tuple(([load.get_operand(i) for i in range(load.get_num_operands())] + [None, None])[:3])
+def _operands(load) -> tuple | None:
+    """A load's (address, mask or None, other or None): a ``tt.load``'s pointer tile, an AMD
+    buffer load's (scalar base, offsets); None for a buffer load with a stride operand."""
+    operands = [load.get_operand(i) for i in range(load.get_num_operands())]
+    if load.get_name() == "tt.load":
+        return tuple((operands + [None, None])[:3])
+    base, offsets, *rest = operands
+    if any(not str(v.get_type()).startswith("tensor<") for v in rest):   # (a stride: a scalar)
+        return None
+    result = str(load.get_result(0).get_type())
+    other = rest[-1] if rest and str(rest[-1].get_type()) == result else None
+    mask = rest[0] if rest and rest[0] is not other and len(rest) - (other is not None) == 1 else None
+    return (base, offsets), mask, other
 
 
 def _constant(op) -> bool:
@@ -198,4 +234,5 @@ def _rewritable(module) -> bool:
     """Whether loads and stores of ``module`` may be issued again: no ``tt.load`` or ``tt.store``
     of the module carries a hint an op made again would lose."""
     lines = [line for line in module.str_nodebug().splitlines() if " = tt.load " in line or " tt.store " in line]
-    return all(_PLAIN.search(line) for line in lines)
+    buffered = [line for line in module.str_nodebug().splitlines() if " = amdg.buffer_load " in line]
+    return all(_PLAIN.search(line) for line in lines) and not any("{" in line for line in buffered)

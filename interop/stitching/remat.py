@@ -38,6 +38,8 @@ _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.m
                 "arith.divsi": "create_sdiv", "arith.remsi": "create_srem", "arith.divui": "create_udiv",
                 "arith.remui": "create_urem", "arith.andi": "create_and", "arith.ori": "create_or",
                 "tt.addptr": "create_addptr"}
+#: The casts made again in another layout, and the builder's method for each (operand, result type).
+CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
 #: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
 _COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
                 "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")

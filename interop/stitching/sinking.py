@@ -15,11 +15,9 @@ author's. (A Triton host then lays itself out again around the result with Trito
 from __future__ import annotations
 
 from ..boundary import TAG
-from .remat import in_layout
+from .remat import CASTS, in_layout
 from .uses import uses
 
-#: The casts a conversion moves past, and how the builder makes each in another layout.
-_CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
 _NARROWING = {"arith.truncf"}
 
 
@@ -31,7 +29,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     moved: dict[str, str] = {}
     for conversion in conversions:
         chain, value = [], conversion.get_result(0)
-        while len(users.get(value.id(), [])) == 1 and users[value.id()][0].get_name() in _CASTS:
+        while len(users.get(value.id(), [])) == 1 and users[value.id()][0].get_name() in CASTS:
             chain.append(users[value.id()][0])
             value = chain[-1].get_result(0)
         following = users.get(value.id(), [])
@@ -45,7 +43,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         current = source
         for op in chain:
             result = op.get_result(0)
-            current = getattr(builder, _CASTS[op.get_name()])(current, in_layout(result, layout, builder))
+            current = getattr(builder, CASTS[op.get_name()])(current, in_layout(result, layout, builder))
             current.set_loc(result.get_loc())
         boundary_tag = conversion.get_str_attr(TAG)
         replaced = own.get_result(0) if own is not None else value
