@@ -257,6 +257,7 @@ class Emitter:
         self.converted_on_entry: dict[str, str] = {}    # argument SSA value -> the layout it was converted to on entry
         self.tensormaps: dict[str, Op] = {}             # global scratch SSA value -> the tensormap_create filling it
         self.buffered: frozenset[str] = frozenset()     # pointer tiles accessed as AMD buffer ops where proven
+        self.literals: dict[str, tuple] = {}            # scalar constant SSA value -> (Python literal, element)
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -267,6 +268,15 @@ class Emitter:
 
     def value(self, ssa: str) -> str:
         return self.values[ssa]
+
+    def receiver(self, ssa: str, op: Op) -> str:
+        """``ssa``'s expression as a method's receiver (``x.to(...)``): a scalar constant, written
+        as a Python literal where it is used, is made a tensor of its IR type first."""
+        if ssa not in self.literals:
+            return self.values[ssa]
+        literal, element = self.literals[ssa]
+        made = f"gl.to_tensor({literal})"
+        return made if _python_element(literal) == element else f"{made}.to({self.dtype(element, op)})"
 
     def bind(self, ssa: str, expr: str | None = None, indent: int = 0, name: str | None = None) -> str:
         """A Python name for ``ssa``, from ``name`` where given (assigned ``expr`` when given)."""
@@ -335,7 +345,7 @@ def _binary(e: Emitter, op: Op, indent: int) -> str:
 def _unsigned_binary(e: Emitter, op: Op, indent: int) -> str:
     element = TensorType.parse(op.types).element
     u, s = _unsigned(element), dtype(element)
-    a, b = (f"{e.value(v)}.to({u}, bitcast=True)" for v in op.operands[:2])
+    a, b = (f"{e.receiver(v, op)}.to({u}, bitcast=True)" for v in op.operands[:2])
     return f"({a} {UNSIGNED_BINARY[op.name]} {b}).to({s}, bitcast=True)"
 
 
@@ -346,6 +356,7 @@ def _compare(e: Emitter, op: Op, indent: int) -> str:
         return f"{a} {PREDICATES[predicate]} {b}"
     if predicate in UNSIGNED_PREDICATES:
         u = _unsigned(TensorType.parse(op.types).element)
+        a, b = (e.receiver(v, op) for v in op.operands[:2])
         return f"{a}.to({u}, bitcast=True) {UNSIGNED_PREDICATES[predicate]} {b}.to({u}, bitcast=True)"
     raise Unsupported(op, f"comparison predicate {predicate} has no Gluon operator", e.where(op))
 
@@ -364,7 +375,7 @@ def _call(e: Emitter, op: Op, indent: int) -> str:
 def _cast(e: Emitter, op: Op, indent: int) -> str:
     target = TensorType.parse(op.types.split(" to ")[-1]).element
     source = TensorType.parse(op.types.split(" to ")[0]).element
-    x = e.value(op.operands[0])
+    x = e.receiver(op.operands[0], op)
     if op.name in ("arith.uitofp", "arith.extui") and source != "i1":
         x = f"{x}.to({_unsigned(source)}, bitcast=True)"
     if op.name == "arith.fptoui":
@@ -376,12 +387,12 @@ def _fp_to_fp(e: Emitter, op: Op, indent: int) -> str:
     target = TensorType.parse(op.types.split("->")[-1]).element
     rounding = re.search(r"rounding = (\w+)", op.rest)
     extra = f", fp_downcast_rounding=\"{rounding.group(1)}\"" if rounding else ""
-    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}{extra})"
+    return f"{e.receiver(op.operands[0], op)}.to({e.dtype(target, op)}{extra})"
 
 
 def _bitcast(e: Emitter, op: Op, indent: int) -> str:
     target = TensorType.parse(op.types.split(" to ")[-1].split("->")[-1]).element
-    return f"{e.value(op.operands[0])}.to({e.dtype(target, op)}, bitcast=True)"
+    return f"{e.receiver(op.operands[0], op)}.to({e.dtype(target, op)}, bitcast=True)"
 
 
 def _negate(e: Emitter, op: Op, indent: int) -> str:
@@ -397,8 +408,18 @@ def _constant(e: Emitter, op: Op, indent: int) -> str | None:
     literal = _literal(dense.group(1) if dense else value_text.strip(), ty.element, op, e)
     if ty.layout is None:
         e.values[op.results[0]] = literal     # a scalar: written where it is used
+        e.literals[op.results[0]] = (literal, ty.element)
         return None
     return f"gl.full({ty.shape}, {literal}, {e.dtype(ty.element, op)}, layout={e.layout(type_text, op)})"
+
+
+def _python_element(literal: str) -> str:
+    """The element type Triton gives a Python literal (``to_tensor``)."""
+    if literal in ("True", "False"):
+        return "i1"
+    if re.fullmatch(r"-?\d+", literal):
+        return "i32" if -2**31 <= int(literal) < 2**31 else "ui32" if int(literal) < 2**32 else "i64"
+    return "f32"
 
 
 def _literal(text: str, element: str, op: Op, e: Emitter) -> str:

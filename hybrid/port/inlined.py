@@ -278,9 +278,9 @@ def _same_effects(ops: list[Op], region: Module, align: "_Alignment") -> None:
 
 def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     """Per result index of the function, the value of ``ops`` the rest of the kernel uses. A value
-    they make by index arithmetic that is no result is the caller's own expression, which the
-    kernel merged with the function's (the same ``rn[None, :] < N`` in both): the caller makes its
-    own again once the port is in."""
+    they make by an op without effects (``_pure``) that is no result is the caller's own
+    expression, which the kernel merged with the function's (the same ``rn[None, :] < N``, or
+    ``x - mean``, in both): the caller makes its own again once the port is in."""
     mine = {id(op) for op in ops}
     rest = [op for op in block.ops if id(op) not in mine]
     made = {r: op for op in ops for r in op.results}
@@ -288,7 +288,7 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     results: dict[int, str] = {}
     for value in sorted(used):
         sinks = align.sinks(value, ops)
-        if not sinks and made[value].name in remat.MADE_AGAIN:
+        if not sinks and _pure(made[value]):
             continue
         if len(sinks) != 1 or sinks[0] in results:
             raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
@@ -379,14 +379,20 @@ class _Alignment:
         """Whether the kernel made ``value`` as the region makes what its ops take in its place, op
         for op from parameters and constants (the function's ``tl.arange`` that the kernel shares
         with its caller's, say): then those kernel ops are added to ``made`` and the parameters they
-        take to ``arguments``. All or nothing."""
+        take to ``arguments``. All or nothing: every region op matching a use of it (two ops of one
+        source line may both match) that takes the same expression of parameters takes the same,
+        and one does."""
         twins = [twin.operands[k] for user, k in uses(Block([], ops), value) for twin in self.candidates(user)
                  if k < len(twin.operands)]
-        found, copied = dict(arguments), dict(made)
-        if not twins or not all(self._unify(value, twin, producers, found, copied) for twin in twins):
+        unified = []
+        for twin in twins:
+            found, copied = dict(arguments), dict(made)
+            if self._unify(value, twin, producers, found, copied):
+                unified.append((found, copied))
+        if not unified or any(found != unified[0][0] for found, _ in unified):
             return False
-        arguments.update(found)
-        made.update(copied)
+        arguments.update(unified[0][0])
+        made.update(unified[0][1])
         return True
 
     def _unify(self, value: str, twin: str, producers: dict[str, Op], found: dict[str, str],
@@ -398,7 +404,7 @@ class _Alignment:
         if mine is not None and mine.name == "ttg.convert_layout":   # the kernel's layout, made by a conversion
             copied[id(mine)] = mine
             return self._unify(mine.operands[0], twin, producers, found, copied)
-        if mine is None or theirs is None or mine.name != theirs.name or mine.name not in remat.MADE_AGAIN \
+        if mine is None or theirs is None or mine.name != theirs.name or not _pure(mine) \
                 or len(mine.results) != 1 or len(mine.operands) != len(theirs.operands) \
                 or _shape_free(mine) != _shape_free(theirs):
             return False
@@ -423,6 +429,17 @@ class _Alignment:
                         for j, v in enumerate(twin.regions[0].ops[-1].operands) if v in inner and j < len(twin.results)]
             return [twin.results[k] for twin in self.candidates(op) if k < len(twin.results)]
         return []
+
+
+#: Ops without effects or regions besides index arithmetic's (``remat.MADE_AGAIN``), which a port
+#: may make again where the kernel shares one with its caller: the caller's ``x - mean`` is the
+#: function's, merged by CSE (Gluon's pipeline merges the two again).
+_PURE = ("arith.", "math.", "tt.addptr", "tt.fp_to_fp", "tt.bitcast", "tt.precise_", "tt.trans", "tt.reshape",
+         "tt.join", "tt.split")
+
+
+def _pure(op: Op) -> bool:
+    return not op.regions and (op.name in remat.MADE_AGAIN or op.name.startswith(_PURE))
 
 
 def _shape_free(op: Op) -> str:
