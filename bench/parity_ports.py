@@ -195,6 +195,57 @@ LAYER_NORM = {"X": "*fp16", "Y": "*fp16", "W": "*fp16", "B": "*fp16", "Mean": "*
               "stride": "i32", "N": "i32"}
 
 
+# -- upstream 05-layer-norm's forward kernel, its normalization and store as a helper (the kernel and
+#    the helper both compute ``x - mean``, which Triton merges) --
+@triton.jit
+def normalize_store(Y_ptrs, x, mean, rstd, W_ptrs, B_ptrs, mask):
+    w = tl.load(W_ptrs, mask=mask)
+    b = tl.load(B_ptrs, mask=mask)
+    y = (x - mean) * rstd * w + b
+    tl.store(Y_ptrs, y, mask=mask)
+
+
+@triton.jit
+def layer_norm_fwd_store(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < N
+    x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+    mean = tl.sum(x, axis=0) / N
+    xbar = tl.where(mask, x - mean, 0.)
+    var = tl.sum(xbar * xbar, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    normalize_store(Y + cols, x, mean, rstd, W + cols, B + cols, mask)
+
+
+LAYER_NORM_STORE = {**LAYER_NORM, "eps": "fp32"}
+
+
+# -- upstream 04-low-memory-dropout's seeded dropout, its masking and store as a helper (``tl.rand``'s
+#    Philox rounds: 64-bit and unsigned scalar constants) --
+@triton.jit
+def dropout_store(out_ptrs, x, p, seed, offsets, mask):
+    random = tl.rand(seed, offsets)
+    keep = random > p
+    tl.store(out_ptrs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@triton.jit
+def seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    dropout_store(output_ptr + offsets, x, p, seed, offsets, mask)
+
+
+SEEDED_DROPOUT = {"x_ptr": "*fp32", "output_ptr": "*fp32", "n_elements": "i32", "p": "fp32", "seed": "i32"}
+
+
 # -- upstream 02-fused-softmax (persistent rows, a pipelined row loop), the row's softmax as a helper --
 @triton.jit
 def softmax_row(input_ptrs, mask):

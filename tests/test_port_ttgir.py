@@ -273,6 +273,53 @@ def test_the_kernels_copy_of_a_function_that_shares_an_expression_with_its_calle
     assert result.ok, result.report()
 
 
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_helper_whose_expression_the_kernel_shares_ports_at_parity_from_the_kernels_copy(target, tmp_path):
+    """Upstream layer norm forward with its normalization and store as a helper: the kernel and
+    the helper both compute ``x - mean``, which Triton merges, so the kernel's copy takes the
+    caller's value; the port makes it again from its parameters, takes ``x`` in the layout the
+    kernel loaded it in (told from a placeholder the port's own store layout also is), and the
+    host loads and widens ``x`` in that layout (on AMD as a buffer load): the kernel's machine code
+    and shared memory, and in the interpreter what the kernel without it computes."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    constexprs = {"BLOCK_SIZE": 1024}
+    ported, before, after = _parity(pp.normalize_store, pp.layer_norm_fwd_store, pp.LAYER_NORM_STORE, constexprs,
+                                    target, tmp_path, num_warps=4)
+    assert after[0] <= before[0] and after[2] == before[2] and after[3] == before[3], (before, after)
+    assert re.search(r"= x - xbar", ported.source), ported.source   # the caller's x - mean, made again
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}-run.py")
+    M, N = 3, 1000
+    x, w, b = torch.randn(M, N).half(), torch.randn(N).half(), torch.randn(N).half()
+    args = (x, torch.zeros(M, N).half(), w, b, torch.zeros(M), torch.zeros(M), N, N, 1e-5)
+    result = compare(pp.layer_norm_fwd_store, region=pp.normalize_store, candidate=candidate, grid=(M, ),
+                     args=args, kwargs={**constexprs, "num_warps": 4}, interpret=True, target=target, atol=1e-2,
+                     rtol=1e-2)
+    assert result.ok, result.report()
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_helper_with_64_bit_scalar_constants_ports_identically(target, tmp_path):
+    """Upstream seeded dropout with its masking and store as a helper: ``tl.rand``'s Philox
+    rounds shift a 64-bit seed by an i64 constant and multiply by unsigned ones. A scalar
+    constant the port writes as a Python literal is made a tensor of its IR type where a method
+    takes it (``gl.to_tensor(32).to(gl.int64)``): the port builds to the kernel's machine code and
+    draws the same numbers in the interpreter."""
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    constexprs = {"BLOCK_SIZE": 1024}
+    ported, before, after = _parity(pp.dropout_store, pp.seeded_dropout, pp.SEEDED_DROPOUT, constexprs, target,
+                                    tmp_path, num_warps=4)
+    assert after == before, (before, after)
+    assert "gl.to_tensor(32).to(gl.int64)" in ported.source, ported.source
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}-run.py")
+    n = 3000
+    result = compare(pp.seeded_dropout, region=pp.dropout_store, candidate=candidate, grid=(3, ),
+                     args=(torch.randn(n), torch.zeros(n), n, 0.5, 123), kwargs={**constexprs, "num_warps": 4},
+                     interpret=True, target=target, atol=0, rtol=0)
+    assert result.ok, result.report()
+
+
 def test_a_kernels_copy_missing_one_of_the_functions_stores_is_not_read():
     """Were a store of the function moved out of the call's ops (or merged away), a port written
     from the kernel's copy would silently not store: the copy is refused (the first port stays)."""
