@@ -137,8 +137,7 @@ class GluonRegions:
         distinct = {name: handoff.Want(lower_gluon.linear_placeholder(leaves[name].type, self.cc.options, builder),
                                        False) for name in unsure}
         try:
-            _, second = lower_gluon.probe(fn, args, {**wants, **distinct}, context=self.cc.context,
-                                          options=self.cc.options, target=self.cc.target)
+            _, second = self._probe(fn, args, {**wants, **distinct}, call_site)
         except Exception:   # noqa: BLE001 - an op refusing a linear layout: the leaves stay converted
             return entry
         told, _ = handoff.entry_layouts(second, lower_gluon.PROBE, names, builder)

@@ -231,8 +231,8 @@ def _constant(op) -> bool:
 
 
 def _rewritable(module) -> bool:
-    """Whether loads and stores of ``module`` may be issued again: no ``tt.load`` or ``tt.store``
-    of the module carries a hint an op made again would lose."""
+    """Whether loads and stores of ``module`` may be issued again: no ``tt.load``, ``tt.store``
+    or AMD buffer load of the module carries a hint (an attribute) an op made again would lose."""
     lines = [line for line in module.str_nodebug().splitlines() if " = tt.load " in line or " tt.store " in line]
     buffered = [line for line in module.str_nodebug().splitlines() if " = amdg.buffer_load " in line]
-    return all(_PLAIN.search(line) for line in lines) and not any("{" in line for line in buffered)
+    return all(_PLAIN.search(line) for line in lines) and not any("{" in line.split(" : ")[0] for line in buffered)
