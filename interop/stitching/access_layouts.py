@@ -176,16 +176,17 @@ def _load_again(load, wanted, remat: Rematerializer, builder):
     result = load.get_result(0)
     address, mask, other = _operands(load)
     builder.set_insertion_point_after(load)
+    buffered = isinstance(address, tuple)   # an AMD buffer load: its scalar base as it is, its offsets made again
+    indices = remat.make(address[1] if buffered else address, wanted)
     mask = remat.make(mask, wanted) if mask is not None else None
     if other is not None:   # a constant: the canonicalizer folds its conversion into it
         other = builder.create_convert_layout(in_layout(other, wanted, builder), other)
-    if isinstance(address, tuple):   # an AMD buffer load: its scalar base as it is, its offsets made again
-        base, offsets = address
-        loaded = builder.create_buffer_load(in_layout(result, wanted, builder), base, remat.make(offsets, wanted),
+    if buffered:
+        loaded = builder.create_buffer_load(in_layout(result, wanted, builder), address[0], indices,
                                             ir.value() if mask is None else mask,
                                             ir.value() if other is None else other, ir.CACHE_MODIFIER.NONE)
     else:
-        loaded = compat.create_plain_load(builder, remat.make(address, wanted), mask, other)
+        loaded = compat.create_plain_load(builder, indices, mask, other)
     loaded.set_loc(result.get_loc())
     back = builder.create_convert_layout(result.get_type(), loaded)
     back.set_loc(result.get_loc())
