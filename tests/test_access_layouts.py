@@ -13,6 +13,7 @@ import hybrid
 from examples import softmax, softmax_gluon_stats
 from examples.layouts import row_layout
 from interop.instrumentation.resources import instructions, layout_conversions
+from interop.targets import TARGETS
 
 
 def _ops(ttgir: str, name: str) -> list[str]:
@@ -48,10 +49,18 @@ def converted_beside_a_tile_in_its_layout(x, L: gl.constexpr):
     return gl.sum(gl.convert_layout(x, L), axis=1) + gl.sum(gl.convert_layout(ones, L), axis=1)
 
 
+@gluon.jit
+def converted_beside_its_own_tile(x, L: gl.constexpr, P: gl.constexpr):
+    """Converts ``x`` first, and makes a tile of its own in ``P``, the layout a probe build gives
+    ``x`` (one element a thread): ``P`` shows in the code whatever layout ``x`` arrives in."""
+    ones = gl.full(x.shape, 1.0, gl.float32, layout=P)
+    return gl.sum(gl.convert_layout(x, L), axis=1) + gl.sum(gl.convert_layout(ones, L), axis=1)
+
+
 @hybrid.jit
 @triton.jit
 def summing_host(x_ptr, y_ptr, n_cols, stride, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr,
-                 READS: tl.constexpr):
+                 READS: tl.constexpr, P: tl.constexpr = None):
     """Loads rows of a runtime stride, masked by a runtime column count: Triton's coalescing gives
     the tile one element per thread along a row (not ``L``'s four)."""
     rows = tl.arange(0, BM)
@@ -59,14 +68,17 @@ def summing_host(x_ptr, y_ptr, n_cols, stride, BM: tl.constexpr, BN: tl.constexp
     x = tl.load(x_ptr + rows[:, None] * stride + cols[None, :], mask=cols[None, :] < n_cols, other=0.0)
     if READS:
         tl.store(y_ptr + rows, converted_beside_a_tile_in_its_layout(x, L))
+    elif P is not None:
+        tl.store(y_ptr + rows, converted_beside_its_own_tile(x, L, P))
     else:
         tl.store(y_ptr + rows, converted_then_summed(x, L))
 
 
-def _summing(target: str, reads: bool):
+def _summing(target: str, reads: bool, placeholder=None):
     layout = row_layout(target, 4, 64)
     return hybrid.compile(summing_host, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_cols": "i32", "stride": "i32"},
-                          {"BM": 32, "BN": 64, "L": layout, "READS": reads}, target, num_warps=4), layout
+                          {"BM": 32, "BN": 64, "L": layout, "READS": reads, "P": placeholder}, target,
+                          num_warps=4), layout
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx950"])
@@ -77,6 +89,18 @@ def test_a_parameter_only_converted_is_taken_in_the_layout_converted_to(target):
     assert f"sizePerThread = {list(layout.size_per_thread)}" in incoming.to_layout
     assert f"threadsPerWarp = {list(layout.threads_per_warp)}" in incoming.to_layout
     assert incoming.from_layout != incoming.to_layout
+    assert incoming.conversions == 0 and incoming.reason.startswith("the host loads the tile in the layout")
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx950"])
+def test_a_parameter_only_converted_is_taken_so_though_its_probe_layout_shows_in_the_code(target):
+    """The function's own tile is in the probe's placeholder layout, so the first probe cannot tell
+    whether the code read ``x``'s layout; a second probe, ``x`` in that placeholder written as a
+    linear layout, tells it did not: ``x`` is taken in ``L``, loaded there, nothing converted."""
+    warp = TARGETS[target].warp_size
+    fb, layout = _summing(target, reads=False, placeholder=gl.BlockedLayout([1, 1], [1, warp], [1, 4], [1, 0]))
+    incoming = next(b for b in fb.boundaries if b.direction == "in")
+    assert f"sizePerThread = {list(layout.size_per_thread)}" in incoming.to_layout
     assert incoming.conversions == 0 and incoming.reason.startswith("the host loads the tile in the layout")
 
 
