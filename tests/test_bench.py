@@ -122,7 +122,7 @@ def test_region_tiles_reduced_values_in_the_hosts_layout_cost_nothing():
     for variant in ("tile back, port's layout", "reduced only, port's layout"):   # a conversion through shared memory
         assert rows[variant]["shared_bytes"] >= 4096 and rows[variant]["instructions"] > triton["instructions"]
     # the tile returned in the port's one-element-a-thread layout is converted to the host's, not followed by the
-    # host's code (``host_relayout._anchoring_pays``: as an anchor it drags the vector loads and stores into it,
+    # host's code (``host_relayout._holds``: as an anchor it drags the vector loads and stores into it,
     # 443 instructions against 411)
     assert rows["tile back, port's layout"]["instructions"] < rows["reduced only, port's layout"]["instructions"]
 

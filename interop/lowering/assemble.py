@@ -27,14 +27,13 @@ def assemble(cc, module) -> None:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
         folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
-        if cc.host_language == "triton":   # (a Gluon host's: in finish_gluon_host)
+        if cc.host_language == "triton":   # (a Gluon host's two: in finish_gluon_host and convert_in.fold)
             buffer_access.resolve(module, cc.context, cc.target)
-        stitch.check_no_markers(module)
-        if cc.host_language == "triton":
-            # its Gluon regions' entry conversions left are plain ones now (a Gluon host's: in convert_in.fold)
+            # its Gluon regions' entry conversions left are plain ones now
             convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))
             # Triton's late placement, made while the Gluon calls were opaque
             host_relayout.interleave_tmem(module, cc.context, cc.target)
+        stitch.check_no_markers(module)
     except (stitch.StitchError, RuntimeError) as exc:
         names = ", ".join(r.function for r in cc.regions) or "?"
         site = str(cc.regions[0].call_site) if cc.regions else "?"

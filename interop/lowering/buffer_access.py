@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .. import diagnostics
 from ..stitching import opaque, stitch
+from ..stitching.access_layouts import load_operands
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.language import core as tl
@@ -82,14 +83,14 @@ def resolve(module, context, target) -> int:
         if target.backend == "hip" and compat.buffer_ops_enabled() else (set(), set())
     for k, load in enumerate(found.loads):   # each made again, unmarked; the marked one is left dead
         result = load.get_result(0)
-        mask, other = ([load.get_operand(i) for i in range(1, load.get_num_operands())] + [None, None])[:2]
+        pointers, mask, other = load_operands(load)
         builder.set_insertion_point_after(load)
         if k in loads:
             base, offsets = found.split(load)
             issued = builder.create_buffer_load(result.get_type(), base, offsets, mask or ir.value(),
                                                 other or ir.value(), ir.CACHE_MODIFIER.NONE)
         else:
-            issued = compat.create_plain_load(builder, load.get_operand(0), mask, other)
+            issued = compat.create_plain_load(builder, pointers, mask, other)
         issued.set_loc(result.get_loc())
         result.replace_all_uses_with(issued)
     for k, (guard, store) in enumerate(found.stores):

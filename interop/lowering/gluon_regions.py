@@ -70,7 +70,7 @@ class GluonRegions:
         if specialization not in self._probed:
             ret_type, probe_module = self._probe(fn, args, wants, call_site)
             self._probed[specialization] = ret_type, probe_module, self._entry_layouts(
-                fn, args, wants, call_site, probe_module, [leaf_name for leaf_name, _ in named_leaves])
+                fn, args, wants, call_site, probe_module, named_leaves)
         ret_type, probe_module, entry = self._probed[specialization]
         ret_type = lower_gluon.to_triton_type(ret_type)
         leaves = [leaf for _, leaf in named_leaves]
@@ -125,15 +125,16 @@ class GluonRegions:
         return ret_type, probe_module
 
     def _entry_layouts(self, fn, args: list, wants: dict, call_site: CallSite, probe_module,
-                       names: list[str]) -> dict:
+                       named_leaves: list) -> dict:
         """``handoff.entry_layouts`` of the probe; a leaf whose placeholder layout the code also
         has is told by one more probe, taking it in the placeholder as a linear layout (a layout
         no code has by chance): the code read the argument's layout where that one shows too."""
         builder = gluon_ir.GluonOpBuilder(self.cc.context)
+        names = [name for name, _ in named_leaves]
         entry, unsure = handoff.entry_layouts(probe_module, lower_gluon.PROBE, names, builder)
         if not unsure:
             return entry
-        leaves = dict(arguments.leaves(args, fn.arg_names))
+        leaves = dict(named_leaves)
         distinct = {name: handoff.Want(lower_gluon.linear_placeholder(leaves[name].type, self.cc.options, builder),
                                        False) for name in unsure}
         try:

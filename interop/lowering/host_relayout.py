@@ -59,9 +59,7 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
-        anchored = _anchoring_pays(module, context, target, set(regions))
-        _lay_out(module, context, target, set(regions), anchored,
-                 _holding_loads_pays(module, context, target, set(regions), anchored))
+        _lay_out(module, context, target, set(regions), *_holds(module, context, target, set(regions)))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
@@ -85,7 +83,7 @@ def interleave_tmem(module, context, target) -> None:
         _run(module, context, compat.add_tmem_interleave)
 
 
-def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_held: bool = False) -> None:
+def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_held: bool) -> None:
     """Triton's layout passes on the host (the calls' results held as anchors where ``anchored``,
     its AMD buffer loads where ``loads_held``), then each store of a value they left converted
     issued in the value's layout."""
@@ -103,36 +101,32 @@ def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_h
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
 
 
-def _anchoring_pays(module, context, target, callees: set[str]) -> bool:
-    """Whether the host laid out with the calls' results as anchors moves fewer bytes between
-    threads than without (tried on two copies): Triton's layout pass settles a conflict between
-    anchors by rules, not cost, and a result in a narrow layout (a port's one element a thread)
-    would drag the host's vector loads and stores into it."""
-    if not anchors.holdable(module, callees):
-        return False
-    costs = []
-    for anchored in (True, False):
-        trial = parse_module(str(module), context)
-        _lay_out(trial, context, target, callees, anchored)
-        costs.append(movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
-    return costs[0] < costs[1]
+def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
+    """Whether to lay the host out with the calls' results held as anchors, and with its AMD buffer
+    loads held too, each decided by laying out copies (each copy laid out once, for both).
+    - The calls' results, where that moves fewer bytes between threads: Triton's layout pass
+      settles a conflict between anchors by rules, not cost, and a result in a narrow layout (a
+      port's one element a thread) would drag the host's vector loads and stores into it.
+    - Its buffer loads (``anchors.buffer_loads``), where that reads fewer bytes from memory, or as
+      many and moves fewer: without, the passes may load a tile again in a second layout rather
+      than convert it (upstream layer norm backward: its three row loads, for one conversion
+      before a store), or lay a host out better than ``make_ttgir`` did; with, they keep
+      ``make_ttgir``'s loads."""
+    costs: dict[tuple[bool, bool], tuple[int, int]] = {}
 
+    def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
+        """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
+        if (anchored, loads_held) not in costs:
+            trial = parse_module(str(module), context)
+            _lay_out(trial, context, target, callees, anchored, loads_held)
+            costs[anchored, loads_held] = (movement.loaded_bytes(trial),
+                                           movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
+        return costs[anchored, loads_held]
 
-def _holding_loads_pays(module, context, target, callees: set[str], anchored: bool) -> bool:
-    """Whether the host laid out with its AMD buffer loads held as anchors (``anchors.buffer_loads``)
-    reads fewer bytes from memory, or as many and moves fewer between threads, than without
-    (tried on two copies). Without, the passes may load a tile again in a second layout rather
-    than convert it (upstream layer norm backward: its three row loads, for one conversion
-    before a store), or lay a host out better than ``make_ttgir`` did; with, they keep
-    ``make_ttgir``'s loads."""
-    if target.backend != "hip" or not anchors.buffer_loads(module):
-        return False
-    costs = []
-    for held in (True, False):
-        trial = parse_module(str(module), context)
-        _lay_out(trial, context, target, callees, anchored, held)
-        costs.append((movement.loaded_bytes(trial), movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context))))
-    return costs[0] < costs[1]
+    anchored = bool(anchors.holdable(module, callees)) and cost(True, False)[1] < cost(False, False)[1]
+    loads_held = target.backend == "hip" and bool(anchors.buffer_loads(module)) \
+        and cost(anchored, True) < cost(anchored, False)
+    return anchored, loads_held
 
 
 def _run(module, context, add) -> None:

@@ -123,7 +123,7 @@ def issuable(module, builder, tiles: list[tuple]) -> list[bool]:
 def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
     """Whether ``load`` can be made again in ``wanted`` (its pointers, or a buffer load's offsets,
     and its mask index arithmetic, its other value a constant) and reads memory as well there."""
-    result, parts = load.get_result(0), _operands(load)
+    result, parts = load.get_result(0), load_operands(load)
     if parts is None:
         return False
     address, mask, other = parts
@@ -174,7 +174,7 @@ def _load_again(load, wanted, remat: Rematerializer, builder):
     """A plain load of what ``load`` reads, made in ``wanted`` right after it; ``load``'s uses take
     it converted back to their layout. Returns the new load's result."""
     result = load.get_result(0)
-    address, mask, other = _operands(load)
+    address, mask, other = load_operands(load)
     builder.set_insertion_point_after(load)
     buffered = isinstance(address, tuple)   # an AMD buffer load: its scalar base as it is, its offsets made again
     indices = remat.make(address[1] if buffered else address, wanted)
@@ -212,7 +212,7 @@ def _shape(value) -> list[int]:
     return tensor_type(str(value.get_type()))[0]
 
 
-def _operands(load) -> tuple | None:
+def load_operands(load) -> tuple | None:
     """A load's (address, mask or None, other or None): a ``tt.load``'s pointer tile, an AMD
     buffer load's (scalar base, offsets); None for a buffer load with a stride operand."""
     operands = [load.get_operand(i) for i in range(load.get_num_operands())]
@@ -221,10 +221,9 @@ def _operands(load) -> tuple | None:
     base, offsets, *rest = operands
     if any(not str(v.get_type()).startswith("tensor<") for v in rest):   # (a stride: a scalar)
         return None
-    result = str(load.get_result(0).get_type())
-    other = rest[-1] if rest and str(rest[-1].get_type()) == result else None
-    mask = rest[0] if rest and rest[0] is not other and len(rest) - (other is not None) == 1 else None
-    return (base, offsets), mask, other
+    # mask and other are both optional: the other value is the one of the result's type
+    other = rest.pop() if rest and str(rest[-1].get_type()) == str(load.get_result(0).get_type()) else None
+    return (base, offsets), (rest[0] if rest else None), other
 
 
 def _constant(op) -> bool:
@@ -234,6 +233,6 @@ def _constant(op) -> bool:
 def _rewritable(module) -> bool:
     """Whether loads and stores of ``module`` may be issued again: no ``tt.load``, ``tt.store``
     or AMD buffer load of the module carries a hint (an attribute) an op made again would lose."""
-    lines = [line for line in module.str_nodebug().splitlines() if " = tt.load " in line or " tt.store " in line]
-    buffered = [line for line in module.str_nodebug().splitlines() if " = amdg.buffer_load " in line]
-    return all(_PLAIN.search(line) for line in lines) and not any("{" in line.split(" : ")[0] for line in buffered)
+    lines = module.str_nodebug().splitlines()
+    return all(_PLAIN.search(line) for line in lines if " = tt.load " in line or " tt.store " in line) \
+        and not any("{" in line.split(" : ")[0] for line in lines if " = amdg.buffer_load " in line)

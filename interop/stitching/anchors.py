@@ -34,7 +34,7 @@ def holdable(module, callees: set[str]) -> list[tuple]:
     """The tensor results of the ``tt.call`` ops of ``callees``, outside any loop, with at least as
     many elements as the kernel has threads (fewer is no anchor for Triton either): ``(call,
     result, shape, element)`` each, ``module`` unchanged."""
-    threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
+    threads = _threads(module)
     calls, owner = [], {}   # owner: region id -> the op owning it (the bindings give no parent op)
 
     def visit(op):
@@ -73,7 +73,7 @@ def buffer_loads(module) -> list:
     many elements as the kernel has threads: the loads ``make_ttgir`` laid out as anchors while
     they were plain loads (it makes them buffer loads only after its layout passes), and that are
     no anchor now."""
-    threads = (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
+    threads = _threads(module)
     owner = {}
 
     def visit(op):
@@ -120,6 +120,11 @@ def release(held: Held) -> None:
     for the canonicalizer)."""
     for stand_in, result in held:
         stand_in.replace_all_uses_with(result)
+
+
+def _threads(module) -> int:
+    """The threads of the kernel's CTA: a tile of fewer elements is no anchor for Triton either."""
+    return (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
 
 
 def _in_loop(op, owner: dict) -> bool:
