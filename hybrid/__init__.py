@@ -19,6 +19,8 @@ API:
     stage             a Triton region's result stored into shared memory for a Gluon kernel
     convert_in        a Gluon function's tensor argument in the layout it needs (made there, not
                       converted, where the caller made it from a constant or index arithmetic)
+    caller_load       a Gluon function's load that a Triton caller issues before the call, where
+                      its loop pipelines it (gl.load anywhere else)
     boundary_mode     how boundaries are planned in a ``with`` block
     TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950
     Boundary          the record of one boundary (layouts, conversion, cost)
@@ -50,6 +52,7 @@ _EXPORTS = {
     "boundary_mode": ("interop.setting", "boundary_mode"),
     "stage": ("interop.lowering.stage", "stage"),
     "convert_in": ("interop.lowering.convert_in", "convert_in"),
+    "caller_load": ("interop.lowering.caller_loads", "caller_load"),
     "TARGETS": ("interop.targets", "TARGETS"),
     "FusedBinary": ("hybrid.compiler", "FusedBinary"),
     "compile": ("hybrid.compiler", "compile"),

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, host_relayout, interception, lower_gluon, triton_host
+from . import arch, arguments, caller_loads, host_relayout, interception, lower_gluon, triton_host
 from ..stitching import access_layouts, opaque, stitch, uses
 from .. import diagnostics, locations, validate
 from ..boundaries import handoff, layout_views, movement, swizzle
@@ -70,8 +70,9 @@ class GluonRegions:
         if specialization not in self._probed:
             ret_type, probe_module = self._probe(fn, args, wants, call_site)
             self._probed[specialization] = ret_type, probe_module, self._entry_layouts(
-                fn, args, wants, call_site, probe_module, named_leaves)
-        ret_type, probe_module, entry = self._probed[specialization]
+                fn, args, wants, call_site, probe_module, named_leaves), caller_loads.hoistable(
+                probe_module, lower_gluon.PROBE)
+        ret_type, probe_module, entry, hoists = self._probed[specialization]
         ret_type = lower_gluon.to_triton_type(ret_type)
         leaves = [leaf for _, leaf in named_leaves]
         result_types = arguments.leaf_types([ret_type]) if ret_type not in (None, tl.void) else []
@@ -83,16 +84,18 @@ class GluonRegions:
                                         shared_bytes=arch.allocated_shared_bytes(probe_module),
                                         lines=tuple(locations.lines_of(str(probe_module))))
             planned = any(want.planned for want in wants.values())
+            loaded = caller_loads.issue(gen.semantic, leaves, hoists)   # (after the leaves: extra operands)
             self._calls.append(triton_host.GluonCall(
-                region, fn, args, [leaf.type for leaf in leaves],
-                [wants.get(leaf_name) for leaf_name, _ in named_leaves],
+                region, fn, args, [leaf.type for leaf in leaves + loaded],
+                [wants.get(leaf_name) for leaf_name, _ in named_leaves] + [None] * len(loaded),
                 handoff.reads_async_proxy(probe_module),
                 handoff.readers(probe_module, lower_gluon.PROBE, gluon_ir.GluonOpBuilder(self.cc.context)) if planned
                 else {},
-                [entry.get(leaf_name) if leaf_name not in wants else None for leaf_name, _ in named_leaves]))
+                [entry.get(leaf_name) if leaf_name not in wants else None for leaf_name, _ in named_leaves]
+                + [None] * len(loaded), hoists))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
-            results = triton_host.emit_boundary(gen.builder, region.index, [leaf.handle for leaf in leaves], ir_types,
-                                                enable)
+            results = triton_host.emit_boundary(gen.builder, region.index, [v.handle for v in leaves + loaded],
+                                                ir_types, enable)
         if ret_type in (None, tl.void):
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
@@ -225,7 +228,8 @@ class GluonRegions:
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
-        self._operands[name] = [value.id() for value in ports.operands]
+        leaves = len(ports.operands) - len(call.hoists)
+        self._operands[name] = [value.id() for value in ports.operands[:leaves]]
         if result_layouts and _only_returns_a_call(call.fn):
             self._result_layouts[name] = result_layouts
         self.symbols[name] = call.region.index
@@ -233,6 +237,9 @@ class GluonRegions:
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
                                                            name=name)
+        loaded = caller_loads.take(module, function, gluon_builder, [h.index for h in call.hoists])
+        for k in range(leaves, leaves + len(loaded)):   # the host's load, in the layout of the one it replaced
+            wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(function.args(k)), False)
         return function, wants, plans
 
     def operands_of(self, gen) -> dict[int, int]:
@@ -257,6 +264,7 @@ class GluonRegions:
         memory, are loaded) to the layouts the host wants."""
         builder = gluon_ir.GluonOpBuilder(self.cc.context)
         names = [name for name, _ in arguments.leaves(call.args, call.fn.arg_names)]
+        names += [names[h.pointer] + caller_loads.HOISTED for h in call.hoists]
         fenced = call.reads_async_proxy
         plan = self.cc.plan
         for k, (operand, want, ty) in enumerate(zip(ports.operands, wants, call.leaf_types)):

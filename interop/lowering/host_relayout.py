@@ -8,7 +8,7 @@ stores straight from the MFMA layout (``optimize_epilogue`` ran while the result
 Once the calls are spliced, each call's results are typed by its callee's signature, and a
 ``tt.call`` is an op Triton's layout passes cannot re-lay out; but a call's result is no anchor
 for them (loads, stores, dots and function arguments are), so while they run each tile a call
-returns outside a loop is held by a stand-in load (``anchors``): the host's code follows it as
+returns (in a loop too) is held by a stand-in load (``anchors``): the host's code follows it as
 all-Triton's follows its own tile load. ``relayout`` moves the body of every function but the host kernel into a holder
 module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
 exactly its author's layouts); folds the emptied boundary ``scf.if`` (Triton's canonicalizer)
@@ -143,7 +143,7 @@ def _hide_bodies(module, context) -> list[tuple]:
     held = []
     for name in _functions_with_bodies(module):
         function = module.get_function(name)
-        results = _result_types(module, function)
+        results = stitch.result_types(module, function)
         keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
             list(function.type.param_types()), results), "private", False)
         holder.push_back(keeper)
@@ -162,20 +162,6 @@ def _functions_with_bodies(module) -> list[str]:
 
     module.walk(visit)
     return names
-
-
-def _result_types(module, function) -> list:
-    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
-    function type's parameters only)."""
-    region = function.get_region(0).id()
-    found: list = []
-
-    def visit(op):
-        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
-            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
-
-    module.walk(visit)
-    return found[0] if found else []
 
 
 def _call_edges(module, regions: dict[str, int]) -> tuple[dict[int, str], dict[int, str]]:

@@ -35,11 +35,12 @@ class GluonCall:
     region: Region
     fn: object
     args: list              # normalized call arguments (tl values and constexprs)
-    leaf_types: list        # Triton types of the runtime leaves, in flattening order
+    leaf_types: list        # Triton types of the runtime leaves, in flattening order, then of the hoisted loads
     wants: list             # per leaf, its ``handoff.Want`` (declared layout or shared memory) or None
     reads_async_proxy: bool  # the function feeds shared memory to wgmma/tcgen05/TMA: a handoff needs a fence
     readers: dict           # leaf index -> layouts the function loads that shared leaf in (for planning)
     entry_wants: list       # per leaf, the layout the function converts it to first (``handoff.entry_layouts``) or None
+    hoists: list            # the function's loads the host issues (``caller_loads``): operands after the leaves
 
 
 def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types: list, enable) -> list:

@@ -40,6 +40,37 @@ def function_blocks(module, function) -> list:
     return blocks
 
 
+def walk_function(module, function, visit) -> None:
+    """``visit`` each op inside ``function`` of ``module``, in ``module.walk``'s order."""
+    region_id = function.get_region(0).id()
+    memo: dict[int, bool] = {}
+
+    def inside(block) -> bool:
+        region = block.get_parent()
+        if region.id() not in memo:
+            enclosing = region
+            while enclosing is not None and enclosing.id() != region_id:
+                enclosing = enclosing.get_parent_region()
+            memo[region.id()] = enclosing is not None
+        return memo[region.id()]
+
+    module.walk(lambda op: visit(op) if op.get_block() is not None and inside(op.get_block()) else None)
+
+
+def result_types(module, function) -> list:
+    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
+    function type's parameters only)."""
+    region = function.get_region(0).id()
+    found: list = []
+
+    def visit(op):
+        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
+            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
+
+    module.walk(visit)
+    return found[0] if found else []
+
+
 def splice(host_module, placeholder, region_module, region_function) -> None:
     """Move ``region_function``'s body into the body-less ``placeholder`` of the same type.
 
