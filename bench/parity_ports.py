@@ -292,6 +292,38 @@ SOFTMAX_ROWS = {"output_ptr": "*fp32", "input_ptr": "*fp32", "input_row_stride":
                 "n_rows": "i32", "n_cols": "i32"}
 
 
+# -- upstream 05-layer-norm forward's mean: a loop over the row's blocks, the block's load as a helper; as the
+# tutorial writes the loop (``range``) and pipelined (``tl.range(..., num_stages=3)``) --
+@triton.jit
+def row_block(ptrs, mask):
+    return tl.load(ptrs, mask=mask, other=0.).to(tl.float32)
+
+
+@triton.jit
+def layer_norm_mean(X, Mean, stride, N, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        _mean += row_block(X + cols, cols < N)
+    tl.store(Mean + row, tl.sum(_mean, axis=0) / N)
+
+
+@triton.jit
+def layer_norm_mean_pipelined(X, Mean, stride, N, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in tl.range(0, N, BLOCK_SIZE, num_stages=3):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        _mean += row_block(X + cols, cols < N)
+    tl.store(Mean + row, tl.sum(_mean, axis=0) / N)
+
+
+LAYER_NORM_MEAN = {"X": "*fp16", "Mean": "*fp32", "stride": "i32", "N": "i32"}
+
+
 # -- upstream 05-layer-norm's backward dx kernel, its locked accumulation of the partial dW/dB as a helper --
 @triton.jit
 def accumulate_partial(DW, DB, Lock, Count, partial_dw, partial_db, mask):

@@ -6,7 +6,8 @@ Each ``@triton.jit`` function a kernel of ``bench/parity_ports.py`` calls (vecto
 the matmul's ``leaky_relu`` and its ``mainloop``, layer norm's ``row_moments_triton``, upstream layer norm's
 ``load_row``, its normalization and store ``normalize_store`` (an expression the kernel shares with
 it) and backward's ``accumulate_partial`` (a lock spun on in a ``while`` loop), upstream seeded
-dropout's ``dropout_store`` (``tl.rand``'s Philox constants),
+dropout's ``dropout_store`` (``tl.rand``'s Philox constants), upstream layer norm forward's mean loop's
+``row_block`` (as the tutorial loops, and in a pipelined loop: its load a caller load the loop pipelines),
 upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax's
 ``softmax_row`` (the row, inside the kernel's pipelined loop; and that loop as a function,
 ``softmax_row_loop``) in their Triton kernels, attention's
@@ -82,6 +83,9 @@ def cases(target: str) -> list[tuple]:
         (pp.normalize_store, pp.layer_norm_fwd_store, pp.LAYER_NORM_STORE, {"BLOCK_SIZE": 1024},
          {"num_warps": pp.NUM_WARPS}),
         (pp.dropout_store, pp.seeded_dropout, pp.SEEDED_DROPOUT, {"BLOCK_SIZE": 1024}, {"num_warps": pp.NUM_WARPS}),
+        *((pp.row_block, kernel, pp.LAYER_NORM_MEAN, {"BLOCK_SIZE": 1024},
+           {"num_warps": pp.NUM_WARPS, "divisible": ("stride", "N")})
+          for kernel in (pp.layer_norm_mean, pp.layer_norm_mean_pipelined)),
         (pp.k_loop, pp.matmul_k_loop, pp.MATMUL_K_LOOP, pp.MATMUL_K_LOOP_TILES,
          {"num_warps": pp.NUM_WARPS, "num_stages": 2}),
         *((fn, kernel, pp.SOFTMAX_ROWS, {"BLOCK_SIZE": 1024, "num_stages": 2}, {"num_warps": 8})

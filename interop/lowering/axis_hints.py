@@ -7,7 +7,8 @@ Gluon host built from ``gl.arange`` would then neither vectorize nor pipeline in
 ``tt.contiguity`` / ``tt.divisibility`` / ``tt.constancy`` argument attributes; this module derives
 them from the host ops that built the value, by Triton's own AxisInfo rules for the few ops that
 build addresses (``make_range``, ``splat``, ``broadcast``, ``expand_dims``, ``addi``/``addptr``,
-``muli``, sign extensions, constants, the kernel's specialized arguments). Any other op makes a
+``muli``, sign extensions, constants, the kernel's specialized arguments, a loop's induction
+variable). Any other op makes a
 value unknown (all 1), and where a rule of Triton's would claim more than it can prove
 (divisibility across a run that an addition shortened) the weaker fact is kept: a hint is never
 stronger than the truth, so a hinted region computes what an unhinted one does.
@@ -63,6 +64,7 @@ class HostValues:
         """``outer``: value ids that stand for other values of ``module`` (a Gluon region's
         arguments for its Triton host's operands), whose facts are theirs."""
         self._defining = producers(module)
+        self._loops = _induction_variables(module)
         self._kernel_args = kernel_args
         self._outer = outer or {}
         self._memo: dict[int, AxisFacts] = {}
@@ -87,6 +89,10 @@ class HostValues:
         if value_id in self._kernel_args:
             divisibility = dict(self._kernel_args[value_id]).get("tt.divisibility", 1)
             return AxisFacts((1, ), (highest_pow2_divisor(divisibility), ), (1, ))
+        loop = self._loops.get(value_id)
+        if loop is not None:   # lower bound + k * step: divisible by what divides both
+            lower, step = self._operand(loop, 0), self._operand(loop, 2)
+            return AxisFacts((1, ), (math.gcd(lower.divisibility[0], step.divisibility[0]), ), (1, ))
         op = self._defining.get(value_id)
         if op is None:
             return AxisFacts.unknown(rank)
@@ -119,6 +125,15 @@ class HostValues:
         if name == "arith.muli":
             return _mul(self._operand(op, 0), self._operand(op, 1))
         return AxisFacts.unknown(rank)
+
+
+def _induction_variables(module) -> dict[int, object]:
+    """The induction variable's value id -> its ``scf.for``, for every loop of ``module``."""
+    loops: dict[int, object] = {}    # body region id -> the loop
+    bodies: dict[int, object] = {}   # region id -> its (first) block
+    module.walk(lambda op: loops.setdefault(op.get_region(0).id(), op) if op.get_name() == "scf.for" else
+                bodies.setdefault(op.get_block().get_parent().id(), op.get_block()) if op.get_block() else None)
+    return {bodies[region].arg(0).id(): loop for region, loop in loops.items() if region in bodies}
 
 
 def _expand_dims(source: AxisFacts, axis: int) -> AxisFacts:

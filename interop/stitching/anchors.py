@@ -31,20 +31,20 @@ Held = list[tuple[object, object]]   # (stand-in value, the call result it holds
 
 
 def holdable(module, callees: set[str]) -> list[tuple]:
-    """The tensor results of the ``tt.call`` ops of ``callees``, outside any loop, with at least as
-    many elements as the kernel has threads (fewer is no anchor for Triton either): ``(call,
-    result, shape, element)`` each, ``module`` unchanged."""
+    """The tensor results of the ``tt.call`` ops of ``callees`` (in loops too: a ported function's
+    result that the kernel's loop accumulates), with at least as many elements as the kernel has
+    threads (fewer is no anchor for Triton either): ``(call, result, shape, element)`` each,
+    ``module`` unchanged."""
     threads = _threads(module)
-    calls, owner = [], {}   # owner: region id -> the op owning it (the bindings give no parent op)
+    calls = []
 
     def visit(op):
-        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
         if op.get_name() == "tt.call" and op.get_flat_symbol_ref_attr("callee") in callees:
             calls.append(op)
 
     module.walk(visit)
     found = []
-    for call in (c for c in calls if not _in_loop(c, owner)):
+    for call in calls:
         for j in range(call.get_num_results()):
             result = call.get_result(j)
             try:
@@ -128,8 +128,8 @@ def _threads(module) -> int:
 
 
 def _in_loop(op, owner: dict) -> bool:
-    """Whether ``op`` is inside a loop: one Triton's pipeliner has already laid out, whose
-    carried values a stand-in would have the layout pass retype (a new loop op)."""
+    """Whether ``op`` is inside a loop (one Triton's pipeliner has already laid out: a buffer load
+    there is a prefetch, carried to the next iteration)."""
     block = op.get_block()
     while block is not None and block.get_parent().id() in owner:
         parent = owner[block.get_parent().id()]
