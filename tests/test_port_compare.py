@@ -91,3 +91,15 @@ def test_a_started_port_passes_its_generated_compare_test_on_the_cpu(tmp_path):
     from tests.port_kernels import run_generated_test
     files = start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path, 4, translator=True)
     run_generated_test(files, "test_row_stats_gluon_sm90a_matches_row_stats")
+
+
+def test_a_keyword_naming_a_kernel_parameter_binds_to_it_not_to_the_launch_option():
+    """Upstream fused softmax takes ``num_stages`` as a constexpr parameter: Triton's launcher
+    binds the keyword to the parameter, and so does the build that reports machine code."""
+    from bench import parity_ports as pp
+    from hybrid.port.launch import build_arguments
+    x = torch.zeros(4, 1000)
+    signature, constexprs, options = build_arguments(pp.softmax_rows, (x, x, 1000, 1000, 4, 1000),
+                                                     {"BLOCK_SIZE": 1024, "num_stages": 3, "num_warps": 8})
+    assert constexprs == {"BLOCK_SIZE": 1024, "num_stages": 3}
+    assert options == {"num_warps": 8, "divisible": ()} and signature["n_rows"] == "i32"

@@ -122,3 +122,20 @@ def doubled_row_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     y = doubled_row(x_ptr, n, BLOCK)
     tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def gathered_row(idx_ptrs, x_ptr, mask):
+    """A row gathered through an index tile: the second load's pointers are made from the first
+    load's values, inside the function."""
+    idx = tl.load(idx_ptrs, mask=mask, other=0)
+    return tl.load(x_ptr + idx, mask=mask, other=0.0) * 2.0
+
+
+@triton.jit
+def gathered_rows_kernel(idx_ptr, x_ptr, y_ptr, n_rows, n_cols, BLOCK: tl.constexpr, num_stages: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=num_stages):
+        y = gathered_row(idx_ptr + row * n_cols + cols, x_ptr, mask)
+        tl.store(y_ptr + row * n_cols + cols, y, mask=mask)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from triton.runtime import JITFunction
 
-from interop.lowering import gluon_regions, triton_regions
+from interop.lowering import caller_loads, gluon_regions, triton_regions
 from interop.lowering.triton_regions import RecordedCall
 from interop.boundary import MADE_IN_PLACE, TAG
 from interop.lowering.lower_triton import REGION_FUNCTION
@@ -153,10 +153,11 @@ def _as_unported(original, original_built, kernel, fn, built, recorded: list, si
     except Exception:   # noqa: BLE001 - an optimization of a port that is already right
         return built, recorded, ()
     caveats = (f"{original.__name__} software-pipelines the loop around this call (Triton issues the function's "
-               f"loads for a later iteration ahead of it); a Gluon call is opaque to that pipeliner, so with the "
-               f"port each load is issued when the call runs: to keep it, move that loop into a @triton.jit "
-               f"function of its own and port that function", ) \
-        if unported.pipelined else ()
+               f"loads for a later iteration ahead of it), and a Gluon call is opaque to that pipeliner: the "
+               f"kernel issues the port's loads of its parameters itself, before the call, where they are "
+               f"pipelined again (hybrid.caller_load), but any other load of the port runs when the call runs; "
+               f"to keep its pipelining, move that loop into a @triton.jit function of its own and port that "
+               f"function", ) if unported.pipelined else ()
     if not unported.results and not unported.inputs:
         return built, recorded, caveats
     try:
@@ -198,6 +199,7 @@ def _read_unported(kernel, unported, built) -> Unported:
     used: set[str] = set()                    # values ops outside the call's use
     taken: set[str] = set()                   # values the call's ops use
     read: set[str] = set()                    # what the call's memory reads give (a tile, a copy's token)
+    addressed: list[str] = []                 # the types of the call's memory reads (their pointer tiles')
     carried: set[str] = set()                 # values the kernel's own loops carry (their inits and yields)
 
     def visit(block, loop: bool = False) -> None:
@@ -206,6 +208,7 @@ def _read_unported(kernel, unported, built) -> Unported:
             at_call = where is not None and (where.file, where.line) == (site.file, site.line)
             if at_call and op.name in _READS:
                 read.update(op.results)
+                addressed.append(op.types)
             elif not at_call and (op.name == "scf.for" or op.name == "scf.yield" and loop):
                 carried.update(op.operands)
             layouts = re.findall(r"tensor<[^,>]+, (#\w+)[>,]", op.types)   # an alias: #blocked1, #mma
@@ -218,20 +221,34 @@ def _read_unported(kernel, unported, built) -> Unported:
 
     visit(module.body)
 
+    def one_blocked(found: set, boundary) -> str | None:
+        # (a region reloads a tile, and the probe converts one, in a blocked layout only)
+        layout = found.pop() if len(found) == 1 else None
+        return layout if layout and layout.startswith("#ttg.blocked<") and layout != boundary.from_layout else None
+
     def layout_of(boundary, values: dict, wanted: set) -> str | None:
         tile = rf"tensor<{'x'.join(map(str, boundary.shape))}x{re.escape(boundary.dtype)}(?!\w)"
-        found = {module.aliases.get(alias, alias) for value, (types, alias) in values.items()
-                 if value in wanted and re.search(tile, types)}
-        layout = found.pop() if len(found) == 1 else None
-        # (a region reloads a tile, and the probe converts one, in a blocked layout only)
-        return layout if layout and layout.startswith("#ttg.blocked<") and layout != boundary.from_layout else None
+        return one_blocked({module.aliases.get(alias, alias) for value, (types, alias) in values.items()
+                            if value in wanted and re.search(tile, types)}, boundary)
+
+    def read_through(boundary) -> str | None:
+        """The layout of the call's reads of a pointer tile of ``boundary``'s shape, where
+        ``boundary`` is that tile or a mask of its shape: a pipelined read's (the port's caller
+        load is then issued in it, as the kernel issued it)."""
+        if boundary.dtype != "i1" and not boundary.dtype.startswith("!tt.ptr<"):
+            return None
+        element = re.escape(boundary.dtype) if boundary.dtype != "i1" else r"!tt\.ptr<\w+>"
+        tile = rf"tensor<{'x'.join(map(str, boundary.shape))}x{element}, (#\w+)>"
+        return one_blocked({module.aliases.get(m.group(1), m.group(1)) for types in addressed
+                            if (m := re.search(tile, types))}, boundary)
 
     results, inputs = {}, {}
     pipelined = bool(read & carried)
     for b in crossing:
         if b.direction == "out" and (layout := layout_of(b, mine, used)):
             results[b.index] = (layout, b.shape, b.dtype)
-        elif b.direction == "in" and (layout := layout_of(b, theirs, taken - set(mine))):
+        elif b.direction == "in" and (layout := layout_of(b, theirs, taken - set(mine))
+                                      or pipelined and read_through(b)):
             layouts = Layouts({})
             inputs[b.value] = layouts.expression(layouts.name(layout, list(b.shape)))
     return Unported(results, inputs, pipelined)
@@ -278,8 +295,8 @@ def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
 
 
 def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kernel_name: str, num_warps: int,
-         written_by: str = "", crossings: Crossings | None = None, caveats: tuple[str, ...] = (),
-         inlined: Inlined | None = None) -> tuple[str, dict[str, str]]:
+         written_by: str = "", crossings: Crossings | None = None, inlined: Inlined | None = None,
+         caller_loads: bool = False) -> tuple[str, dict[str, str]]:
     """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned;
     and, per parameter the kernel passes as a splat constant, the layout the port computes it in
     (a Gluon expression: made there by the caller, it costs no conversion).
@@ -287,7 +304,9 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     through shared memory is handed over the same way in the port. A parameter the call passed a
     constant for was folded into the IR: the port takes it as a constexpr and asserts the value.
     ``inlined``: write the ops as the Triton kernel that inlines ``fn`` has them instead, each
-    parameter converted on entry to every layout the kernel takes it in."""
+    parameter converted on entry to every layout the kernel takes it in. ``caller_loads``: write
+    the function's first loads as ``hybrid.caller_load`` (the kernel's loop pipelined them). The
+    header keeps two placeholders, ``CLAIM`` and ``CAVEATS``, for what the build shows."""
     lowered, leaf_names = call.lowered, call.leaf_names
     module = parse(call.text, REGION_FUNCTION)
     if any(re.match(r"\w+\[", n) for n in leaf_names):   # a tuple's element (a descriptor's shape[i] is fine)
@@ -300,6 +319,7 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
         emitter, constants = _region_entry(module, params, lowered, crossings or Crossings({}, frozenset()), kernel_name)
     else:
         emitter, constants = _inlined_entry(inlined, params), {}
+    emitter.caller_loads = caller_loads
     try:
         emitter.block(emitter.module.body, 1)
     except Unsupported as exc:
@@ -310,7 +330,7 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     results = [emitter.outputs[j] for j in sorted(emitter.outputs)] if inlined is None else \
         [emitter.value(value) for value in inlined.results]
     layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
-    body = layouts + emitter.entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else [])
+    body = _used(layouts + emitter.entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else []))
     constexprs = {p.name for p in fn.params if p.is_constexpr} | set(call.specialized)
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
     body = [f"    gl.static_assert({name} == {value!r}, \"{port_name} was written for {name} == {value!r}, the "
@@ -319,8 +339,7 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     header = HEADER.rstrip("\n").format(
         function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
         claim=CLAIM,
-        written="".join(f"\n\nCaveat: {caveat}." for caveat in caveats)
-                + (f"\n\nWritten by: {written_by}" if written_by else ""),
+        written=CAVEATS + (f"\n\nWritten by: {written_by}" if written_by else ""),
         imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
     parts = [header,
              *emitter.helpers,
@@ -365,6 +384,7 @@ def _inlined_entry(inlined: Inlined, params: dict[str, str]) -> Emitter:
     emitter = Emitter(inlined.module, {})
     emitter.reserve(params.values())
     emitter.buffered = inlined.buffered
+    emitter.entered = set(inlined.arguments)
     types = dict(inlined.module.args)
     for value, argument in inlined.arguments.items():
         name = params[argument]
@@ -385,6 +405,14 @@ def _inlined_entry(inlined: Inlined, params: dict[str, str]) -> Emitter:
     return emitter
 
 
+def _used(body: list[str]) -> list[str]:
+    """``body`` without the constant tiles nothing uses (a caller load's ``other`` is a scalar)."""
+    made = {m.group(1): k for k, line in enumerate(body) if (m := re.match(r"\s+(\w+) = gl\.full\(", line))}
+    text = "\n".join(line.split("  # ")[0] for line in body if not line.lstrip().startswith("#"))   # code only
+    unused = {k for name, k in made.items() if len(re.findall(rf"\b{name}\b", text)) == 1}
+    return [line for k, line in enumerate(body) if k not in unused]
+
+
 def load_port(source: str, name: str, path: Path, scope: dict | None = None):
     """Import the port's source as a module (its functions find their source through linecache)."""
     filename = str(path.resolve()) if path.suffix == ".py" else str(path)
@@ -402,16 +430,21 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     name = name or f"{fn.__name__}_gluon_{target}"
     path = path or Path(f"{name}.py")
     captured = capture(kernel, fn, signature, constexprs, target, **options)
-    caveats, original = captured.caveats, figures(captured.original)
+    original = figures(captured.original)
 
-    def written(inlined: Inlined | None = None) -> tuple[str, dict, dict]:
+    def written(inlined: Inlined | None = None) -> tuple[str, dict, dict, bool]:
+        """The source, its constants, the kernel's figures with it, and whether every load it
+        writes is a caller load the kernel issued before the call (``caller_loads``)."""
         source, constants = emit(fn, captured.call, target, name, kernel.__name__, options.get("num_warps", 4),
-                                 written_by, captured.crossings, caveats, inlined)
-        return source, constants, figures(_swapped(kernel, fn, source, name, path, signature, constexprs, target,
-                                                   options))
+                                 written_by, captured.crossings, inlined, caller_loads=bool(captured.caveats))
+        swapped = _swapped(kernel, fn, source, name, path, signature, constexprs, target, options)
+        written_loads = len(_LOADS_WRITTEN.findall(source))
+        callers = source.count("hybrid.caller_load(")
+        return source, constants, figures(swapped), 0 < callers == written_loads <= caller_loads.hoisted(
+            swapped.boundaries)
 
     try:
-        source, constants, machine = written()
+        source, constants, machine, hoisted = written()
     except PortError:
         raise
     except Exception as exc:
@@ -428,10 +461,13 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         except Exception:   # noqa: BLE001 - NotInlined, or a port that does not build: the first is right, only slower
             again = None
         if again is not None and _excess(again[2], original) < _excess(machine, original):
-            (source, constants, machine), differs = again, inlined.differs
+            (source, constants, machine, hoisted), differs = again, inlined.differs
+    # the kernel's loop pipelines the loads the port's caller issues again; any other it cannot
+    caveats = () if hoisted else captured.caveats
     differs = differs if machine != original and not caveats else ""   # (a caveat says it already)
     machine = {"original": original, "port": machine}
     source = source.replace(CLAIM, textwrap.fill(measured(machine, target, kernel.__name__, caveats, differs), 100))
+    source = source.replace(CAVEATS, "".join(f"\n\nCaveat: {caveat}." for caveat in caveats))
     return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats, machine, differs)
 
 
@@ -449,8 +485,12 @@ def _excess(figures: dict, original: dict) -> tuple:
     return tuple(max(figures[key] - original[key], 0) for key in ("shared_bytes", "instructions", "registers"))
 
 
+#: A load written in a port: Gluon's, hybrid's caller load, an AMD buffer load (Gluon's or hybrid's).
+_LOADS_WRITTEN = re.compile(r"\b(?:gl\.load|hybrid\.caller_load|buffer_load)\(")
 #: Where the header says what the kernel with the port builds to, once it is built.
 CLAIM = "<the kernel with the port, measured>"
+#: Where the header says what the kernel with the port does differently, once it is built.
+CAVEATS = "<what the kernel with the port does differently>"
 
 
 def measured(machine: dict, target: str, kernel: str, caveats: tuple, differs: str = "") -> str:

@@ -258,6 +258,9 @@ class Emitter:
         self.tensormaps: dict[str, Op] = {}             # global scratch SSA value -> the tensormap_create filling it
         self.buffered: frozenset[str] = frozenset()     # pointer tiles accessed as AMD buffer ops where proven
         self.literals: dict[str, tuple] = {}            # scalar constant SSA value -> (Python literal, element)
+        self.splats: dict[str, str] = {}                # splat tensor constant SSA value -> its Python literal
+        self.caller_loads = False                       # loads of parameters as ``hybrid.caller_load``
+        self.entered: set[str] = set(params)            # SSA values the parameters enter as
         self._last_line: tuple | None = None
         self._taken = set(params.values())
 
@@ -410,6 +413,7 @@ def _constant(e: Emitter, op: Op, indent: int) -> str | None:
         e.values[op.results[0]] = literal     # a scalar: written where it is used
         e.literals[op.results[0]] = (literal, ty.element)
         return None
+    e.splats[op.results[0]] = literal
     return f"gl.full({ty.shape}, {literal}, {e.dtype(ty.element, op)}, layout={e.layout(type_text, op)})"
 
 
@@ -504,9 +508,23 @@ def _mask(expr: str | None) -> str:
 
 def _load(e: Emitter, op: Op, indent: int) -> str:
     operands = [e.value(v) for v in op.operands]
-    kwargs = _mask(operands[1] if len(operands) > 1 else None) + \
-        (f", other={operands[2]}" if len(operands) > 2 else "")
+    mask = _mask(operands[1] if len(operands) > 1 else None)
+    other = op.operands[2] if len(op.operands) > 2 else None
+    if e.caller_loads and indent == 1 and not _memory_kwargs(e, op) and (other is None or other in e.splats) \
+            and _entered(e, op.operands[0]) and (not mask or _entered(e, op.operands[1])):
+        # the kernel's loop pipelined this load of its parameters: its Triton caller can issue it
+        # before the call, where that loop pipelines it again (``hybrid.caller_load``)
+        e.imports.add("import hybrid")
+        return f"hybrid.caller_load({operands[0]}{mask}{f', other={e.splats[other]}' if other else ''})"
+    kwargs = mask + (f", other={operands[2]}" if other else "")
     return f"{_access(e, op, 'load')}({operands[0]}{kwargs}{_memory_kwargs(e, op)})"
+
+
+def _entered(e: Emitter, ssa: str) -> bool:
+    """Whether ``ssa`` is a parameter of the port as it entered (perhaps converted)."""
+    while ssa not in e.entered and ssa in e.producers and e.producers[ssa].name == "ttg.convert_layout":
+        ssa = e.producers[ssa].operands[0]
+    return ssa in e.entered
 
 
 def _store(e: Emitter, op: Op, indent: int) -> None:

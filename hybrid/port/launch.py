@@ -138,7 +138,9 @@ def build_arguments(kernel, args: tuple, kwargs: dict) -> tuple[dict, dict, dict
     from .errors import PortError
     from .names import jit_function
     kernel = jit_function(kernel)
-    bound = dict(zip([p.name for p in kernel.params], args)) | {k: v for k, v in kwargs.items() if k not in OPTIONS}
+    names = [p.name for p in kernel.params]
+    # a keyword naming a parameter binds to it, as Triton's launcher binds it (upstream softmax's num_stages)
+    bound = dict(zip(names, args)) | {k: v for k, v in kwargs.items() if k in names or k not in OPTIONS}
     signature, constexprs, divisible = {}, {}, []
     for param in kernel.params:
         if param.name not in bound:
@@ -158,7 +160,7 @@ def build_arguments(kernel, args: tuple, kwargs: dict) -> tuple[dict, dict, dict
             signature[param.name] = "fp32"
         else:
             raise PortError(f"{kernel.__name__}'s argument {param.name} = {value!r}: no Triton type for it")
-    options = {k: v for k, v in kwargs.items() if k in OPTIONS}
+    options = {k: v for k, v in kwargs.items() if k in OPTIONS and k not in names}
     return signature, constexprs, {**options, "divisible": tuple(divisible)}
 
 
