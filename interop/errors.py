@@ -47,15 +47,17 @@ def nested_region(function: str, call_site: str, enclosing: str) -> RegionError:
                        "region to Gluon")
 
 
-def host_descriptor_into_region(function: str, call_site: str) -> RegionError:
-    """A Gluon host's TMA descriptor passed into a Triton region on a Triton that cannot lower
-    that (``compat.REGION_TAKES_HOST_DESCRIPTORS``): the compiler and the interpreter refuse it
-    with this one error, where the region's tt IR would fail to verify."""
+def host_descriptor_into_region(function: str, call_site: str, name: str, host: str, region: str) -> RegionError:
+    """A Gluon host's TMA descriptor ``name`` passed into a Triton region that lays its loads'
+    shared memory out in another layout than the host made the descriptor in (printed: ``host``,
+    ``region``): the compiler and the interpreter refuse it with this one error, where the
+    stitched kernel would not verify."""
     return RegionError(function, call_site,
-                       "a Gluon host's TMA descriptor passed into a Triton region: Triton 3.6 and 3.7 type the "
-                       "region's descriptor loads with the descriptor's shared layout, which their verifier refuses",
-                       "use Triton 3.8 or later, make the descriptor inside the Triton function "
-                       "(tl.make_tensor_descriptor), or issue the TMA copies in the Gluon host")
+                       f"the Gluon host's TMA descriptor '{name}' is {host}, and Triton lays the region's use of "
+                       f"it out as {region}",
+                       "make the descriptor in the layout Triton chooses for the region "
+                       "(gl.NVMMASharedLayout.get_default_for(block_shape, dtype)), or issue the TMA copies in the "
+                       "Gluon host")
 
 
 class NoResultError(RegionError):

@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 import hybrid
-from interop.errors import RegionError
-from interop.triton import compat
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD = "tests/bad_kernels.py"
@@ -178,23 +176,3 @@ def test_a_gluon_host_refused_by_the_backend_is_named_with_its_line():
     text = str(caught.value)
     assert text.startswith("kernel 'matmul_kernel': Triton's llir stage refused ")
     assert "examples/matmul_wgmma.py:" in text and "M, N, K, stride_am, stride_bk, stride_cm" in text
-
-
-@pytest.mark.skipif(compat.REGION_TAKES_HOST_DESCRIPTORS, reason="Triton 3.8+ lower it (test_port_ttgir)")
-def test_a_host_descriptor_into_a_triton_region_is_refused_alike_where_triton_cannot_lower_it():
-    """On Triton 3.6 and 3.7 a Triton region's descriptor loads would carry the host descriptor's
-    shared layout in a tensor type, which the verifier refuses: the compiler and the interpreter
-    both name the region, its call site and what to do, before any lowering."""
-    import torch
-    from bench import parity_ports as pp
-    with pytest.raises(RegionError) as compiled:
-        hybrid.compile(pp.matmul_descriptor_persistent_gluon_tma, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
-                       "sm90a", num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
-    a, b, c = torch.randn(128, 64).half(), torch.randn(128, 64).half(), torch.zeros(128, 128).half()
-    with pytest.raises(RegionError) as interpreted, hybrid.interpreting("sm90a"):
-        pp.matmul_descriptor_persistent_gluon_tma[(1, )](a, b, c, 128, 128, 64, num_warps=4,
-                                                         **pp.PERSISTENT_CONSTEXPRS)
-    for caught in (compiled, interpreted):
-        assert "a Gluon host's TMA descriptor passed into a Triton region" in str(caught.value)
-        assert "use Triton 3.8 or later" in str(caught.value) and "parity_ports.py:" in str(caught.value)
-    assert compiled.value.function == interpreted.value.function

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
 
 from interop.boundaries import handoff
 from interop.triton.language import TritonSemantic
@@ -79,6 +80,10 @@ def into(language: str, value, origin: str, semantic=None, given: list | None = 
             raise TypeError(f"a shared-memory descriptor cannot be passed into a Triton region ({origin}); "
                             f"load it into registers before the call")
         value = semantic.shared_load(value, _region_layout(origin, len(value.type.shape)))
+    if language == "triton" and isinstance(value, tma.tensor_descriptor):   # Triton's, of the same view
+        block = value.block_type
+        return tl.tensor_descriptor(value.handle.for_triton(list(block.shape)), value.shape, value.strides,
+                                    tl.block_type(block.element_ty, list(block.shape)))
     if not isinstance(value, tl.tensor) or not isinstance(value.type, tl.block_type):
         return value
     ty = value.type

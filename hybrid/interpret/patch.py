@@ -25,7 +25,6 @@ from triton.runtime import JITFunction
 import hybrid
 from interop.lowering import arch
 from interop.errors import NoResult, RegionError, TargetError, host_descriptor_into_region, nested_region
-from interop.triton import compat
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
@@ -107,6 +106,18 @@ def _takes_semantic(member) -> bool:
     return "_semantic" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
+def _check_descriptors(fn: JITFunction, args: tuple, kwargs: dict, region: str) -> None:
+    """Triton lays a Gluon host's descriptor out for a Triton region's loads (in the default NVMMA
+    layout of its block): one the host made in another layout is refused, as the compiler refuses
+    it (``triton_regions._check_descriptors``)."""
+    for name, value in (*zip(fn.arg_names, args), *kwargs.items()):
+        if isinstance(value, gluon_tma.tensor_descriptor):
+            chosen = gl.NVMMASharedLayout.get_default_for(list(value.block_type.shape), value.block_type.element_ty)
+            if value.layout != chosen:
+                raise host_descriptor_into_region(fn.__name__, region.split(" called at ")[-1], name,
+                                                  str(value.layout), str(chosen))
+
+
 def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | None = None, partition: str | None = None):
     """Run ``fn``'s body as the interpreter: in its own language, or its caller's for
     ``triton.language`` library functions (as compiled code inlines them)."""
@@ -118,9 +129,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     region = caller.region
     if crossing and language == "triton":
         region = f"'{fn.__name__}' called at {user_site().split(' in ')[0]}"
-        if not compat.REGION_TAKES_HOST_DESCRIPTORS and \
-                any(isinstance(a, gluon_tma.tensor_descriptor) for a in (*args, *kwargs.values())):
-            raise host_descriptor_into_region(fn.__name__, user_site().split(" in ")[0])
+        _check_descriptors(fn, args, kwargs, region)
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
     elif crossing:

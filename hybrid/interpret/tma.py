@@ -55,6 +55,14 @@ class TMADescriptor:
         ptrs, inside = self._addresses(coord, data.shape)
         upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
+    def for_triton(self, block_shape: list[int]):
+        """Upstream's descriptor of the same view, for a Triton region's ``desc.load``/``store``."""
+        import triton.language as tl
+        base = upstream.TensorHandle(np.array([self.base], dtype=np.uint64), tl.pointer_type(self.dtype))
+        shape = [upstream.TensorHandle(np.array([n], dtype=np.int32), tl.int32) for n in self.shape]
+        strides = [upstream.TensorHandle(np.array([s], dtype=np.int64), tl.int64) for s in self.strides]
+        return upstream.TensorDescHandle(base, shape, strides, list(block_shape), upstream.padding_option(self.padding))
+
 
 def device_descriptor(desc):
     """The kernel-side ``tma.tensor_descriptor`` for a host ``TensorDescriptor`` argument."""

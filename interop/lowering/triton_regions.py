@@ -111,6 +111,7 @@ class TritonRegions:
                 lowered = self._lower(fn, args, arg_types, host_types, scalar_attrs, hints, result_layouts)
             if dry:
                 self._spare[specialization] = lowered
+        _check_descriptors(name, call_site, leaves, lowered)
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
             results = [gen.builder.create_poison(ty) for ty in lowered.outputs]
         else:
@@ -289,12 +290,25 @@ def _region_type(value, function: str, call_site: CallSite):
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):
         return ty
     if isinstance(ty, tma.tensor_descriptor_type):   # the host's descriptor, its shared layout kept
-        if not compat.REGION_TAKES_HOST_DESCRIPTORS:
-            raise host_descriptor_into_region(function, str(call_site))
+        if not compat.REGION_TAKES_HOST_DESCRIPTORS:   # (laid out by Triton: ``_check_descriptors``)
+            return tl.tensor_descriptor_type(ty.block_type, ty.shape_type, ty.strides_type)
         return HostDescriptorType(ty, value.handle.get_type())
     raise RegionError(function, str(call_site), f"a value of type {ty} cannot be passed into a Triton region",
                       "Triton regions take tensors in registers, scalars, pointers and constexprs; "
                       "load shared or tensor memory into registers before the call")
+
+
+def _check_descriptors(function: str, call_site: CallSite, leaves: list, lowered: LoweredRegion) -> None:
+    """Each host descriptor the region takes, in the shared layout the host made it in: Triton's
+    passes lay a descriptor out for its loads (on Triton 3.6 and 3.7 the region takes it without a
+    layout to begin with), and one laid out otherwise is refused here, where the stitched kernel
+    would not verify."""
+    entry = stitch.function_blocks(lowered.module, lowered.function)[0]
+    scalars = [(value_name, leaf) for (value_name, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
+    for k, (value_name, leaf) in enumerate(scalars):
+        host, region = str(leaf.handle.get_type()), str(entry.arg(k).get_type())
+        if arguments.is_descriptor(leaf.type) and host != region:
+            raise host_descriptor_into_region(function, str(call_site), value_name, host, region)
 
 
 def _host_type(ty, results, builder):

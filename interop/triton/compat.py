@@ -273,8 +273,10 @@ def gluon_barrier():
     return gl.barrier if hasattr(gl, "barrier") else gl.thread_barrier
 
 
-#: Whether a Triton region can take a Gluon host's TMA descriptor (3.8 on; see
-#: ``errors.host_descriptor_into_region``).
+#: Whether a Triton region takes a Gluon host's TMA descriptor in the host's shared layout (3.8 on);
+#: before, the region's descriptor loads would carry that layout in a tensor type, which the
+#: verifier refuses, so the region takes Triton's own descriptor type and lays it out itself
+#: (``errors.host_descriptor_into_region`` where that is another layout).
 REGION_TAKES_HOST_DESCRIPTORS = TRITON_MAJOR_MINOR >= (3, 8)
 #: Whether Gluon's ``tma.store_wait`` takes ``read_only`` (3.8 on); before, it waits for the stores
 #: to complete, as ``read_only=False`` does.

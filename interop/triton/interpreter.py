@@ -2,7 +2,7 @@
 rewriter, reduction/scan helpers, dtype conversions, language patching and memory access."""
 from triton.runtime import interpreter as _interp
 from triton.runtime.interpreter import (FunctionRewriter, GridExecutor, InterpreterBuilder, ReduceOps, ScanOps,
-                                        TensorHandle)
+                                        TensorDescHandle, TensorHandle)
 from triton.runtime.interpreter import _convert_float as convert_float
 from triton.runtime.interpreter import _get_np_dtype as np_dtype
 from triton.runtime.interpreter import _implicit_cvt as implicit_cvt
@@ -12,7 +12,7 @@ from triton.runtime.interpreter import _patch_lang_tensor as patch_lang_tensor
 from triton.runtime.interpreter import np_umulhi_u64
 
 __all__ = ["FunctionRewriter", "GridExecutor", "InterpreterBuilder", "LangPatchScope", "ReduceOps", "ScanOps",
-           "TensorHandle", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "np_umulhi_u64",
+           "TensorDescHandle", "TensorHandle", "padding_option", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "np_umulhi_u64",
            "patch_lang_core", "patch_lang_tensor", "restore_arguments", "store"]
 
 
@@ -34,3 +34,8 @@ def host_arguments(executor, args, kwargs):
 def restore_arguments(executor, args, args_host, kwargs, kwargs_host) -> None:
     """The host copies' contents written back to the launch's device tensors."""
     executor._restore_args_dev(args, args_host, kwargs, kwargs_host)
+
+
+def padding_option(padding: str):
+    """Upstream's descriptor padding (the interpreter's loads compare it with the IR enum)."""
+    return _interp._ir.PADDING_OPTION.PAD_NAN if padding == "nan" else _interp._ir.PADDING_OPTION.PAD_ZERO
