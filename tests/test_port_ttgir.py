@@ -210,6 +210,14 @@ def test_a_helper_whose_result_the_kernels_pipelined_loop_accumulates_ports_at_p
         assert after == before, (before, after)
     elif compat.TRITON_MAJOR_MINOR >= (3, 7):   # 3.6's pipeliner predicates the opaque call in the loop's
         assert after[0] <= before[0], (before, after)   # epilogue: a branch around the port's ops, +4 (186/182)
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    x = torch.randn(3, 3000).half()   # rows of three blocks, the last one partial
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    result = compare(pp.layer_norm_mean_pipelined, region=pp.row_block, candidate=candidate, grid=(3, ),
+                     args=(x, torch.zeros(3), 3000, 3000), kwargs={"BLOCK_SIZE": 1024, "num_warps": 4},
+                     interpret=True, target=target, atol=1e-5, rtol=1e-5, machine_code_report=False)
+    assert result.ok and result.outputs[0].name == "Mean", result.report()
 
 
 def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):

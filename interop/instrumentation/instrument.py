@@ -135,6 +135,8 @@ class Scopes:
     def __init__(self, settings):
         self.on, self.loop_timing = settings.instrument_regions, settings.loops
         self.timed_loops: dict[int, list] = {}   # pipelined loop body region id -> the regions timed in it
+        self._ordinals: dict[int, int] = {}      # such a region id -> its loop's place among the module's loops
+        self._count = 0                          # the module's loops then
 
     def around_region(self, module, region, op) -> bool:
         """Whether ``region``'s instance at ``op`` gets its own scope; in a pipelined loop timed
@@ -147,7 +149,27 @@ class Scopes:
         timed = self.timed_loops.setdefault(loop, [])
         if region.index not in {r.index for r in timed}:
             timed.append(region)
+        loops = _loops(module)
+        self._ordinals.setdefault(loop, loops.index(loop))
+        self._count = len(loops)
         return False
+
+    def relocate(self, module) -> None:
+        """The timed loops found again after Triton's layout passes ran on the host once more
+        (``host_relayout``): a pass that retypes a loop's carried values makes a new loop op, in
+        the same place among the module's loops."""
+        if self.timed_loops:
+            loops = _loops(module)
+            if len(loops) != self._count:   # (no pass adds or drops a loop there; a scope must not move)
+                raise RuntimeError(f"the host has {len(loops)} loops after its layout passes, {self._count} before: "
+                                   f"the pipelined loops timed whole cannot be found again")
+            self.timed_loops = {loops[self._ordinals[loop]]: regions for loop, regions in self.timed_loops.items()}
+            self._ordinals = {loops[k]: k for k in self._ordinals.values()}
+
+
+def _loops(module) -> list[int]:
+    """The body region ids of ``module``'s ``scf.for`` loops, in walk order."""
+    return [o.op.get_region(0).id() for o in _Tree.of(module).ops if o.op.get_name() == "scf.for"]
 
 
 def bracket(module, builder, timed_loops: dict[int, list]) -> None:

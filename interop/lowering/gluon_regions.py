@@ -296,6 +296,7 @@ def finish_triton_host(cc, module) -> None:
     and the whole stitched, planned and recorded."""
     cc.gluon.splice_all(module)
     cc.relaid = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
+    cc.scopes.relocate(module)
     cc.keep_called(module)
     cc.triton.splice_all(module)
     assemble(cc, module)
