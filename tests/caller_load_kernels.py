@@ -1,7 +1,7 @@
 """Kernels for ``tests/test_caller_loads.py``: upstream fused softmax's row (its Triton kernel is
 ``bench/parity_ports.py``'s ``softmax_rows``, whose persistent row loop Triton software-pipelines)
 as Gluon functions loading the row with ``hybrid.caller_load``: one whose load a caller may
-issue, three whose load no caller may, one loading a scalar too; and a Gluon kernel calling the
+issue, four whose load no caller may, one loading a scalar too; and a Gluon kernel calling the
 row. The functions take the tiles in the layout they arrive in."""
 import triton
 import triton.language as tl
@@ -47,6 +47,15 @@ def softmax_row_tensor_other(input_ptrs, mask):
 def softmax_row_own_pointers(input_ptrs, mask):
     """Loads from pointers it computes: no caller has them."""
     row = hybrid.caller_load(input_ptrs + 0, mask=mask, other=-float("inf"))
+    return row - gl.max(row, axis=0)
+
+
+@gluon.jit
+def softmax_row_in_a_loop(input_ptrs, mask):
+    """Loads inside a loop of its own: the load must stay there."""
+    row = gl.full(input_ptrs.shape, 0.0, gl.float32, input_ptrs.type.layout)
+    for _ in range(2):
+        row += hybrid.caller_load(input_ptrs, mask=mask, other=0.0)
     return row - gl.max(row, axis=0)
 
 

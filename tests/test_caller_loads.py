@@ -2,7 +2,8 @@
 calling it issues itself before the call, so that the kernel's own loop software-pipelines it as
 it pipelines the all-Triton kernel's load (upstream fused softmax's persistent row loop, its row
 a Gluon function: the same machine code); a plain ``gl.load`` where no caller may issue it
-(after a write, of pointers the function computes, with a tensor ``other``, of a scalar), in a
+(after a write, of pointers the function computes, with a tensor ``other``, inside a loop of the
+function, of a scalar), in a
 Gluon kernel, upstream's compiler and the interpreter."""
 import pytest
 import torch
@@ -40,7 +41,7 @@ def test_the_kernels_loop_pipelines_a_caller_load_as_it_pipelines_tritons_own(ta
 
 
 @pytest.mark.parametrize("row", [k.softmax_row_after_a_store, k.softmax_row_tensor_other,
-                                 k.softmax_row_own_pointers], ids=lambda fn: fn.__name__)
+                                 k.softmax_row_own_pointers, k.softmax_row_in_a_loop], ids=lambda fn: fn.__name__)
 def test_a_load_no_caller_may_issue_stays_in_the_function(row):
     built = _build(row, "sm80")
     assert caller_loads.hoisted(built.boundaries) == 0

@@ -95,7 +95,7 @@ def hoistable(module, function_name: str) -> list[Hoist]:
     function = module.get_function(function_name)
     args = {function.args(i).id(): i for i in range(function.get_num_args())}
     marked = _marked(module, function)
-    entry = marked[0].get_block().id() if marked else None
+    entry = stitch.function_blocks(module, function)[0].id() if marked else None   # (not a loop's or branch's)
     producers: dict[int, object] = {}
     hoists: list[Hoist] = []
     blocked = [False]
