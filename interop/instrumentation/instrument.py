@@ -111,6 +111,10 @@ class _Tree:
                 found.update(a.op.get_region(0).id() for a in self.ancestors(o.parent) if a.op.get_name() == "scf.for")
         return found
 
+    def loops(self) -> list[int]:
+        """The body region ids of the ``scf.for`` loops, in walk order."""
+        return [o.op.get_region(0).id() for o in self.ops if o.op.get_name() == "scf.for"]
+
     def kernel(self) -> tuple[object, list[_Op]]:
         """The kernel's entry block and its returns."""
         body = next(o.op.get_region(0).id() for o in self.ops
@@ -119,9 +123,9 @@ class _Tree:
         return entry, [o for o in self.ops if o.parent == body and o.op.get_name() == "tt.return"]
 
 
-def pipelined_loop(module, op) -> int | None:
-    """The body region id of the outermost pipelined loop around ``op``, if any."""
-    tree = _Tree.of(module)
+def pipelined_loop(tree: _Tree, op) -> int | None:
+    """The body region id of the outermost pipelined loop around ``op`` (of the module ``tree``
+    was made of), if any."""
     pipelined = tree.pipelined()
     loops = [a.op.get_region(0).id() for a in tree.ancestors(op.get_block().get_parent().id())
              if a.op.get_name() == "scf.for" and a.op.get_region(0).id() in pipelined]
@@ -143,33 +147,28 @@ class Scopes:
         in total, the loop gets one instead (placed by ``bracket``)."""
         if not self.on:
             return False
-        loop = pipelined_loop(module, op) if self.loop_timing == "total" else None
+        tree = _Tree.of(module) if self.loop_timing == "total" else None
+        loop = pipelined_loop(tree, op) if tree is not None else None
         if loop is None:
             return True
         timed = self.timed_loops.setdefault(loop, [])
         if region.index not in {r.index for r in timed}:
             timed.append(region)
-        loops = _loops(module)
+        loops = tree.loops()
         self._ordinals.setdefault(loop, loops.index(loop))
         self._count = len(loops)
         return False
 
     def relocate(self, module) -> None:
-        """The timed loops found again after Triton's layout passes ran on the host once more
+        """The timed loops found again, once Triton's layout passes have run on the host again
         (``host_relayout``): a pass that retypes a loop's carried values makes a new loop op, in
         the same place among the module's loops."""
         if self.timed_loops:
-            loops = _loops(module)
+            loops = _Tree.of(module).loops()
             if len(loops) != self._count:   # (no pass adds or drops a loop there; a scope must not move)
                 raise RuntimeError(f"the host has {len(loops)} loops after its layout passes, {self._count} before: "
                                    f"the pipelined loops timed whole cannot be found again")
             self.timed_loops = {loops[self._ordinals[loop]]: regions for loop, regions in self.timed_loops.items()}
-            self._ordinals = {loops[k]: k for k in self._ordinals.values()}
-
-
-def _loops(module) -> list[int]:
-    """The body region ids of ``module``'s ``scf.for`` loops, in walk order."""
-    return [o.op.get_region(0).id() for o in _Tree.of(module).ops if o.op.get_name() == "scf.for"]
 
 
 def bracket(module, builder, timed_loops: dict[int, list]) -> None:

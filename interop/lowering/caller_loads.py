@@ -94,7 +94,7 @@ def hoistable(module, function_name: str) -> list[Hoist]:
     tile, at the top of the function, after nothing that writes, of parameters (perhaps converted)."""
     function = module.get_function(function_name)
     args = {function.args(i).id(): i for i in range(function.get_num_args())}
-    marked = _marked(module, function)
+    marked = {load.get_result(0).id(): k for k, load in enumerate(_marked(module, function))}   # -> walk order
     entry = stitch.function_blocks(module, function)[0].id() if marked else None   # (not a loop's or branch's)
     producers: dict[int, object] = {}
     hoists: list[Hoist] = []
@@ -116,8 +116,7 @@ def hoistable(module, function_name: str) -> list[Hoist]:
             pointers, mask, _ = load_operands(op)
             found = [leaf(pointers), None if mask is None else leaf(mask)]
             if found[0] is not None and (mask is None or found[1] is not None):
-                index = next(k for k, load in enumerate(marked) if load.get_result(0).id() == op.get_result(0).id())
-                hoists.append(Hoist(index, found[0], found[1], _decode(op.get_str_attr(MARK))))
+                hoists.append(Hoist(marked[op.get_result(0).id()], found[0], found[1], _decode(op.get_str_attr(MARK))))
         elif not (op.get_name() in _EFFECT_FREE or op.get_name().startswith(_EFFECT_FREE_DIALECTS)):
             blocked[0] = True   # a write, a call or a region: no load after it is read ahead of it
 

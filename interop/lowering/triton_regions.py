@@ -303,11 +303,15 @@ def _check_descriptors(function: str, call_site: CallSite, leaves: list, lowered
     passes lay a descriptor out for its loads (on Triton 3.6 and 3.7 the region takes it without a
     layout to begin with), and one laid out otherwise is refused here, where the stitched kernel
     would not verify."""
-    entry = stitch.function_blocks(lowered.module, lowered.function)[0]
     scalars = [(value_name, leaf) for (value_name, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
-    for k, (value_name, leaf) in enumerate(scalars):
+    descriptors = [(k, value_name, leaf) for k, (value_name, leaf) in enumerate(scalars)
+                   if arguments.is_descriptor(leaf.type)]
+    if not descriptors:   # (most regions: no walk of the lowered module)
+        return
+    entry = stitch.function_blocks(lowered.module, lowered.function)[0]
+    for k, value_name, leaf in descriptors:
         host, region = str(leaf.handle.get_type()), str(entry.arg(k).get_type())
-        if arguments.is_descriptor(leaf.type) and host != region:
+        if host != region:
             raise host_descriptor_into_region(function, str(call_site), value_name, host, region)
 
 

@@ -12,8 +12,8 @@ from triton.runtime.interpreter import _patch_lang_tensor as patch_lang_tensor
 from triton.runtime.interpreter import np_umulhi_u64
 
 __all__ = ["FunctionRewriter", "GridExecutor", "InterpreterBuilder", "LangPatchScope", "ReduceOps", "ScanOps",
-           "TensorDescHandle", "TensorHandle", "padding_option", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype", "np_umulhi_u64",
-           "patch_lang_core", "patch_lang_tensor", "restore_arguments", "store"]
+           "TensorDescHandle", "TensorHandle", "convert_float", "host_arguments", "implicit_cvt", "load", "np_dtype",
+           "np_umulhi_u64", "padding_option", "patch_lang_core", "patch_lang_tensor", "restore_arguments", "store"]
 
 
 def load(ptrs, mask, other, dtype):
