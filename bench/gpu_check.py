@@ -1,6 +1,6 @@
-"""One call on a GPU machine: the GPU tests, then the kernel benchmark, then one results table.
+"""One call on a GPU machine: the GPU tests, then the benchmarks (kernels, ports, profiling), then one results table.
 
-    python3 bench/gpu_check.py [--out build/gpu-check] [--steps tests,kernels,boundaries,profiling]
+    python3 bench/gpu_check.py [--out build/gpu-check] [--steps tests,kernels,ports,boundaries,profiling]
                                [--budget-s 1800]      (or: make gpu-check)
 
 Runs with whatever Python, torch and Triton (3.6 to 3.9) the machine has and installs nothing:
@@ -25,7 +25,9 @@ NEEDED = ("triton", "torch", "pytest", "rich")
 
 
 #: Each step's share of ``--budget-s`` (among the ``--steps`` run); what a step leaves unused goes to the next.
-SHARES = {"tests": 0.35, "kernels": 0.3, "boundaries": 0.15, "profiling": 0.2}
+SHARES = {"tests": 0.3, "kernels": 0.25, "ports": 0.15, "boundaries": 0.1, "profiling": 0.2}
+#: The script ``bench/<name>.py`` of each step but the tests.
+SCRIPTS = {"kernels": "kernels", "ports": "port_gpu", "boundaries": "boundaries", "profiling": "profiling"}
 NOT_RUN = "not run"
 
 
@@ -62,6 +64,7 @@ def _run(command: list[str], timeout: float) -> int | str:
 
 def markdown(result: dict) -> str:
     from bench.kernels import markdown as kernel_tables
+    from bench.port_gpu import markdown as port_table
     env, tests = result["environment"], result["tests"]
     lines = [f"### GPU check, {result['date']}: {env.get('gpu', 'no GPU')} ({result['target']}), "
              f"Triton {env.get('triton')}, torch {env.get('torch')}, CUDA/HIP {env.get('cuda')}, "
@@ -71,6 +74,8 @@ def markdown(result: dict) -> str:
              else "GPU tests: not run", ""]
     if "static" in result["benchmark"]:
         lines.append(kernel_tables(result["benchmark"]))
+    if result["ports"].get("gpu"):
+        lines += ["", port_table(result["ports"]["gpu"])]
     timed = [r for r in result["boundaries"].get("gpu", []) if r["mode"] == "auto"]
     if timed:
         lines += ["", "Boundary planner (`bench/boundaries.py`, auto / best forced alternative, goal <= 1.02):", "",
@@ -119,20 +124,20 @@ def main(argv=None) -> int:
     for step, share in shares.items():
         allowed = (done + share) * args.budget_s - spent   # its share, and what earlier steps left
         steps[step] = (run_gpu_tests(out, allowed) if step == "tests"
-                       else run_benchmark(out, step, target, allowed))
+                       else run_benchmark(out, SCRIPTS[step], target, allowed))
         spent, done = time.perf_counter() - started, done + share
-    tests, benchmark, boundaries, profiling = steps.values()
+    tests, benchmark, ports, boundaries, profiling = steps.values()
     tests = {**dict.fromkeys(("tests", "passed", "failures", "errors", "skipped", "seconds"), 0), **tests}
     result = {"date": datetime.date.today().isoformat(), "target": target,
               "environment": benchmark.get("environment", {}), "tests": tests, "benchmark": benchmark,
-              "boundaries": boundaries, "profiling": profiling}
+              "ports": ports, "boundaries": boundaries, "profiling": profiling}
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     text = markdown(result)
     out.with_suffix(".md").write_text(text)
     print(text)
     print(f"wrote {out.with_suffix('.md')} and {out.with_suffix('.json')}")
     ok = (tests["failures"] + tests["errors"] == 0
-          and all(step["exit_code"] in (0, NOT_RUN) for step in (tests, benchmark, boundaries, profiling)))
+          and all(step["exit_code"] in (0, NOT_RUN) for step in (tests, benchmark, ports, boundaries, profiling)))
     return 0 if ok else 1
 
 
