@@ -64,6 +64,7 @@ def _run(command: list[str], timeout: float) -> int | str:
 
 def markdown(result: dict) -> str:
     from bench.kernels import markdown as kernel_tables
+    from bench import profiling
     from bench.port_gpu import markdown as port_table
     env, tests = result["environment"], result["tests"]
     lines = [f"### GPU check, {result['date']}: {env.get('gpu', 'no GPU')} ({result['target']}), "
@@ -84,13 +85,10 @@ def markdown(result: dict) -> str:
                   f"{'met' if r['meets_goal'] else 'MISSED'} |" for r in timed]
     profiled = result["profiling"].get("gpu", [])
     if profiled:
-        lines += ["", "Per-region profiling overhead (`bench/profiling.py`, profiled / plain, goal <= 1.05):", "",
-                  "| example | plain ms | profiled ms | ratio | goal | region shares |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r['example']} | FAILED: {r['failed']} | | | | |" if "failed" in r else
-                  f"| {r['example']} | {r['plain_ms']:.4f} | {r['profiled_ms']:.4f} | {r['ratio']:.3f} | "
-                  f"{'met' if r['meets_goal'] else 'MISSED'}{'' if r['correct'] else ' WRONG'} | "
-                  + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items()) + " |" for r in profiled]
+        lines += ["", f"Per-region profiling overhead (`bench/profiling.py`, the kernel's profiled / plain device time, "
+                  f"goal <= {profiling.GOAL}):", "", "| " + " | ".join(profiling.GPU_COLUMNS) + " |",
+                  "|" + "---|" * len(profiling.GPU_COLUMNS)]
+        lines += ["| " + " | ".join(profiling.gpu_cells(r)) + " |" for r in profiled]
     return "\n".join(lines)
 
 

@@ -103,3 +103,23 @@ def test_a_keyword_naming_a_kernel_parameter_binds_to_it_not_to_the_launch_optio
                                                      {"BLOCK_SIZE": 1024, "num_stages": 3, "num_warps": 8})
     assert constexprs == {"BLOCK_SIZE": 1024, "num_stages": 3}
     assert options == {"num_warps": 8, "divisible": ()} and signature["n_rows"] == "i32"
+
+
+@gluon.jit
+def row_stats_port_rescaled(x, n_cols, BN: gl.constexpr):
+    """The port with every row's sum 1e-4 larger: what an accumulation in another order is to fp16."""
+    m, s = row_stats_port(x, n_cols, BN)
+    return m, s * 1.0001
+
+
+@pytest.mark.parametrize("relative_tolerance, ok", [(None, False), (1e-3, True), (1e-5, False)])
+def test_a_relative_tolerance_judges_outputs_by_their_norm(relative_tolerance, ok):
+    """Outputs summed in a varying order differ element by element from run to run; with a
+    ``relative_tolerance`` compare judges ``||candidate - original|| / ||original||`` instead."""
+    grid, args, kwargs = _launch_args()
+    result = compare(softmax.softmax_kernel, region=softmax.row_stats, candidate=row_stats_port_rescaled, grid=grid,
+                     args=args, kwargs=kwargs, interpret=True, target="sm90a", atol=1e-6, rtol=1e-6,
+                     relative_tolerance=relative_tolerance)
+    assert result.ok is ok, result.report()
+    assert 5e-5 < result.outputs[0].relative < 2e-4
+    assert f"relative {result.outputs[0].relative:.2g}" in result.report()

@@ -17,12 +17,12 @@ def test_a_port_computes_on_the_gpu_what_its_kernel_computes(name, tmp_path):
     target = current_gpu_target()
     if target is None:
         pytest.skip("GPU architecture not among the built targets")
-    fn, kernel, _, constexprs, options, inputs, _ = CASES[name]
+    case = CASES[name]
     candidate = ported(name, target, tmp_path)
-    grid, args, tolerance = inputs("cuda")
-    result = compare(kernel, region=fn, candidate=candidate, grid=grid, args=args,
-                     kwargs={**constexprs, "num_warps": options["num_warps"]}, interpret=False, target=target,
-                     atol=tolerance, rtol=tolerance)
+    grid, args, tolerance = case.inputs("cuda")
+    result = compare(case.kernel, region=case.fn, candidate=candidate, grid=grid, args=args,
+                     kwargs={**case.constexprs, "num_warps": case.options["num_warps"]}, interpret=False,
+                     target=target, atol=tolerance, rtol=tolerance)
     assert result.ok, result.report()
     assert set(result.times_ms) == {"original", "candidate"}, result.report()
     print(result.report())

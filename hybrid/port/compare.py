@@ -25,6 +25,7 @@ class OutputDiff:
     name: str
     max_abs: float      # inf where only one run wrote NaN
     ok: bool
+    relative: float = 0.0   # ||candidate - original|| / ||original|| over the elements both wrote as numbers
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,8 @@ class Comparison:
         if not self.outputs:
             lines.append("  no tensor argument was written by either run")
         for o in self.outputs:
-            lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g} {'ok' if o.ok else 'MISMATCH'}")
+            lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g}, relative {o.relative:.2g} "
+                         f"{'ok' if o.ok else 'MISMATCH'}")
         for version, ms in self.times_ms.items():
             lines.append(f"  {version}: {ms:.4f} ms")
         if "error" in self.machine:
@@ -93,10 +95,13 @@ def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
 
 def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
             rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None,
-            machine_code_report: bool = True) -> Comparison:
+            machine_code_report: bool = True, relative_tolerance: float | None = None) -> Comparison:
     """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs. An
     autotuned kernel runs its JIT function with the constexprs in ``kwargs`` (one config's).
-    ``machine_code_report``: also build both for the target and report their machine code."""
+    ``machine_code_report``: also build both for the target and report their machine code.
+    ``relative_tolerance``: judge each output by ``||candidate - original|| / ||original||`` instead
+    of element by element, for outputs summed in an order that varies from run to run (atomics,
+    lock-ordered accumulation), where two runs of the kernel itself differ elementwise."""
     import torch
     kernel, kwargs = jit_function(kernel), dict(kwargs or {})
     on_gpu = torch.cuda.is_available() if interpret is None else not interpret
@@ -106,7 +111,7 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
         run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         _launch(k, grid, run_args, kwargs, on_gpu, target)
         runs[version] = run_args
-    outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol)
+    outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol, relative_tolerance)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
     from hybrid import interpret as interp
     build_target = target or interp.default_target()
@@ -145,7 +150,8 @@ def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> Non
     interpret.launch(kernel, grid, *args, target=target, **kwargs)
 
 
-def _diffs(kernel, inputs, first, second, atol: float, rtol: float) -> list[OutputDiff]:
+def _diffs(kernel, inputs, first, second, atol: float, rtol: float,
+           relative_tolerance: float | None) -> list[OutputDiff]:
     import torch
     diffs = []
     for i, (given, a, b) in enumerate(zip(inputs, first, second)):
@@ -158,10 +164,15 @@ def _diffs(kernel, inputs, first, second, atol: float, rtol: float) -> list[Outp
         a64, b64 = a.double().cpu(), b.double().cpu()
         nan_apart = bool((a64.isnan() != b64.isnan()).any())
         both = ~(a64.isnan() | b64.isnan())
+        finite = both & a64.isfinite() & b64.isfinite()
         max_abs = float("inf") if nan_apart else float((a64[both] - b64[both]).abs().max()) if both.any() else 0.0
-        ok = not nan_apart and torch.allclose(a64, b64, atol=atol, rtol=rtol, equal_nan=True)
+        relative = float((b64[finite] - a64[finite]).norm() / a64[finite].norm().clamp_min(1e-30))
+        ok = not nan_apart and (torch.allclose(a64, b64, atol=atol, rtol=rtol, equal_nan=True)
+                                if relative_tolerance is None else
+                                torch.equal(a64.isposinf(), b64.isposinf()) and torch.equal(a64.isneginf(), b64.isneginf())
+                                and relative <= relative_tolerance)
         name = kernel.arg_names[i] if i < len(kernel.arg_names) else f"arg{i}"
-        diffs.append(OutputDiff(name, max_abs, ok))
+        diffs.append(OutputDiff(name, max_abs, ok, relative))
     return diffs
 
 
