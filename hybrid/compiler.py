@@ -15,7 +15,7 @@ from interop.instrumentation import instrument, timing
 
 from interop import records, targets
 
-from interop.entry import request, stages_hook
+from interop.entry import parse_race, request, stages_hook
 
 from interop import setting
 from interop.boundary import Boundary
@@ -108,7 +108,7 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     source = hybrid_source(kernel, signature, constexprs, aligned_pointers, divisible, settings)
     profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
     with timing.recording() as timed, profiled:
-        compiled = triton.compile(source, target=gpu_target, options=options)
+        compiled = parse_race.retrying(lambda: triton.compile(source, target=gpu_target, options=options))
     found = records.reanchored(records.decode(compiled.asm["ttgir"]), _source_files(kernel))
     _check_shared_memory(compiled.metadata, found, gpu_target)
     metadata = KernelMetadata.of(compiled.metadata)

@@ -6,6 +6,7 @@ from collections import defaultdict
 from triton.runtime import JITFunction, KernelInterface
 
 from interop import setting
+from interop.entry import parse_race
 from interop.entry.source import HybridGluonSource, HybridTritonSource
 from interop.triton.frontend import GluonJITFunction, backends
 
@@ -21,8 +22,9 @@ class _Interpretable:
         if not interpret.enabled():
             self.device_caches = self._caches_by_settings.setdefault(setting.current().key,
                                                                      defaultdict(self.create_binder))
+            run = super().run
             try:
-                return super().run(*args, grid=grid, warmup=warmup, **kwargs)
+                return parse_race.retrying(lambda: run(*args, grid=grid, warmup=warmup, **kwargs))
             except RuntimeError:
                 if gpu_driver_active():
                     raise
