@@ -1,7 +1,8 @@
-"""Ports compute what their kernels compute, in the interpreter: the ports of ``bench/port_parity.py``
-that no other test runs (``test_port_ttgir`` checks the rest and ``bench/port_runs.py`` runs every
-case for every target; ``test_port_gpu`` every case on a GPU). Each is ported for sm90a (the
-target with TMA), swapped into its kernel, and both run on the same fresh inputs."""
+"""Ports compute what their kernels compute, in the interpreter: the tutorial-style ports of
+``bench/port_parity.py`` that no other test runs, and two of the examples' (``test_port_ttgir``
+runs the other tutorial-style ones; ``bench/port_runs.py`` runs every case for every target,
+``test_port_gpu`` every case on a GPU). Each is ported for sm90a (the target with TMA), swapped
+into its kernel, and both run on the same fresh inputs."""
 import pytest
 
 pytest.importorskip("torch")
@@ -10,7 +11,7 @@ from bench.port_runs import check, runs  # noqa: E402
 
 TARGET = "sm90a"
 #: ``Run.name`` of each case checked here: the upstream-style kernels' functions no other test
-#: runs in the interpreter, and one function of each example kernel family.
+#: runs in the interpreter, and two of the examples' functions.
 CHECKED = (
     "add@parity_ports.add_gluon_host", "add@parity_ports.add_triton", "mainloop@parity_ports.matmul_act_gluon_host",
     "row_moments_triton@parity_ports.layernorm_gluon_host", "load_row@parity_ports.layer_norm_fwd",
