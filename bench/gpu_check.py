@@ -85,8 +85,8 @@ def markdown(result: dict) -> str:
                   f"{'met' if r['meets_goal'] else 'MISSED'} |" for r in timed]
     profiled = result["profiling"].get("gpu", [])
     if profiled:
-        lines += ["", f"Per-region profiling overhead (`bench/profiling.py`, the kernel's profiled / plain device time, "
-                  f"goal <= {profiling.GOAL}):", "", "| " + " | ".join(profiling.GPU_COLUMNS) + " |",
+        lines += ["", "Per-region profiling overhead (`bench/profiling.py`, the kernel's profiled / plain device "
+                  f"time, goal <= {profiling.GOAL}):", "", "| " + " | ".join(profiling.GPU_COLUMNS) + " |",
                   "|" + "---|" * len(profiling.GPU_COLUMNS)]
         lines += ["| " + " | ".join(profiling.gpu_cells(r)) + " |" for r in profiled]
     return "\n".join(lines)

@@ -29,10 +29,9 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
-from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from bench.output import attempt, write_json  # noqa: E402
+from bench.output import attempt, flagged, write_json  # noqa: E402
 from examples.run import current_gpu_target  # noqa: E402
 from interop.instrumentation.resources import resources  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
@@ -237,8 +236,7 @@ def print_tables(result: dict, console: Console) -> None:
         for column in columns:
             out.add_column(column)
         for cells in cell_rows:
-            out.add_row(*(escape(cell).replace("MISSED", "[red]MISSED[/]").replace("WRONG", "[red]WRONG[/]")
-                          .replace("FAILED", "[red]FAILED[/]") for cell in cells))
+            out.add_row(*map(flagged, cells))
         console.print(out)
 
     rich_table("static figures per target and version", STATIC_COLUMNS, [static_cells(r) for r in result["static"]])

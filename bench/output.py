@@ -24,6 +24,16 @@ def table(title: str, columns: tuple[str, ...], rows) -> Table:
     return out
 
 
+def flagged(cell: str) -> str:
+    """A table cell as ``rich`` markup: its text escaped, a goal MISSED, a WRONG result and a
+    FAILED version in red."""
+    from rich.markup import escape
+    out = escape(cell)
+    for word in ("MISSED", "WRONG", "FAILED"):
+        out = out.replace(word, f"[red]{word}[/]")
+    return out
+
+
 def attempt(step, *args):
     """``(step(*args), None)``, or ``(None, why)`` with the traceback printed: on a GPU one version
     that fails to build or launch is a row that says so, not a run that loses every measured row."""

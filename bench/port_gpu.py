@@ -39,18 +39,18 @@ def row(run: Run, size: int, target: str, folder: Path, rounds: int) -> dict:
 
     from hybrid.port import with_region
     from hybrid.port.compare import as_hybrid
-    candidate = ported(run, target, folder)
-    checked = check(run, target, "cuda", folder, size, candidate=candidate)
+    candidate, given = ported(run, target, folder), run.inputs("cuda", size)
+    checked = check(run, target, "cuda", folder, candidate=candidate, given=given)
     out = {"port": run.fn.__name__, "kernel": run.kernel.__name__, "size": size, "correct": checked.ok,
            "error": max((d.max_abs for d in checked.outputs), default=0.0),
            "relative_error": max((d.relative for d in checked.outputs), default=0.0)}
     if not checked.ok:
         return {**out, "failed": checked.report()[:300]}
-    given = run.inputs("cuda", size)
     kwargs = run.launch_kwargs(given)
     versions = {"kernel": as_hybrid(run.kernel), "port": with_region(run.kernel, run.fn, candidate)}
-    times = {version: [] for version in versions}
-    for _ in range(rounds):   # round-robin, so that drift reaches both versions alike
+    # compare's timing (the kernel, then the port) is the first round
+    times = {"kernel": [checked.times_ms["original"]], "port": [checked.times_ms["candidate"]]}
+    for _ in range(rounds - 1):   # round-robin, so that drift reaches both versions alike
         for version, k in versions.items():
             times[version].append(do_bench(lambda k=k: k[given.grid](*given.args, **kwargs), return_mode="median"))
     kernel_ms, port_ms = (statistics.mean(times[v]) for v in ("kernel", "port"))

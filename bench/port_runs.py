@@ -91,9 +91,8 @@ def _layernorm(device: str, rows: int = 8) -> Inputs:
     import torch
     cols = 1000
     h = lambda *shape: _randn(device, *shape, dtype=torch.float16)   # noqa: E731
-    return Inputs((triton.cdiv(rows, 4), ), (h(rows, cols), h(cols), h(cols), _zeros(device, rows, cols,
-                                                                                       dtype=torch.float16), cols, 1e-5),
-                  1e-2)
+    y = _zeros(device, rows, cols, dtype=torch.float16)
+    return Inputs((triton.cdiv(rows, 4), ), (h(rows, cols), h(cols), h(cols), y, cols, 1e-5), 1e-2)
 
 
 def _layer_norm_fwd(device: str, rows: int = 6) -> Inputs:
@@ -163,10 +162,8 @@ def _attention(device: str, n_ctx: int = 256) -> Inputs:
 
 def _persistent(device: str, size: int = 256) -> Inputs:
     import torch
-    if device != "cpu":
+    if device != "cpu":   # (the interpreter makes descriptors without scratch memory)
         use_torch_allocator()
-    else:   # the interpreter's device-made descriptors take their scratch from the same hook
-        triton.set_allocator(lambda nbytes, alignment, stream: torch.empty(nbytes, dtype=torch.int8))
     M = N = K = size
     a, b = _randn(device, M, K, dtype=torch.float16), _randn(device, N, K, dtype=torch.float16)   # B N-major
     tiles = triton.cdiv(M, 128) * triton.cdiv(N, 128)
@@ -190,10 +187,11 @@ def _example_inputs(kernel, target: str) -> Callable[..., Inputs]:
     """An example kernel's launch by its module's ``run()`` on ``problem(*CHECK_SIZE)``."""
     module = sys.modules[jit_function(kernel).fn.__module__]
     name = next(n for n, v in vars(module).items() if jit_function(v) is jit_function(kernel))
+    variant = run_variant(module, name)
 
     def inputs(device: str, size=None) -> Inputs:
         with capture_launch(module, name) as recorder:
-            module.run(run_variant(module, name), module.problem(*(size or module.CHECK_SIZE), device=device), target)
+            module.run(variant, module.problem(*(size or module.CHECK_SIZE), device=device), target)
         launch = recorder.launch
         return Inputs(launch.grid, launch.args, module.TOLERANCE, kwargs=launch.kwargs)
     return inputs
@@ -220,13 +218,13 @@ def ported(run: Run, target: str, folder: Path):
     return from_ttgir.load_port(port.source, port.name, folder / f"{port.name}.py")
 
 
-def check(run: Run, target: str, device: str, folder: Path, size=None, machine_code_report: bool = False,
-          candidate=None):
-    """The kernel with and without the port (``candidate``, else ported here) on the same fresh
-    inputs: ``hybrid.port.compare``'s result (in the interpreter on ``"cpu"``, on the GPU and timed
-    on ``"cuda"``)."""
+def check(run: Run, target: str, device: str, folder: Path, machine_code_report: bool = False, candidate=None,
+          given: Inputs | None = None):
+    """The kernel with and without the port (``candidate``, else ported here) on the same inputs
+    (``given``, else fresh ones at the size checked): ``hybrid.port.compare``'s result (in the
+    interpreter on ``"cpu"``, on the GPU and timed on ``"cuda"``)."""
     candidate = candidate or ported(run, target, folder)
-    given = run.inputs(device) if size is None else run.inputs(device, size)
+    given = given or run.inputs(device)
     return compare(run.kernel, region=run.fn, candidate=candidate, grid=given.grid, args=given.args,
                    kwargs=run.launch_kwargs(given), interpret=device == "cpu", target=target, atol=given.tolerance,
                    rtol=given.tolerance, relative_tolerance=given.relative_tolerance,

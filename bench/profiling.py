@@ -28,10 +28,9 @@ os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console  # noqa: E402
-from rich.markup import escape  # noqa: E402
 
 from bench.kernels import environment  # noqa: E402
-from bench.output import attempt, table, write_json  # noqa: E402
+from bench.output import attempt, flagged, table, write_json  # noqa: E402
 from examples.run import current_gpu_target, example_modules  # noqa: E402
 from hybrid import profile  # noqa: E402
 from hybrid.attribution import kernel_instructions  # noqa: E402
@@ -130,9 +129,7 @@ def print_tables(result: dict, console: Console) -> None:
     if "gpu" in result:
         console.print(table(f"GPU time, median of {LAUNCHES} plain / {PROFILED_LAUNCHES} profiled launches "
                             f"({result['environment'].get('gpu')}), goal: kernel profiled/plain <= {GOAL}",
-                            GPU_COLUMNS, ([escape(c).replace("MISSED", "[red]MISSED[/]").replace("WRONG", "[red]WRONG[/]")
-                                           .replace("FAILED", "[red]FAILED[/]") for c in gpu_cells(r)]
-                                          for r in result["gpu"])))
+                            GPU_COLUMNS, ([flagged(c) for c in gpu_cells(r)] for r in result["gpu"])))
 
 
 GPU_COLUMNS = ("example", "kernel ms plain", "kernel ms profiled", "ratio", "goal", "launch ms plain -> profiled",
@@ -146,7 +143,8 @@ def gpu_cells(r: dict) -> list[str]:
     ms = lambda value: "-" if value is None else f"{value:.4f}"   # noqa: E731
     return [r["example"], ms(r["plain_device_ms"]), ms(r["profiled_device_ms"]),
             "-" if r["ratio"] is None else f"{r['ratio']:.3f}",
-            ("met" if r["meets_goal"] else "MISSED" if r["ratio"] else "no device time") + ("" if r["correct"] else " WRONG"),
+            ("met" if r["meets_goal"] else "MISSED" if r["ratio"] else "no device time")
+            + ("" if r["correct"] else " WRONG"),
             f"{r['plain_ms']:.4f} -> {r['profiled_ms']:.4f}",
             ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["shares"].items())]
 
