@@ -1,6 +1,7 @@
 """What a layout conversion moves (``interop.boundaries.movement``), checked against the instructions
 Triton emits for that very conversion in a one-conversion Gluon kernel."""
 import math
+import re
 
 import pytest
 import triton
@@ -75,6 +76,49 @@ def test_prediction_matches_the_instructions_triton_emits(builder, name):
     assert (predicted.shared_bytes, predicted.barriers) == (shared, ptx.count("bar.sync")), (name, predicted)
     expected = {"same": "none", "registers permuted": "registers", "lanes": "shared", "warps": "shared"}
     assert predicted.kind == expected.get(name, "shuffles")
+
+
+#: a shared-memory access in PTX: (st|ld).shared[.vN].<type><bits>, or an stmatrix/ldmatrix of N matrices
+_PTX_SHARED = re.compile(r"\b(?:st|ld)\.shared(?:\.v(\d))?\.[a-z]+(\d+)|\b(?:st|ld)matrix\.[\w.]*?\.x(\d)\b")
+#: sm80's MMA tile and a layout holding one column of it per thread (the columns 1, 8, 16 and 32
+#: apart are registers of both: Triton's scratch vectorizes over them; a swizzled layout cannot)
+MMA_V2 = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[2, 2], instr_shape=[16, 8])
+COLUMN_PER_THREAD = gl.BlockedLayout([1, 1], [32, 1], [4, 1], [0, 1])
+
+
+def ptx_shared_widths(ptx: str) -> list[int]:
+    """The byte widths of the shared-memory accesses in ``ptx``, one thread's."""
+    return sorted(4 * int(matrices) if matrices else int(vector or 1) * int(bits) // 8
+                  for vector, bits, matrices in _PTX_SHARED.findall(ptx))
+
+
+@pytest.mark.parametrize("target, name", [("sm90a", "lanes"), ("sm90a", "warps"), ("sm80", "mma column")])
+def test_the_probe_counts_the_shared_accesses_triton_emits_for_a_conversion(builder, target, name):
+    """``ScratchProbe.conversion_accesses`` (the conversion alone, lowered to LLVM by the backend's
+    passes) against the PTX of the one-conversion kernel: the same shared-memory stores and loads,
+    every element stored and loaded (a layout that holds it twice, twice); on sm80's MMA tile they
+    are 16 B wide, wider than the 8 B a swizzled layout's contiguous columns give its two adjacent
+    elements."""
+    context, gluon_builder = builder
+    a, b = PAIRS[name] if name in PAIRS else (MMA_V2, COLUMN_PER_THREAD)
+    shape = [M, N] if name in PAIRS else [64, 64]
+    backend = make_backend(TARGETS[target])
+    backend.load_dialects(context)
+    types = [gl.distributed_type(gl.float32, shape, layout).to_ir(gluon_builder) for layout in (a, b)]
+    function = gluon_builder.get_or_insert_function(gluon_builder.create_module(), "f",
+                                                    gluon_builder.get_function_ty(types[:1], []), "public", False)
+    gluon_builder.set_insertion_point_to_start(function.add_entry_block())
+    converted = gluon_builder.create_convert_layout(types[1], function.args(0))
+    probe = ScratchProbe(context, TARGETS[target], backend.parse_options({"num_warps": 4}))
+    widths = probe.conversion_accesses(function.args(0), converted, gl.float32)
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "A": "constexpr", "B": "constexpr", "M": "constexpr",
+                 "N": "constexpr"}
+    ptx = triton.compile(GluonASTSource(convert, signature, {"A": a, "B": b, "M": shape[0], "N": shape[1]}),
+                         target=TARGETS[target]).asm["ptx"]
+    assert sorted(widths) == ptx_shared_widths(ptx), (name, widths)
+    assert sum(widths) >= 2 * 4 * math.prod(shape) // 128   # every fp32 element stored and loaded (copies too)
+    if name == "mma column":
+        assert set(widths) == {16}
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])

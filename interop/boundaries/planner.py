@@ -11,8 +11,11 @@ one block) the planner weighs two ways to move it:
   picks for the writer and every reader, one barrier, then each consumer loads its layout.
 
 Costs are shared-memory wavefronts plus instructions per warp: a shuffle counts one, a round
-trip its stores and loads in the best swizzle for the pair (Triton picks its scratch swizzle to
-the same end), a barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
+trip its stores and loads as the cheaper of the best swizzle for the pair and the accesses
+Triton's own lowering of the conversion issues (``scratch``: its scratch layout vectorizes over
+the registers both layouts share, wider than a swizzled layout can, and is picked free of bank
+conflicts), a handoff its stores and loads in the best swizzle for the writer and every reader,
+a barrier ``BARRIER`` (an assumption, to be calibrated with ``bench/boundaries.py`` on a GPU). A
 handoff keeps its whole tile live, so it is only weighed while the tile fits in ``BUDGET`` of
 the target's shared memory, and (in ``auto``) never where the handoffs would raise the kernel's
 shared memory: then a large tile that Triton converts in rounds through a smaller scratch stays
@@ -97,7 +100,7 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
                    if moves[i].kind in ("shuffles", "shared") or (way == "shared" and moves[i].kind != "none")]
         if movable:
             choices.append(_weigh(builder, [conversions[i] for i in movable], [moves[i] for i in movable], way,
-                                  shared_limit, compact))
+                                  shared_limit, compact, probe))
             if choices[-1].way == "handoff":
                 handed.update(movable)
     live: dict[str, list[LiveConversion]] = {}
@@ -111,14 +114,14 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
     return choices, live
 
 
-def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool) -> Choice:
+def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool, probe) -> Choice:
     source = ops[0].get_operand(0)
     shape, dtype = shape_and_dtype(str(source.get_type()))
     bits = movement.element_bits(dtype)
     writer = builder.get_gluon_layout_from_tensor(source)
     readers = [builder.get_gluon_layout_from_tensor(op.get_result(0)) for op in ops]
-    converting = sum(_conversion_cost(builder, writer, reader, move, list(shape), bits)
-                     for reader, move in zip(readers, moves))
+    converting = sum(_conversion_cost(builder, op, writer, reader, move, list(shape), dtype, probe)
+                     for op, reader, move in zip(ops, readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
     handing = shared.cost + BARRIER
     tile = movement.tile_bytes(shape, bits)
@@ -145,13 +148,21 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, 
                   f"modelled cost {handing} against {converting} for Triton's conversion: {kinds})")
 
 
-def _conversion_cost(builder, writer, reader, move, shape: list, bits: int) -> int:
+def _conversion_cost(builder, op, writer, reader, move, shape: list, dtype: str, probe) -> int:
+    """A shuffle counts one; a round trip its barriers and the lower of two estimates from above
+    of its stores and loads: the best swizzle for the pair (Triton picks its scratch layout at
+    least as well), and the accesses Triton's own lowering of ``op`` issues, each conflict-free
+    (its scratch layout is picked to be; on AMD, LLVM may merge neighbouring ones later)."""
     if move.kind == "shuffles":
         return move.shuffles
     if move.kind != "shared":
         return 0
-    pair = swizzle.plan(builder, writer, [reader], shape, bits)
-    return pair.cost + BARRIER * move.barriers
+    pair = swizzle.plan(builder, writer, [reader], shape, movement.element_bits(dtype)).cost
+    accesses = (probe.conversion_accesses(op.get_operand(0), op.get_result(0), _ELEMENTS[dtype])
+                if probe is not None and dtype in _ELEMENTS else None)
+    if accesses:
+        pair = min(pair, swizzle.conflict_free(accesses, probe.options.warp_size))
+    return pair + BARRIER * move.barriers
 
 
 def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:

@@ -61,6 +61,12 @@ def plan(builder, writer, readers: list, shape: list, bits: int) -> Plan:
                 int(waves[1:, best].sum()), int(plain_waves[0]), int(plain_waves[1:].sum()), int(issued[:, best].sum()))
 
 
+def conflict_free(widths: tuple[int, ...], lanes: int) -> int:
+    """Wavefronts plus instructions per warp of accesses of these byte widths (one thread's), each
+    free of bank conflicts: a wavefront serves 128 bytes of a warp's lanes."""
+    return sum(1 + max(1, lanes * width // _WAVEFRONT) for width in widths)
+
+
 def describe(chosen: Plan) -> str:
     """The plan as the boundary records state it."""
     return (f"a planned swizzle ({chosen.write} wavefronts per warp to write, {chosen.read} to read; "

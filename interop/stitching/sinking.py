@@ -7,7 +7,10 @@ converts twice, the boundary's conversion on fp32 and the host's own (to the sto
 fp16, where the all-Triton kernel converts once, after the cast. Triton's code has no author's
 layouts to keep, so the boundary's conversion is moved down a chain of single-use casts: into
 the host's own conversion where the chain ends in one (one conversion where there were two, the
-all-Triton kernel's), or after a narrowing cast (fewer bytes to move). The same holds for a Triton
+all-Triton kernel's), or after a narrowing cast (fewer bytes to move), just before its first use
+there (a store's value, after its pointers and mask), where Triton's passes put the all-Triton
+kernel's conversion: upstream matmul's K loop ported for sm90a builds to the kernel's 3373
+instructions so, 3382 with the conversion right after the cast. The same holds for a Triton
 region's inputs in a Gluon host. Conversions into Gluon code are never moved: its layouts are the
 author's. (A Triton host then lays itself out again around the result with Triton's own passes,
 ``lowering/host_relayout``: on AMD its store takes the MFMA tile as all-Triton's does.)
@@ -39,7 +42,10 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
             continue
         source = conversion.get_operand(0)
         layout = builder.get_gluon_layout_from_tensor(source)
-        builder.set_insertion_point_after(own or chain[-1])
+        if own is not None:
+            builder.set_insertion_point_after(own)
+        else:   # where Triton converts: just before the first use (a store's value, after its pointers and mask)
+            _before_first_use(module, builder, value, chain[-1])
         current = source
         for op in chain:
             result = op.get_result(0)
@@ -56,3 +62,25 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     return moved
 
 
+
+
+def _before_first_use(module, builder, value, after) -> None:
+    """The insertion point just before the first op that uses ``value`` (made by ``after``),
+    where that op is in ``after``'s block; else just after ``after``."""
+    block = after.get_block().id()
+    first: list[tuple[int, object]] = []    # (the first user's block, the op before it there)
+    last: dict[int, object] = {}
+
+    def visit(op) -> None:   # post-order: an earlier sibling before a later one
+        here = op.get_block()
+        if here is None:
+            return
+        if not first and any(op.get_operand(i).id() == value.id() for i in range(op.get_num_operands())):
+            first.append((here.id(), last.get(here.id())))
+        last[here.id()] = op
+
+    module.walk(visit)
+    if first and first[0][0] == block and first[0][1] is not None:
+        builder.set_insertion_point_after(first[0][1])
+    else:
+        builder.set_insertion_point_after(after)

@@ -263,8 +263,11 @@ def create_plain_load(builder, pointers, mask, other):
 
 
 def create_plain_store(builder, pointers, value, mask) -> None:
-    """A masked ``tt.store`` without cache or eviction hints."""
-    builder.create_masked_store(pointers, value, mask, *_no_hints(builder))
+    """A ``tt.store`` (masked where ``mask`` is given) without cache or eviction hints."""
+    if mask is None:
+        builder.create_store(pointers, value, *_no_hints(builder))
+    else:
+        builder.create_masked_store(pointers, value, mask, *_no_hints(builder))
 
 
 def gluon_barrier():
@@ -469,6 +472,23 @@ def add_shared_memory_allocation(pm, target, options) -> None:
     from triton.backends.nvidia.compiler import get_ptx_version_from_options
     nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, target.arch,
                                                         get_ptx_version_from_options(options, target.arch))
+
+
+def add_conversion_lowering(pm, target, options) -> None:
+    """The passes of the backend's ``make_llir`` that lower a module of plain loads, stores and
+    layout conversions to the LLVM dialect: shared and global-scratch allocation, then the
+    backend's conversion to LLVM (the same calls in 3.6 through 3.9; where a release inserts
+    barriers in a pass of its own before it, that pass is left out: only the accesses are wanted)."""
+    from triton._C.libtriton import passes
+    add_shared_memory_allocation(pm, target, options)
+    passes.ttgpuir.add_allocate_global_scratch_memory(pm)
+    if target.backend == "hip":
+        from triton._C.libtriton import amd
+        amd.passes.ttgpuir.add_to_llvmir(pm, target.arch, False)
+        return
+    from triton._C.libtriton import nvidia
+    from triton.backends.nvidia.compiler import get_ptx_version_from_options
+    nvidia.passes.ttgpuir.add_to_llvmir(pm, target.arch, get_ptx_version_from_options(options, target.arch))
 
 
 def add_host_relayout(pm, target) -> None:
