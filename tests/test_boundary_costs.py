@@ -48,9 +48,6 @@ def zero_acc_host(a_ptr, b_ptr, c_ptr, K, BM: gl.constexpr, BN: gl.constexpr, BK
 
 
 SIGNATURE = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32"}
-#: Triton 3.6 and 3.7 leave a Triton host's Gluon region inside its opaque ``scf.if`` (its result
-#: reaches the host's code through the ``if``, so no cast follows the conversion in its block).
-KEEPS_REGION_IN_ITS_IF = compat.TRITON_MAJOR_MINOR < (3, 8)
 TILES = {"BM": 64, "BN": 64, "BK": 32}
 
 
@@ -106,13 +103,17 @@ def test_a_hex_literal_keeps_every_bit():
     assert stitch._scalar("f32", hex(bits)) == struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
-@pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 9), reason="3.6/3.7 keep the Gluon region in its scf.if; 3.8 lays "
-                    "the host's store out in the region's layout (the conversion moves past the cast, and stays)")
+@pytest.mark.skipif((3, 7) <= compat.TRITON_MAJOR_MINOR < (3, 9), reason="3.7 keeps the Gluon region in its scf.if; "
+                    "3.8 lays the host's store out in the region's layout (the conversion moves past the cast, and stays)")
 @pytest.mark.parametrize("target", ["sm80", "sm90a"])
 def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target):
     """bench/parity.py's matmul_activation, Triton host: the Gluon leaky_relu returns the MMA
     tile; the host casts it to fp16 and stores. The boundary's conversion is moved past the cast
-    into the host's own conversion for the store: one fp16 conversion, the all-Triton kernel's."""
+    (3.9: into the host's own conversion for the store; 3.6, whose host has none: just before
+    the store): one fp16 conversion, the all-Triton kernel's."""
+    if target == "sm90a" and compat.TRITON_MAJOR_MINOR < (3, 7):
+        pytest.skip("Triton 3.6 converts the fp16 tile in 4 rounds; the planner hands it off through a 32 KiB "
+                    "buffer instead")
     import parity_ports
 
     port = next(p for p in parity_ports.PORTS if p.name == "matmul_activation" and p.direction == "triton->gluon")
@@ -120,7 +121,7 @@ def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target
     fb, pure = builds["hybrid"], builds["triton"]
     assert fb.metadata.shared == pure.metadata.shared
     result, = [b for b in fb.boundaries if b.direction == "out"]
-    assert result.conversions == 0 and "moved past the casts" in result.reason, result
+    assert "moved past the cast" in result.reason and result.conversions == (compat.TRITON_MAJOR_MINOR < (3, 7)), result
     assert re.search(r"arith\.truncf %\S+ : tensor<\d+x\d+xf32, #mma> to tensor<\d+x\d+xf16, #mma>", fb.asm["ttgir"])
     assert fb.asm["ttgir"].count("ttg.convert_layout") == pure.asm["ttgir"].count("ttg.convert_layout")
     assert instructions(fb.asm) == instructions(pure.asm)
@@ -141,8 +142,6 @@ def narrowing_host(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.const
     tl.store(y_ptr + rows, tl.sum(y, axis=1))
 
 
-@pytest.mark.skipif(KEEPS_REGION_IN_ITS_IF, reason="Triton 3.6 keeps a Triton host's Gluon region in its scf.if: "
-                                                 "its result reaches the host's code through the if")
 @pytest.mark.parametrize("boundaries", ["convert", "auto"])
 def test_the_hosts_code_after_a_call_takes_the_tile_as_returned(boundaries):
     """The Gluon function returns its author's layout; the host casts to fp16 and reduces. The

@@ -20,7 +20,6 @@ from examples.layouts import row_layout, tile_layout  # noqa: E402
 from hybrid.port import PortError, from_ttgir, with_region  # noqa: E402
 from interop.boundaries.movement import moving_conversions  # noqa: E402
 from interop.instrumentation.resources import instructions, resources  # noqa: E402
-from tests.test_boundary_costs import KEEPS_REGION_IN_ITS_IF  # noqa: E402
 from interop.triton import compat  # noqa: E402
 
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
@@ -202,17 +201,16 @@ def test_a_helper_whose_result_the_kernels_pipelined_loop_accumulates_ports_at_p
     that is a multiple of 16: the port's caller load is pipelined by the loop, the helper is
     lowered as wide as the kernel's (its pointers' offsets start at the loop's induction variable,
     whose divisibility the region is told: ``axis_hints``), and the loop's accumulator follows the
-    helper's result as an anchor (``anchors``), so no conversion is left in the loop."""
+    helper's result as an anchor (``anchors``), so no conversion is left in the loop. In the
+    loop's epilogue the pipeliner predicates the opaque call: the branch left around the port's
+    pure ops is taken always (``speculate``), as all-Triton computes its own and selects (gfx942
+    was 147/163 instructions on 3.9 and 186/182 on 3.6)."""
     ported, before, after = _parity(pp.row_block, pp.layer_norm_mean_pipelined, pp.LAYER_NORM_MEAN,
                                     {"BLOCK_SIZE": 1024}, target, tmp_path, num_warps=4, divisible=("stride", "N"))
     assert "hybrid.caller_load(ptrs, mask=mask, other=0.0)" in ported.source and not ported.caveats
     assert "size_per_thread=[8]" in ported.source if target == "sm80" else "size_per_thread=[4]" in ported.source
     assert "gl.full(" not in ported.source, ported.source   # (the load's other is the caller's scalar)
-    assert after[2] <= before[2] and after[3] == 0, (before, after)
-    if target == "sm80":
-        assert after == before, (before, after)
-    elif compat.TRITON_MAJOR_MINOR >= (3, 7):   # 3.6's pipeliner predicates the opaque call in the loop's
-        assert after[0] <= before[0], (before, after)   # epilogue: a branch around the port's ops, +4 (186/182)
+    assert after == before and after[3] == 0, (before, after)
     torch = pytest.importorskip("torch")
     from hybrid.port import compare
     x = torch.randn(3, 3000).half()   # rows of three blocks, the last one partial
@@ -779,8 +777,6 @@ def _chain(exc: BaseException) -> str:
     return text
 
 
-@pytest.mark.skipif(KEEPS_REGION_IN_ITS_IF, reason="Triton 3.6/3.7 keep a Triton host's Gluon region in its scf.if: "
-                                                 "the boundary conversion reaches the host's store through the if")
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
 def test_a_tile_producer_ported_into_a_triton_kernel_loads_and_stages_its_tile_as_all_triton_does(target, tmp_path):
     """mma_handoff's ``scaled_rows`` (loads a tile, scales it, returns it to a ``tl.dot``), ported
@@ -909,9 +905,9 @@ def test_the_matmul_tutorials_activation_ports_at_parity_into_the_tutorials_own_
     warps, 3 stages) with its ``leaky_relu`` ported: on gfx942 the host stores the port's MFMA
     tile as all-Triton does (``host_relayout``; it was 1.17x the instructions, with a boundary
     conversion and twice the shared memory)."""
-    if target == "sm90a" and KEEPS_REGION_IN_ITS_IF:
-        pytest.skip("Triton 3.6/3.7 keep a Triton host's Gluon region in its scf.if: the boundary's conversion is "
-                    "not moved past the host's fp16 cast (1.13x on sm90a)")
+    if target == "sm90a" and compat.TRITON_MAJOR_MINOR < (3, 7):
+        pytest.skip("Triton 3.6 converts the fp16 tile for the store in 8 rounds through 4 KiB of scratch; the "
+                    "planner hands it off through a 32 KiB buffer instead (1.06x the instructions)")
     from hybrid.port.compare import as_hybrid
     from tests.conformance_kernels import leaky_relu, matmul_kernel   # the tutorial's code, as written
     kernel, options = matmul_kernel.fn, {"num_warps": 8, "num_stages": 3}   # one config, as a user's launch

@@ -2,7 +2,8 @@
 stitched kernel with its boundary records.
 
 ``assemble`` inlines the regions, connects their results, folds boundary conversion chains and
-verifies (``stitch``), sinks a Triton host's tensor-memory loads to their uses as Triton's own
+verifies (``stitch``), runs a Triton host's pure regions that an opaque branch still guards
+unconditionally (``speculate``), sinks a Triton host's tensor-memory loads to their uses as Triton's own
 pipeline does (``host_relayout.interleave_tmem``), lets the planner choose how each boundary value moves (``planner``),
 completes each ``PlannedBoundary`` into a ``Boundary`` from what is left in the module, and
 places the loop and kernel Proton scopes when regions are instrumented (``instrument``).
@@ -12,7 +13,7 @@ from __future__ import annotations
 from . import arch, buffer_access, convert_in, host_relayout
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
-from ..stitching import stitch
+from ..stitching import speculate, stitch
 from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from ..errors import RegionError
 from ..boundaries.scratch import ScratchProbe
@@ -31,6 +32,9 @@ def assemble(cc, module) -> None:
             buffer_access.resolve(module, cc.context, cc.target)
             # its Gluon regions' entry conversions left are plain ones now
             convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))
+            # a pure region its opaque branch (a pipeliner's predicate folded in) still guards
+            if speculate.poison_branches(module, gluon_ir.GluonOpBuilder(cc.context)):
+                stitch.canonicalize(module, cc.context)
             # Triton's late placement, made while the Gluon calls were opaque
             host_relayout.interleave_tmem(module, cc.context, cc.target)
         stitch.check_no_markers(module)
