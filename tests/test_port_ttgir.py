@@ -921,7 +921,7 @@ def test_the_matmul_tutorials_activation_ports_at_parity_into_the_tutorials_own_
     swapped = hybrid.compile(with_region(kernel, leaky_relu, candidate), signature, constexprs, target, **options)
     original = hybrid.compile(as_hybrid(kernel), signature, constexprs, target, **options)
     before, after = _figures(original), _figures(swapped)
-    assert after[0] <= before[0] * 1.02 and after[2] <= before[2], (before, after)
+    assert after[:3] == before[:3], (before, after)   # the boundary's conversion just before the store, as all-Triton's
     out, = [b for b in swapped.boundaries if b.direction == "out"]
     if target == "gfx942":
         assert out.conversions == 0 and "the host takes the region's layout" in out.reason, out

@@ -42,15 +42,14 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
             continue
         source = conversion.get_operand(0)
         layout = builder.get_gluon_layout_from_tensor(source)
-        if own is not None:
-            builder.set_insertion_point_after(own)
-        else:   # where Triton converts: just before the first use (a store's value, after its pointers and mask)
-            _before_first_use(module, builder, value, chain[-1])
+        builder.set_insertion_point_after(own or chain[-1])
         current = source
         for op in chain:
             result = op.get_result(0)
             current = getattr(builder, CASTS[op.get_name()])(current, in_layout(result, layout, builder))
             current.set_loc(result.get_loc())
+        if own is None:   # where Triton converts: just before the first use (a store's value, after its pointers and mask)
+            _before_first_use(module, builder, value, chain[-1].get_block().id())
         boundary_tag = conversion.get_str_attr(TAG)
         replaced = own.get_result(0) if own is not None else value
         converted = builder.create_convert_layout(replaced.get_type(), current)
@@ -62,12 +61,9 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
     return moved
 
 
-
-
-def _before_first_use(module, builder, value, after) -> None:
-    """The insertion point just before the first op that uses ``value`` (made by ``after``),
-    where that op is in ``after``'s block; else just after ``after``."""
-    block = after.get_block().id()
+def _before_first_use(module, builder, value, block: int) -> None:
+    """The insertion point just before the first op that uses ``value``, where that op is in
+    ``block``; else the builder's own, left as it is."""
     first: list[tuple[int, object]] = []    # (the first user's block, the op before it there)
     last: dict[int, object] = {}
 
@@ -82,5 +78,3 @@ def _before_first_use(module, builder, value, after) -> None:
     module.walk(visit)
     if first and first[0][0] == block and first[0][1] is not None:
         builder.set_insertion_point_after(first[0][1])
-    else:
-        builder.set_insertion_point_after(after)
