@@ -99,11 +99,10 @@ class ScratchProbe:
         builder.ret([])
         pm = ir.pass_manager(self.context)
         compat.add_conversion_lowering(pm, self.target, self.options)
-        with diagnostics.capture(echo=False):
-            try:
-                pm.run(module, "hybrid_conversion_probe")
-            except RuntimeError:
-                return None
+        try:   # (stderr is the process's: a compile that succeeds does not redirect it, and MLIR says why)
+            pm.run(module, "hybrid_conversion_probe")
+        except RuntimeError:
+            return None
         return _shared_accesses(module)
 
     def _module(self, builder, inputs: list, results: list):
