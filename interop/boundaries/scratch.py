@@ -120,9 +120,9 @@ class ScratchProbe:
 
 
 def _shared_accesses(module) -> tuple[int, ...] | None:
-    """The byte widths of the shared-memory stores and loads (address space 3, and NVIDIA's
-    ``stmatrix``/``ldmatrix``) in ``module``'s LLVM dialect, one thread's (Triton's lowering is
-    straight-line code); None where one moves a type this does not size."""
+    """The byte widths of the shared-memory stores and loads (address space 3, inline PTX, and
+    NVIDIA's ``stmatrix``/``ldmatrix``) in ``module``'s LLVM dialect, one thread's (Triton's
+    lowering is straight-line code); None where one moves a type this does not size."""
     widths: list[int | None] = []
 
     def visit(op) -> None:
@@ -131,6 +131,9 @@ def _shared_accesses(module) -> tuple[int, ...] | None:
             widths.append(_bytes(str(op.get_operand(0).get_type())))
         elif name == "llvm.load" and str(op.get_operand(0).get_type()) == _SHARED:
             widths.append(_bytes(str(op.get_result(0).get_type())))
+        elif name == "llvm.inline_asm":   # PTX written out (Triton 3.7 stores to shared memory so)
+            widths.extend(int(vector or 1) * int(bits) // 8
+                          for vector, bits in _ASM_ACCESS.findall(op.get_str_attr("asm_string") or ""))
         elif name == "nvvm.stmatrix":   # a 32-bit register per 8x8 matrix, after the address
             widths.append(4 * (op.get_num_operands() - 1))
         elif name == "nvvm.ldmatrix":   # one i32, or a struct of one per matrix
@@ -141,6 +144,8 @@ def _shared_accesses(module) -> tuple[int, ...] | None:
 
 
 _SHARED = "!llvm.ptr<3>"
+#: a shared-memory store or load in inline PTX: ``st.shared.v4.b32``, ``ld.shared::cta.b16``
+_ASM_ACCESS = re.compile(r"\b(?:st|ld)\.shared(?:::cta)?(?:\.v(\d))?\.[a-z]+(\d+)")
 _TYPE = re.compile(r"(?:vector<(\d+)x)?(?:i|f|bf)(\d+)>?")
 
 
