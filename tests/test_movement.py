@@ -78,8 +78,8 @@ def test_prediction_matches_the_instructions_triton_emits(builder, name):
     assert predicted.kind == expected.get(name, "shuffles")
 
 
-#: a shared-memory access in PTX: (st|ld).shared[.vN].<type><bits>, or an stmatrix/ldmatrix of N matrices
-_PTX_SHARED = re.compile(r"\b(?:st|ld)\.shared(?:\.v(\d))?\.[a-z]+(\d+)|\b(?:st|ld)matrix\.[\w.]*?\.x(\d)\b")
+#: a shared-memory access in PTX: (st|ld).shared[::cta][.vN].<type><bits>, or an stmatrix/ldmatrix of N matrices
+_PTX_SHARED = re.compile(r"\b(?:st|ld)\.shared(?:::cta)?(?:\.v(\d))?\.[a-z]+(\d+)|\b(?:st|ld)matrix\.[\w.]*?\.x(\d)\b")
 #: sm80's MMA tile and a layout holding one column of it per thread (the columns 1, 8, 16 and 32
 #: apart are registers of both: Triton's scratch vectorizes over them; a swizzled layout cannot)
 MMA_V2 = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[2, 2], instr_shape=[16, 8])

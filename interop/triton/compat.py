@@ -477,8 +477,9 @@ def add_shared_memory_allocation(pm, target, options) -> None:
 def add_conversion_lowering(pm, target, options) -> None:
     """The passes of the backend's ``make_llir`` that lower a module of plain loads, stores and
     layout conversions to the LLVM dialect: shared and global-scratch allocation, then the
-    backend's conversion to LLVM (the same calls in 3.6 through 3.9; where a release inserts
-    barriers in a pass of its own before it, that pass is left out: only the accesses are wanted)."""
+    backend's conversion to LLVM (NVIDIA's takes a fourth argument in 3.8 only, the concurrency
+    sanitizer's switch; where a release inserts barriers in a pass of its own before it, that pass
+    is left out: only the accesses are wanted)."""
     from triton._C.libtriton import passes
     add_shared_memory_allocation(pm, target, options)
     passes.ttgpuir.add_allocate_global_scratch_memory(pm)
@@ -488,7 +489,11 @@ def add_conversion_lowering(pm, target, options) -> None:
         return
     from triton._C.libtriton import nvidia
     from triton.backends.nvidia.compiler import get_ptx_version_from_options
-    nvidia.passes.ttgpuir.add_to_llvmir(pm, target.arch, get_ptx_version_from_options(options, target.arch))
+    ptx_version = get_ptx_version_from_options(options, target.arch)
+    try:
+        nvidia.passes.ttgpuir.add_to_llvmir(pm, target.arch, ptx_version)
+    except TypeError:
+        nvidia.passes.ttgpuir.add_to_llvmir(pm, target.arch, ptx_version, False)
 
 
 def add_host_relayout(pm, target) -> None:
