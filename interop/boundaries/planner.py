@@ -120,7 +120,7 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, 
     bits = movement.element_bits(dtype)
     writer = builder.get_gluon_layout_from_tensor(source)
     readers = [builder.get_gluon_layout_from_tensor(op.get_result(0)) for op in ops]
-    converting = sum(_conversion_cost(builder, op, writer, reader, move, list(shape), dtype, probe)
+    converting = sum(_conversion_cost(builder, op, writer, reader, move, list(shape), bits, _ELEMENTS.get(dtype), probe)
                      for op, reader, move in zip(ops, readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
     handing = shared.cost + BARRIER
@@ -148,18 +148,19 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, 
                   f"modelled cost {handing} against {converting} for Triton's conversion: {kinds})")
 
 
-def _conversion_cost(builder, op, writer, reader, move, shape: list, dtype: str, probe) -> int:
+def _conversion_cost(builder, op, writer, reader, move, shape: list, bits: int, element, probe) -> int:
     """A shuffle counts one; a round trip its barriers and the lower of two estimates from above
     of its stores and loads: the best swizzle for the pair (Triton picks its scratch layout at
     least as well), and the accesses Triton's own lowering of ``op`` issues, each conflict-free
-    (its scratch layout is picked to be; on AMD, LLVM may merge neighbouring ones later)."""
+    (its scratch layout is picked to be; on AMD, LLVM may merge neighbouring ones later).
+    ``element``: the tile's gluon dtype, None for one no handoff carries (the swizzle alone then)."""
     if move.kind == "shuffles":
         return move.shuffles
     if move.kind != "shared":
         return 0
-    pair = swizzle.plan(builder, writer, [reader], shape, movement.element_bits(dtype)).cost
-    accesses = (probe.conversion_accesses(op.get_operand(0), op.get_result(0), _ELEMENTS[dtype])
-                if probe is not None and dtype in _ELEMENTS else None)
+    pair = swizzle.plan(builder, writer, [reader], shape, bits).cost
+    accesses = (probe.conversion_accesses(op.get_operand(0), op.get_result(0), element)
+                if probe is not None and element is not None else None)
     if accesses:
         pair = min(pair, swizzle.conflict_free(accesses, probe.options.warp_size))
     return pair + BARRIER * move.barriers

@@ -87,11 +87,11 @@ class ScratchProbe:
         to LLVM by the backend's passes; the shared-memory accesses counted in what they left."""
         builder = gluon_ir.GluonOpBuilder(self.context)
         module, _ = self._module(builder, [], [])
-        null_type = gl.pointer_type(element)
-        null = builder.create_int_to_ptr(builder.get_int64(0), null_type.to_ir(builder))
+        pointer = gl.pointer_type(element)
+        null = builder.create_int_to_ptr(builder.get_int64(0), pointer.to_ir(builder))
         shape = list(shape_and_dtype(str(source.get_type()))[0])
         layouts = [builder.get_gluon_layout_from_tensor(v) for v in (source, result)]
-        pointers = [builder.create_splat(gl.distributed_type(null_type, shape, layout).to_ir(builder), null)
+        pointers = [builder.create_splat(gl.distributed_type(pointer, shape, layout).to_ir(builder), null)
                     for layout in layouts]
         tile = compat.create_plain_load(builder, pointers[0], None, None)
         converted = builder.create_convert_layout(result.get_type(), tile)

@@ -11,8 +11,6 @@ gfx942: 186 instructions against the kernel's 182, the same 182 so).
 """
 from __future__ import annotations
 
-from .uses import producers
-
 #: ops that read and write no memory and cannot trap, taken before knowing they are needed
 _PURE = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.make_range", "tt.addptr",
          "tt.fp_to_fp", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.join", "tt.split", "tt.reduce",
@@ -26,36 +24,33 @@ def poison_branches(module, builder) -> int:
     """Make every ``scf.if`` whose else branch yields only poison and whose then branch is pure
     take its then branch (an ``if`` on ``true``, which the canonicalizer folds next). Returns how
     many it changed."""
-    ifs, owner, children = [], {}, {}
+    ifs, children, poison = [], {}, set()
 
     def visit(op) -> None:   # post-order: an op's nested ops come before it
         block = op.get_block()
         if block is not None:
             children.setdefault(block.get_parent().id(), []).append(op)
-        for i in range(op.get_num_regions()):
-            owner[op.get_region(i).id()] = op
-        if op.get_name() == "scf.if" and op.get_num_results() and op.get_num_regions() == 2:
+        if op.get_name() == "ub.poison":
+            poison.add(op.get_result(0).id())
+        elif op.get_name() == "scf.if" and op.get_num_results() and op.get_num_regions() == 2:
             ifs.append(op)
 
     module.walk(visit)
-    made = producers(module)
     changed = 0
     for op in ifs:
         then_ops, else_ops = (children.get(op.get_region(i).id(), []) for i in range(2))
-        if not then_ops or not else_ops or not _only_poison(else_ops, made) or not _pure(then_ops, children):
+        if not then_ops or not else_ops or not _only_poison(else_ops, poison) or not _pure(then_ops, children):
             continue
         _take_then(builder, op, then_ops[-1].get_block())
         changed += 1
     return changed
 
 
-def _only_poison(ops: list, made: dict) -> bool:
-    """The else branch is one ``scf.yield`` of ``ub.poison`` values."""
+def _only_poison(ops: list, poison: set[int]) -> bool:
+    """The else branch is one ``scf.yield`` of ``ub.poison`` values (``poison``: their ids)."""
     if len(ops) != 1 or ops[0].get_name() != "scf.yield":
         return False
-    yielded = ops[0]
-    return all(made.get(yielded.get_operand(i).id()) is not None
-               and made[yielded.get_operand(i).id()].get_name() == "ub.poison" for i in range(yielded.get_num_operands()))
+    return all(ops[0].get_operand(i).id() in poison for i in range(ops[0].get_num_operands()))
 
 
 def _pure(ops: list, children: dict) -> bool:
