@@ -65,6 +65,7 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
     kernel = parse(kernel_text, kernel_name, inlined_at=site)
     region = parse(region_text, REGION_FUNCTION)
     block, ops = _call_ops(kernel)
+    ops = _without_staging(block, ops)
     tiles = _as_pointer_tiles(kernel, ops) if as_tiles else {}
     producers = _producers(kernel.body)
     order = {id(op): k for k, op in enumerate(_flatten(kernel.body.ops))}
@@ -139,6 +140,38 @@ def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
                 mine.add(id(op))
                 grown = True
     return block, [op for op in block.ops if id(op) in mine]
+
+
+def _without_staging(block: Block, ops: list[Op]) -> list[Op]:
+    """``ops`` less the kernel's staging of a value of theirs for its own use: a ``local_alloc``
+    of their value (through an AMD in-thread transpose of it) read only by ``local_load`` ops that
+    only the rest of the kernel uses. They carry the call's location because the conversion they
+    replaced did, but they are the caller's: with the port in, the caller's passes stage its
+    result again (``host_relayout`` transposes it in-thread as ``make_ttgir`` does), so the port
+    returns the value as the kernel had it before them."""
+    mine = {id(op) for op in ops}
+    inside: dict[str, list[Op]] = {}
+    outside: set[str] = set()
+    for op in block.ops:
+        for value in _all_operands(op):
+            if id(op) in mine:
+                inside.setdefault(value, []).append(op)
+            else:
+                outside.add(value)
+    producers = {result: op for op in ops for result in op.results}
+    staged: set[int] = set()
+    for alloc in (op for op in ops if op.name == "ttg.local_alloc" and op.operands):
+        loads = inside.get(alloc.results[0], [])
+        if alloc.results[0] in outside or not loads or any(
+                load.name != "ttg.local_load" or load.results[0] in inside or load.results[0] not in outside
+                for load in loads):
+            continue
+        staged |= {id(alloc)} | {id(load) for load in loads}
+        source = producers.get(alloc.operands[0])
+        if source is not None and source.name == "amdg.in_thread_transpose" \
+                and inside.get(source.results[0]) == [alloc] and source.results[0] not in outside:
+            staged.add(id(source))
+    return [op for op in ops if id(op) not in staged]
 
 
 #: ``amdg.buffer_load``/``buffer_store``'s operands: ``[value, ]base[offsets][, mask][, other] : [!tt.ptr<T> ->] tile``

@@ -20,7 +20,9 @@ results as that boundary's; and moves the bodies back. The host's code after a c
 region's layout where Triton finds that cheaper, as around any anchor. Before the passes, a tile
 the host loads and converts for a call is loaded in the call's layout instead, and after them a
 store of a value they left converted is issued in the value's layout (``access_layouts``): the
-rematerialization Triton does inside a kernel, which its passes do not do across a call.
+rematerialization Triton does inside a kernel, which its passes do not do across a call. On AMD
+a result the host stores to shared memory for a dot is then transposed in registers as
+``make_ttgir`` transposes a loaded tile (``_transpose_in_thread``).
 """
 from __future__ import annotations
 
@@ -30,11 +32,13 @@ from ..boundaries import movement
 from ..boundary import TAG, tag
 from ..instrumentation import timing
 from ..stitching import access_layouts, anchors, sinking, stitch
+from ..stitching.uses import uses
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module, passes
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
+_IN_THREAD_TRANSPOSE = "amdg.in_thread_transpose"
 
 
 @timing.timed("host relayout")
@@ -60,6 +64,7 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
         _lay_out(module, context, target, set(regions), *_holds(module, context, target, set(regions)))
+        _transpose_in_thread(module, context, target, set(regions))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
     finally:
@@ -95,10 +100,40 @@ def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_h
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stores masked off
         _run(module, context, lambda pm: compat.add_host_relayout(pm, target))
     if stand_ins or loads_held:
-        anchors.release(stand_ins)
+        anchors.release(module, builder, stand_ins)
         if loads_held:
             anchors.release_buffer_loads(module)
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
+
+
+def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
+    """AMD's in-thread transpose of the tiles the host stores to shared memory for a dot, for the
+    calls' results. ``make_ttgir`` runs it (on gfx942) while the calls are opaque, and its pattern
+    is a global load stored for a dot operand: a ported tile load the host stages was stored
+    element by element, unswizzled, where all-Triton transposes the tile in registers and stores
+    vectors along K into a rotating swizzle. Run with each result held by a stand-in load, on a
+    copy first: kept only where it leaves every stand-in in its result's layout (a port written
+    from the kernel's IR has the layout the pass gives the load; another would need a conversion)."""
+    if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
+        return
+    if _transposed_in_thread(parse_module(str(module), context), context, callees):
+        _transposed_in_thread(module, context, callees)
+
+
+def _transposed_in_thread(module, context, callees: set[str]) -> bool:
+    """The pass on ``module`` with the calls' results held; whether it transposed a tile and left
+    every stand-in in its layout."""
+    builder = gluon_ir.GluonOpBuilder(context)
+    before = _count(module, _IN_THREAD_TRANSPOSE)
+    held = anchors.hold(module, builder, callees)
+    _run(module, context, compat.add_in_thread_transpose)
+    kept = anchors.release(module, builder, held)
+    _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
+    return kept and _count(module, _IN_THREAD_TRANSPOSE) > before
+
+
+def _count(module, name: str) -> int:
+    return len(uses(module, lambda op: op.get_name() == name)[1])
 
 
 def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:

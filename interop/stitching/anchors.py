@@ -24,6 +24,8 @@ from ..triton import compat
 from .remat import tensor_type
 from .uses import uses
 
+#: The attribute of a call result's stand-in load: the index of the result in ``hold``'s list.
+HOLDS = "hybrid.holds"
 #: The marker of a buffer load's stand-in's placeholder and mask (dead once the stand-ins are released).
 STAND_IN = "hybrid.stand_in"
 
@@ -64,6 +66,7 @@ def hold(module, builder, callees: set[str]) -> Held:
         builder.set_insertion_point_after(call)
         stand_in = _stand_in(builder, shape, element, builder.get_gluon_layout_from_tensor(result))
         result.replace_all_uses_with(stand_in)
+        stand_in.set_attr(HOLDS, builder.get_string_attr(str(len(held))))
         held.append((stand_in, result))
     return held
 
@@ -115,11 +118,20 @@ def release_buffer_loads(module) -> None:
         stand_in.get_result(0).replace_all_uses_with(stand_in.get_operand(2))
 
 
-def release(held: Held) -> None:
+def release(module, builder, held: Held) -> bool:
     """Every stand-in's uses take the call result it held again (the stand-ins are left unused,
-    for the canonicalizer)."""
-    for stand_in, result in held:
+    for the canonicalizer). A stand-in is found by its ``HOLDS`` mark, not by ``held``'s handle:
+    a pass may have remade it (AMD's in-thread transpose remakes the loads it lays out again).
+    One a pass gave another layout takes the result converted to it; returns whether none did."""
+    kept = True
+    _, stand_ins = uses(module, lambda op: op.get_name() == "tt.load" and op.get_str_attr(HOLDS) is not None)
+    for op in stand_ins:
+        stand_in, result = op.get_result(0), held[int(op.get_str_attr(HOLDS))][1]
+        if str(stand_in.get_type()) != str(result.get_type()):
+            builder.set_insertion_point_after(op)
+            result, kept = builder.create_convert_layout(stand_in.get_type(), result), False
         stand_in.replace_all_uses_with(result)
+    return kept
 
 
 def _threads(module) -> int:

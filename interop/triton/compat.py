@@ -510,6 +510,23 @@ def add_host_relayout(pm, target) -> None:
         passes.ttgpuir.add_remove_layout_conversions(pm)
 
 
+def in_thread_transpose_enabled(target) -> bool:
+    """Whether the AMD ``make_ttgir`` transposes a dot operand's tile in registers before storing
+    it to shared memory on ``target``: the backend's own rule and knob (its archs differ by release)."""
+    if target.backend != "hip":
+        return False
+    from triton.backends.amd import compiler
+    return bool(compiler.is_in_thread_transpose_enabled(target.arch))
+
+
+def add_in_thread_transpose(pm) -> None:
+    """AMD's ``InThreadTranspose`` and the ``remove_layout_conversions`` ``make_ttgir`` runs after
+    it (the same in Triton 3.6 through 3.9)."""
+    from triton._C.libtriton import amd, passes
+    amd.passes.ttgpuir.add_in_thread_transpose(pm)
+    passes.ttgpuir.add_remove_layout_conversions(pm)
+
+
 def buffer_ops_enabled() -> bool:
     """Whether the AMD backend turns accesses into buffer ops (``TRITON_AMD_USE_BUFFER_OPS``)."""
     from triton import knobs
