@@ -28,13 +28,16 @@ from triton.experimental.gluon import language as gl
 from ..boundary import TAG
 from ..triton import compat
 from ..triton.bindings import ir
+from .anchors import HOLDS
 from .remat import CASTS, Rematerializer, in_layout, tensor_type
 from .uses import uses
 
 #: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
 _LOADS = ("tt.load", "amdg.buffer_load")
-#: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile.
-_PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2} : ")
+#: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile
+#: (a call result's stand-in load carries only its mark, ``anchors.HOLDS``, which is no hint).
+_PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2}"
+                    rf"(?: \{{{re.escape(HOLDS)} = \"\d+\"\}})? : ")
 
 
 def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
