@@ -822,6 +822,51 @@ def test_a_tile_load_ported_into_a_triton_kernel_is_transposed_in_thread_for_its
         assert staged in original.asm["ttgir"] and staged in swapped.asm["ttgir"], staged
 
 
+@triton.jit
+def _load_b(b_ptr, offs_k, offs_n, N, K, k0):
+    mask = (offs_k[:, None] + k0 < K) & (offs_n[None, :] < N)
+    return tl.load(b_ptr + (offs_k[:, None] + k0) * N + offs_n[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def _matmul_loading_b_in_a_helper(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                  BK: tl.constexpr):
+    offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = tl.load(a_ptr + offs_m[:, None] * K + (offs_k[None, :] + k0),
+                    mask=(offs_m[:, None] < M) & (offs_k[None, :] + k0 < K), other=0.0)
+        acc = tl.dot(a, _load_b(b_ptr, offs_k, offs_n, N, K, k0), acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_a_helper_in_a_loop_whose_epilogue_the_pipeliner_peels_ports(target, tmp_path):
+    """The tutorial's matmul with B's load as a helper, ported on AMD: Triton's pipeliner peels
+    the loop's last iteration, so the probe (a Gluon call holding the helper as a Triton region) is
+    inlined twice, each copy with its region's result placeholder. Each placeholder takes its own
+    copy's value; every one took the last copy's, which does not dominate the loop's, and the port
+    was refused ("PassManager::run failed")."""
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
+    constexprs, options = {"BM": 128, "BN": 64, "BK": 32}, {"num_warps": 4, "divisible": ("N", "K")}
+    ported = from_ttgir.port(_matmul_loading_b_in_a_helper, _load_b, signature, constexprs, target, **options)
+    candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
+    swapped = hybrid.compile(with_region(_matmul_loading_b_in_a_helper, _load_b, candidate), signature, constexprs,
+                             target, **options)
+    assert swapped.asm["ttgir"].count("tt.dot ") >= 2, "the loop's dot and its peeled epilogue's"
+    torch = pytest.importorskip("torch")
+    from hybrid.port import compare
+    M, N, K = 128, 64, 80   # K not a multiple of BK: the last iteration's masks matter
+    a, b, c = torch.randn(M, K).half(), torch.randn(K, N).half(), torch.zeros(M, N).half()
+    result = compare(_matmul_loading_b_in_a_helper, region=_load_b, candidate=candidate, grid=(1, 1),
+                     args=(a, b, c, M, N, K), kwargs={**constexprs, "num_warps": 4}, interpret=True, target=target,
+                     atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()
+
+
 PERSISTENT = (pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS)
 
 

@@ -128,23 +128,32 @@ def connect_results(module, context) -> None:
     Gluon canonicalizer does not fold ``scf.if false``, so the sinks cannot be left to it.
     ``%enable`` becomes ``false`` so that the emptied ``scf.if`` folds away where it can.
     """
-    sunk: dict[str, object] = {}
     sink_blocks: dict[int, object] = {}
-    waiting: list[tuple[str, object]] = []
+    owner: dict[int, object] = {}   # region id -> the op that holds it
+    found: list[tuple[bool, str, object]] = []   # (a sink?, key, op), in program order
 
-    def visit(op):
-        key = op.get_str_attr(SINK) if op.get_name() == "tt.elementwise_inline_asm" else None
-        if key:
-            sunk[key] = op.get_operand(0)
+    def visit(op):   # post-order: a copy's sink (in its scf.if) comes before its placeholder
+        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
+        if op.get_name() != "tt.elementwise_inline_asm":
+            return
+        if op.get_str_attr(SINK):
+            found.append((True, op.get_str_attr(SINK), op))
             sink_blocks[op.get_block().id()] = op.get_block()
-        elif op.get_name() == "tt.elementwise_inline_asm" and op.get_str_attr(RESULT):
-            waiting.append((op.get_str_attr(RESULT), op.get_result(0)))
+        elif op.get_str_attr(RESULT):
+            found.append((False, op.get_str_attr(RESULT), op))
 
     module.walk(visit)
-    for key, placeholder in waiting:
-        if key not in sunk:
+    # A region is inlined once per copy of its caller (a loop body and the epilogue Triton's
+    # pipeliner peeled from it): each placeholder takes the value of the copy just before it in
+    # its own block, never another copy's.
+    sunk: dict[tuple[int, str], object] = {}   # (block holding the sinks' scf.if, key) -> latest value
+    for is_sink, key, op in found:
+        if is_sink:
+            sunk[owner[op.get_block().get_parent().id()].get_block().id(), key] = op.get_operand(0)
+        elif (op.get_block().id(), key) in sunk:
+            op.get_result(0).replace_all_uses_with(sunk[op.get_block().id(), key])
+        else:
             raise StitchError(f"no region value for result {key} after inlining")
-        placeholder.replace_all_uses_with(sunk[key])
     builder = gluon_ir.GluonOpBuilder(context)
     for block in sink_blocks.values():
         empty = builder.create_block_with_parent(block.get_parent(), [])
