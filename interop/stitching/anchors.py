@@ -22,14 +22,14 @@ from triton.experimental.gluon import language as gl
 from . import opaque
 from ..triton import compat
 from .remat import tensor_type
-from .uses import uses
+from .uses import owners, uses
 
 #: The attribute of a call result's stand-in load: the index of the result in ``hold``'s list.
 HOLDS = "hybrid.holds"
 #: The marker of a buffer load's stand-in's placeholder and mask (dead once the stand-ins are released).
 STAND_IN = "hybrid.stand_in"
 
-Held = list[tuple[object, object]]   # (stand-in value, the call result it holds)
+Held = list[object]   # the call results held, each stand-in marked with its index (``HOLDS``)
 
 
 def holdable(module, callees: set[str]) -> list[tuple]:
@@ -60,14 +60,14 @@ def holdable(module, callees: set[str]) -> list[tuple]:
 
 def hold(module, builder, callees: set[str]) -> Held:
     """Each result ``holdable`` names is used through a stand-in load made right after its call.
-    Returns the (stand-in, result) pairs for ``release``."""
+    Returns the results held, for ``release``."""
     held: Held = []
     for call, result, shape, element in holdable(module, callees):
         builder.set_insertion_point_after(call)
         stand_in = _stand_in(builder, shape, element, builder.get_gluon_layout_from_tensor(result))
         result.replace_all_uses_with(stand_in)
         stand_in.set_attr(HOLDS, builder.get_string_attr(str(len(held))))
-        held.append((stand_in, result))
+        held.append(result)
     return held
 
 
@@ -77,12 +77,7 @@ def buffer_loads(module) -> list:
     they were plain loads (it makes them buffer loads only after its layout passes), and that are
     no anchor now."""
     threads = _threads(module)
-    owner = {}
-
-    def visit(op):
-        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
-
-    module.walk(visit)
+    owner = owners(module)
     users, loads = uses(module, lambda op: op.get_name() == "amdg.buffer_load")
     return [op for op in loads if users.get(op.get_result(0).id()) and not _in_loop(op, owner)
             and math.prod(tensor_type(str(op.get_result(0).get_type()))[0]) >= threads]
@@ -120,13 +115,13 @@ def release_buffer_loads(module) -> None:
 
 def release(module, builder, held: Held) -> bool:
     """Every stand-in's uses take the call result it held again (the stand-ins are left unused,
-    for the canonicalizer). A stand-in is found by its ``HOLDS`` mark, not by ``held``'s handle:
+    for the canonicalizer). A stand-in is found by its ``HOLDS`` mark, not by a handle:
     a pass may have remade it (AMD's in-thread transpose remakes the loads it lays out again).
     One a pass gave another layout takes the result converted to it; returns whether none did."""
     kept = True
     _, stand_ins = uses(module, lambda op: op.get_name() == "tt.load" and op.get_str_attr(HOLDS) is not None)
     for op in stand_ins:
-        stand_in, result = op.get_result(0), held[int(op.get_str_attr(HOLDS))][1]
+        stand_in, result = op.get_result(0), held[int(op.get_str_attr(HOLDS))]
         if str(stand_in.get_type()) != str(result.get_type()):
             builder.set_insertion_point_after(op)
             result, kept = builder.create_convert_layout(stand_in.get_type(), result), False

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import diagnostics
 from . import opaque, remat, sinking
-from .uses import uses
+from .uses import owners, uses
 from ..boundary import TAG, tag
 from ..triton.bindings import gluon_ir, ir, passes
 
@@ -129,11 +129,9 @@ def connect_results(module, context) -> None:
     ``%enable`` becomes ``false`` so that the emptied ``scf.if`` folds away where it can.
     """
     sink_blocks: dict[int, object] = {}
-    owner: dict[int, object] = {}   # region id -> the op that holds it
     found: list[tuple[bool, str, object]] = []   # (a sink?, key, op), in program order
 
     def visit(op):   # post-order: a copy's sink (in its scf.if) comes before its placeholder
-        owner.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
         if op.get_name() != "tt.elementwise_inline_asm":
             return
         if op.get_str_attr(SINK):
@@ -143,6 +141,7 @@ def connect_results(module, context) -> None:
             found.append((False, op.get_str_attr(RESULT), op))
 
     module.walk(visit)
+    owner = owners(module)
     # A region is inlined once per copy of its caller (a loop body and the epilogue Triton's
     # pipeliner peeled from it): each placeholder takes the value of the copy just before it in
     # its own block, never another copy's.

@@ -30,3 +30,14 @@ def producers(module) -> dict[int, object]:
 
     module.walk(visit)
     return found
+
+
+def owners(module) -> dict[int, object]:
+    """region id -> the op that holds the region."""
+    found: dict[int, object] = {}
+
+    def visit(op):
+        found.update((op.get_region(i).id(), op) for i in range(op.get_num_regions()))
+
+    module.walk(visit)
+    return found
