@@ -86,7 +86,7 @@ def _compile(job: Job, compile_kernel: CompileKernel, start: float) -> dict:
     fb = compile_kernel(spec.fn, spec.signature, spec.constexprs, target=job.target,
                         **{**asdict(BuildSettings()), **spec.options})
     record = {"kernel": fb.name, "ref": job.kernel, "target": job.target,
-              "sha256": hashlib.sha256(fb.binary).hexdigest(), "signature": spec.signature,
+              "sha256": hashlib.sha256(fb.binary).hexdigest(), "params": spec.params,
               "constexprs": spec.constexprs_json, "options": spec.options, "config": spec.config_json,
               "triton_version": compat.TRITON_VERSION, "launch": launch_info(fb, len(spec.signature)).to_json(),
               "summary": fb.summary()}

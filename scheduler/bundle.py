@@ -44,9 +44,9 @@ def manifest(results: list) -> dict:
     records = [r.entry.record for r in results]
     first = records[0]
     for r in records[1:]:
-        if (r["kernel"], r["signature"]) != (first["kernel"], first["signature"]):
+        if (r["kernel"], r["params"]) != (first["kernel"], first["params"]):
             raise ValueError(f"one bundle holds one kernel and signature; got {first['kernel']} and {r['kernel']} "
-                             f"({first['signature']} vs {r['signature']})")
+                             f"({first['params']} vs {r['params']})")
     if len({(r["target"], _config_key(r)) for r in records}) != len(records):
         raise ValueError(f"{first['kernel']}: two builds for the same target (and config) in one bundle")
     configs = {r["config"]["index"]: r["config"] for r in records if r.get("config")}
@@ -62,7 +62,7 @@ def manifest(results: list) -> dict:
         else:
             targets[r["target"]] = entry
     data = {"format": FORMAT, "kernel": first["kernel"], "source": source_name(first["ref"]),
-            "params": [{"name": n, "type": t} for n, t in first["signature"].items()],
+            "params": first["params"],
             "triton_version": first["triton_version"], "targets": targets}
     if configs:
         data["configs"] = [{"key": c["key"], "values": c["values"]} for _, c in sorted(configs.items())]

@@ -14,12 +14,13 @@ import ast
 import base64
 import binascii
 import inspect
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from interop import cache_entries
-from interop.cache_entries import CorruptEntry, sha256_json
+from interop.cache_entries import CorruptEntry, canonical_json, sha256_json
 from interop.caches import STITCH_VERSION, default_root
 from interop.targets import resolve
 from interop.triton import compat
@@ -36,6 +37,11 @@ class Entry:
     key: str
     record: dict      # JSON: summary, launch facts, resolved specialization
     binary: bytes
+
+    def __post_init__(self):
+        # The record as the cache returns it (canonical JSON, dicts in sorted order): a fresh build
+        # and a cache hit hand the bundle writer the same record, so the same manifest bytes.
+        self.record = json.loads(canonical_json(self.record))
 
     @property
     def sha256(self) -> str:
@@ -74,7 +80,7 @@ def job_key(spec: Spec) -> str:
     files = sorted({inspect.getsourcefile(f.fn) for f in reached_functions(spec.fn)})
     return sha256_json({
         "format": FORMAT, "kernel": spec.fn.__name__, "source": spec.fn.cache_key, "files": files,
-        "signature": spec.signature, "constexprs": spec.constexprs_json, "options": spec.options,
+        "params": spec.params, "constexprs": spec.constexprs_json, "options": spec.options,
         "target": spec.job.target, "triton": compat.TRITON_VERSION, "stitch": STITCH_VERSION,
         "compiler": compat.compiler_fingerprint(resolve(spec.job.target))})
 

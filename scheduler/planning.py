@@ -61,6 +61,13 @@ class Spec:
     config: object = None      # the job's ``triton.Config``, applied to constexprs and options
 
     @property
+    def params(self) -> list[dict]:
+        """The launch parameters in the kernel's order with their types: the one list a record,
+        a manifest and the loader's packing take (a dict's order does not survive a JSON round trip
+        with sorted keys)."""
+        return [{"name": name, "type": ty} for name, ty in self.signature.items()]
+
+    @property
     def constexprs_json(self) -> dict:
         """Constexpr values as JSON: plain values stay, others (layouts) by their deterministic repr."""
         return json_values(self.constexprs)

@@ -53,7 +53,7 @@ def test_parallel_build_of_every_target_with_failures_isolated(tmp_path):
         assert r.ok and r.status == "built", r.error
         assert r.summary["target"] == r.job.target and r.summary["kernel_entries"] == 1
         launch = r.entry.record["launch"]
-        assert launch["entry_params"] == len(r.entry.record["signature"]) + launch["hidden_params"]
+        assert launch["entry_params"] == len(r.entry.record["params"]) + launch["hidden_params"]
         assert launch["warp_size"] == TARGETS[r.job.target].warp_size and launch["num_warps"] == 4
     region_bug, no_module, no_kernel = results[len(good):]
     assert all(r.status == "failed" and r.entry is None and "[sm90a]" in r.error for r in results[len(good):])

@@ -1,0 +1,70 @@
+"""Build artifacts are right: one launch record whatever the path, keys that see every input,
+bundles replaced atomically, a cache that cannot keep an entry costing no binary."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hybrid
+from hybrid.loader import ffi, load_bundle
+from scheduler import Cache, InlineExecutor, build, plan
+from scheduler.bundle import MANIFEST, read_bundle, write_bundles
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ROOT / "tests" / "record_kernels.py"
+MIXED = f"{KERNELS}:k_mixed"
+TARGETS = ["sm80", "gfx942"]
+
+# A parallel build (two workers) that kills itself and its workers (``kill -9``) once its first
+# result is in the cache: the next build mixes a cached record with a fresh one.
+KILLED = """
+import os, signal, sys
+import hybrid
+from scheduler import Cache, build, plan
+build(plan([sys.argv[2]], sys.argv[3].split(",")), hybrid.compile, cache=Cache(sys.argv[1]), max_workers=2,
+      on_result=lambda result: os.killpg(0, signal.SIGKILL))
+"""
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory):
+    """``k_mixed`` built afresh, in-process, for ``TARGETS``; its cache's root."""
+    root = tmp_path_factory.mktemp("cold") / "cache"
+    results = build(plan([MIXED], TARGETS), hybrid.compile, cache=Cache(root), executor=InlineExecutor())
+    assert [r.status for r in results] == ["built", "built"], [r.error for r in results]
+    return results, root
+
+
+def packed(bundle: Path) -> bytes:
+    """The bytes ``k_mixed(a, d, c)`` passes for its parameters, as the loader packs them."""
+    kernel = load_bundle(bundle, arch="sm_80")
+    return b"".join(ffi.buffer(value)[:] for value in kernel.pack((0x7F00_0000_1000, 1 << 40, 5)))
+
+
+def test_a_bundle_is_the_same_fresh_cached_parallel_or_after_a_killed_build(cold, tmp_path):
+    results, root = cold
+    fresh = write_bundles(results, tmp_path / "fresh")["k_mixed"]
+    warm = build(plan([MIXED], TARGETS), hybrid.compile, cache=Cache(root), executor=InlineExecutor())
+    assert [r.status for r in warm] == ["cached", "cached"]
+    cached = write_bundles(warm, tmp_path / "cached")["k_mixed"]
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = tmp_path / "killed-cache"
+    proc = subprocess.run([sys.executable, "-c", KILLED, str(killed), MIXED, ",".join(TARGETS)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600, start_new_session=True)
+    assert proc.returncode == -9 and len(list(killed.glob("jobs/*/*.json"))) == 1, proc.stderr[-2000:]
+    cli_run = subprocess.run([sys.executable, "-m", "hybrid.cli", "build", MIXED, "--targets", ",".join(TARGETS),
+                              "--cache-dir", str(killed), "-o", str(tmp_path / "cli")],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert cli_run.returncode == 0, cli_run.stderr[-2000:]
+    assert "cached" in cli_run.stdout and "built" in cli_run.stdout, cli_run.stdout   # one of each
+
+    manifests = {name: (path / MANIFEST).read_bytes() for name, path in
+                 (("fresh", fresh), ("cached", cached), ("after a killed build, from the CLI", tmp_path / "cli/k_mixed"))}
+    assert len(set(manifests.values())) == 1, manifests
+    params = read_bundle(fresh).manifest["params"]
+    assert [(p["name"], p["type"]) for p in params] == [("a_ptr", "*fp32"), ("d", "i64"), ("c", "i32")]
+    expected = (0x7F00_0000_1000).to_bytes(8, "little") + (1 << 40).to_bytes(8, "little") + (5).to_bytes(4, "little")
+    assert {packed(fresh), packed(cached), packed(tmp_path / "cli/k_mixed")} == {expected}
