@@ -13,10 +13,20 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
+
+def sources_digest(folders) -> str:
+    """A sha256 over the ``*.py`` files under ``folders``, by their names there and contents."""
+    digest = hashlib.sha256()
+    for folder in map(Path, folders):
+        for path in sorted(folder.rglob("*.py")):
+            digest.update(f"{folder.name}/{path.relative_to(folder).as_posix()}\0".encode())
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 #: Part of every cache key: a change to how regions are lowered or stitched invalidates what was
 #: built with the old code (this package's own source, hashed).
-STITCH_VERSION = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.rglob("*.py"))))\
-    .hexdigest()[:16]
+STITCH_VERSION = sources_digest([Path(__file__).parent])[:16]
 
 _clearers: list[Callable[[], None]] = []
 _root: contextvars.ContextVar[Path | None] = contextvars.ContextVar("hybrid_cache_root", default=None)

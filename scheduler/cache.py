@@ -1,18 +1,24 @@
 """Content-addressed store of built kernels.
 
-The key is a sha256 over a canonical JSON of everything that changes the binary: the kernel's
-source and, transitively, every JIT function it calls (upstream's ``JITFunction.cache_key``), the
-files they live in (line info embeds their paths), the specialization, options, target, the
-Triton version and toolchain, and ``interop.caches.STITCH_VERSION``. An entry is one JSON file
-in the format both caches share (``interop.cache_entries``: its own checksum, written atomically,
-read bounded); a damaged one is removed and rebuilt. Entries live in ``jobs/`` under the caches'
-root, next to the region cache's ``regions/``.
+The key is a sha256 over a canonical JSON of everything that changes the binary or its launch
+record: the kernel's source and, transitively, every JIT function it calls (upstream's
+``JITFunction.cache_key``), JIT functions passed as constexpr values (by their source and what
+they reach, not their ``repr``), the files they live in (line info embeds their paths), the
+parameters in order, the specialization, options, target, Triton's own key (its version, sources
+and libraries), the toolchain and the environment variables Triton's cache key sees
+(``compat.compiler_fingerprint``), and the project's own code (``code_stamp``: every module of
+``interop``, ``scheduler`` and ``hybrid``). An entry is one JSON file in the format both caches
+share (``interop.cache_entries``: its own checksum, written atomically, read bounded); a damaged
+one is removed and rebuilt. Entries live in ``jobs/`` under the caches' root, next to the region
+cache's ``regions/``.
 """
 from __future__ import annotations
 
 import ast
 import base64
 import binascii
+import functools
+import importlib.util
 import inspect
 import json
 import os
@@ -21,15 +27,17 @@ from pathlib import Path
 
 from interop import cache_entries
 from interop.cache_entries import CorruptEntry, canonical_json, sha256_json
-from interop.caches import STITCH_VERSION, default_root
+from interop.caches import default_root, sources_digest
 from interop.targets import resolve
 from interop.triton import compat
 
 from .planning import Spec
 
-__all__ = ["Cache", "CorruptEntry", "Entry", "job_key", "reached_functions"]
+__all__ = ["Cache", "CorruptEntry", "Entry", "code_stamp", "job_key", "reached_functions"]
 
 FORMAT = 1
+#: the project's packages whose code shapes a binary or its launch record
+PACKAGES = ("interop", "scheduler", "hybrid")
 
 
 @dataclass
@@ -48,12 +56,12 @@ class Entry:
         return self.record["sha256"]
 
 
-def reached_functions(fn) -> list:
-    """``fn`` and every JIT function its body names, transitively (globals, closures and
-    attributes of imported modules)."""
+def reached_functions(*roots) -> list:
+    """The JIT functions ``roots`` and every JIT function their bodies name, transitively
+    (globals, closures and attributes of imported modules)."""
     from triton.runtime import JITFunction
 
-    found, todo = {}, [fn]
+    found, todo = {}, list(roots)
     while todo:
         f = todo.pop()
         if id(f) in found:
@@ -67,6 +75,20 @@ def reached_functions(fn) -> list:
     return sorted(found.values(), key=lambda f: (f.__module__, f.__qualname__))
 
 
+def constexpr_functions(values) -> list:
+    """The JIT functions among constexpr ``values`` (in lists, tuples and dicts too): a kernel
+    calls them, but its own ``cache_key`` does not see them."""
+    from triton.runtime import JITFunction
+
+    if isinstance(values, JITFunction):
+        return [values]
+    if isinstance(values, dict):
+        values = list(values.values())
+    if isinstance(values, (list, tuple)):
+        return [f for v in values for f in constexpr_functions(v)]
+    return []
+
+
 def _lookup(node, scope):
     if isinstance(node, ast.Name):
         return scope.get(node.id)
@@ -77,12 +99,24 @@ def _lookup(node, scope):
 
 
 def job_key(spec: Spec) -> str:
-    files = sorted({inspect.getsourcefile(f.fn) for f in reached_functions(spec.fn)})
+    passed = {name: constexpr_functions(value) for name, value in spec.constexprs.items()}
+    files = sorted({inspect.getsourcefile(f.fn) for f in reached_functions(spec.fn, *sum(passed.values(), []))})
     return sha256_json({
         "format": FORMAT, "kernel": spec.fn.__name__, "source": spec.fn.cache_key, "files": files,
+        # upstream's cache_key of a function covers what it calls, as the kernel's does
+        "passed": {name: [f.cache_key for f in fns] for name, fns in passed.items() if fns},
         "params": spec.params, "constexprs": spec.constexprs_json, "options": spec.options,
-        "target": spec.job.target, "triton": compat.TRITON_VERSION, "stitch": STITCH_VERSION,
+        "target": spec.job.target, "triton": compat.TRITON_VERSION, "code": code_stamp(),
         "compiler": compat.compiler_fingerprint(resolve(spec.job.target))})
+
+
+@functools.cache
+def code_stamp() -> str:
+    """A sha256 over the project's own modules (``PACKAGES``): an edit to how regions are
+    stitched, launch facts read or records written invalidates what the old code built. Hashed
+    once per process (milliseconds): a process runs the code it imported."""
+    return sources_digest(folder for package in PACKAGES
+                          for folder in importlib.util.find_spec(package).submodule_search_locations)[:16]
 
 
 class Cache:

@@ -1,16 +1,21 @@
 """Build artifacts are right: one launch record whatever the path, keys that see every input,
 bundles replaced atomically, a cache that cannot keep an entry costing no binary."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import triton
 
 import hybrid
 from hybrid.loader import ffi, load_bundle
+from interop.triton import compat
 from scheduler import Cache, InlineExecutor, build, plan
+from scheduler import cache as job_cache
 from scheduler.bundle import MANIFEST, read_bundle, write_bundles
+from scheduler.planning import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "tests" / "record_kernels.py"
@@ -68,3 +73,59 @@ def test_a_bundle_is_the_same_fresh_cached_parallel_or_after_a_killed_build(cold
     assert [(p["name"], p["type"]) for p in params] == [("a_ptr", "*fp32"), ("d", "i64"), ("c", "i32")]
     expected = (0x7F00_0000_1000).to_bytes(8, "little") + (1 << 40).to_bytes(8, "little") + (5).to_bytes(4, "little")
     assert {packed(fresh), packed(cached), packed(tmp_path / "cli/k_mixed")} == {expected}
+
+
+# -- keys -------------------------------------------------------------------------------------------
+def key(ref: str) -> str:
+    return job_cache.job_key(resolve(plan([ref], ["sm80"])[0]))
+
+
+def edit_source(old: str, new: str):
+    def edit(path: Path, monkeypatch):
+        source = path.read_text()
+        assert old in source
+        path.write_text(source.replace(old, new, 1))
+    return edit
+
+
+def edit_file(path: Path, stamp):
+    """``path`` reads as edited, and ``stamp`` (a once-per-process hash over it) is taken afresh."""
+    def edit(_, monkeypatch):
+        target, read = path.resolve(), Path.read_bytes
+        assert target.is_file()
+        monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"\n# edited\n" if p.resolve() == target else b""))
+        stamp.cache_clear()
+    return edit
+
+
+def set_env(name: str, value: str):
+    def edit(path: Path, monkeypatch):
+        monkeypatch.setenv(name, value)
+    return edit
+
+
+EDITS = [  # (what changes, how)
+    ("a JIT function passed as a constexpr", edit_source("return h_offset(x) * 2.0", "return h_offset(x) * 3.0")),
+    ("a function the passed one calls", edit_source("return x + 1.0", "return x + 4.0")),
+    ("the stitcher (interop/)", edit_file(ROOT / "interop/caches.py", job_cache.code_stamp)),
+    ("launch records (scheduler/)", edit_file(ROOT / "scheduler/resources.py", job_cache.code_stamp)),
+    ("the front end (hybrid/)", edit_file(ROOT / "hybrid/compiler.py", job_cache.code_stamp)),
+    ("Triton itself, same version", edit_file(Path(triton.__file__).parent / "compiler/compiler.py", compat.triton_stamp)),
+    ("TRITON_DEFAULT_FP_FUSION", set_env("TRITON_DEFAULT_FP_FUSION", "0")),
+]
+
+
+@pytest.mark.parametrize("name, edit", EDITS, ids=[row[0] for row in EDITS])
+def test_the_key_sees_every_input(tmp_path, monkeypatch, name, edit):
+    path = tmp_path / "kern.py"
+    shutil.copy(KERNELS, path)
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "1")
+    before = key(f"{path}:k_apply")
+    assert key(f"{path}:k_apply") == before
+    try:
+        edit(path, monkeypatch)
+        assert key(f"{path}:k_apply") != before, name
+    finally:
+        monkeypatch.undo()
+        job_cache.code_stamp.cache_clear()
+        compat.triton_stamp.cache_clear()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import hashlib
 import importlib
 import inspect
 import re
@@ -311,11 +312,29 @@ def _backend_hash(target) -> str:
 
 
 def compiler_fingerprint(target) -> str:
-    """What changes a binary besides sources and options, as Triton's own cache key sees it: the
-    backend toolchain (ptxas / LLVM versions) and the cache-invalidating environment variables,
-    for a ``GPUTarget`` (this layer imports nothing of the project's)."""
+    """What changes a binary besides sources and options, as Triton's own cache key sees it:
+    Triton itself (``triton_stamp``), the backend toolchain (ptxas / LLVM versions) and the
+    cache-invalidating environment variables (``TRITON_DEFAULT_FP_FUSION`` and the rest; a knob
+    set through ``triton.knobs`` sets its variable), for a ``GPUTarget`` (this layer imports
+    nothing of the project's)."""
     from triton._C.libtriton import get_cache_invalidating_env_vars
-    return f"{_backend_hash(target)}|{sorted(get_cache_invalidating_env_vars().items())}"
+    return f"{triton_stamp()}|{_backend_hash(target)}|{sorted(get_cache_invalidating_env_vars().items())}"
+
+
+@functools.lru_cache(maxsize=None)
+def triton_stamp() -> str:
+    """Triton itself, as upstream's ``triton_key`` sees it (its version, Python sources and
+    ``libtriton``), cheap enough for every warm build: the sources hashed (milliseconds), the
+    native libraries (hundreds of MB, over a second to hash) by size and modification time.
+    Once per process: a process runs the Triton it imported."""
+    root = Path(triton.__file__).parent
+    digest = hashlib.sha256(TRITON_VERSION.encode())
+    for path in sorted(root.rglob("*.py")):
+        digest.update(f"{path.relative_to(root).as_posix()}\0".encode() + hashlib.sha256(path.read_bytes()).digest())
+    for path in sorted(root.glob("_C/*.so")):
+        info = path.stat()
+        digest.update(f"{path.name}:{info.st_size}:{info.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
 
 
 def nvidia_tool(name: str) -> Path | None:
