@@ -134,13 +134,23 @@ def build(jobs: list[Job], compile_kernel: CompileKernel, cache: Cache | None = 
                 key = futures[future]
                 out = _outcome(future, jobs[waiting[key][0]])
                 entry = Entry(key, out["record"], out["binary"]) if "record" in out else None
-                if entry and cache:
-                    cache.put(entry)
+                unsaved = _put(cache, entry) if entry and cache else ""
                 for i in waiting[key]:
                     status = "failed" if entry is None else "rebuilt" if i in notes else "built"
+                    note = "; ".join(n for n in (notes.get(i, ""), unsaved) if n)
                     finish(i, BuildResult(jobs[i], key, entry, status, out.get("seconds", 0.0), out.get("error"),
-                                          out.get("region"), notes.get(i, "")))
+                                          out.get("region"), note))
     return [results[i] for i in range(len(jobs))]
+
+
+def _put(cache: Cache, entry: Entry) -> str:
+    """Keep ``entry``; a cache that cannot take it (disk full, read-only) costs the next build a
+    rebuild, never this build its binary: the note says why it was not kept."""
+    try:
+        cache.put(entry)
+    except OSError as exc:
+        return f"not kept in the cache at {cache.root} ({exc.strerror or exc}); the next build compiles it again"
+    return ""
 
 
 def _outcome(future: Future, job: Job) -> dict:

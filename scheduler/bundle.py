@@ -20,6 +20,8 @@ import errno
 import json
 import os
 import re
+import secrets
+import shutil
 import stat
 import zipfile
 from dataclasses import dataclass
@@ -88,7 +90,8 @@ def _config_key(record: dict) -> str | None:
 
 def write_bundle(results: list, path: str | Path, archive: bool = False, key=None) -> Path:
     """Write one kernel's results as a folder ``path`` (or ``path.zip`` with ``archive``), signed
-    with ``key`` (an ed25519 private key, ``signing.private_key``) where given."""
+    with ``key`` (an ed25519 private key, ``signing.private_key``) where given. A bundle already
+    there is replaced only once the new one is whole (``_replace``)."""
     data = manifest(results)
     files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
     if key is not None:
@@ -98,18 +101,78 @@ def write_bundle(results: list, path: str | Path, archive: bool = False, key=Non
     path = Path(path)
     if archive:
         path = path.with_suffix(".zip")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        _replace(path, lambda new: _write_archive(new, files), folder=False)
+    else:
+        _replace(path, lambda new: _write_folder(new, files), folder=True)
+    return path
+
+
+def _replace(path: Path, write, folder: bool) -> None:
+    """Write the new bundle beside ``path`` (``write(new)``), then rename it into place: the old
+    bundle stays loadable until the new one is whole, and a failure at any point (a full disk)
+    leaves it as it was. A folder is swapped with two renames, the old one removed last."""
+    if os.path.lexists(path) and (path.is_symlink() or path.is_dir() != folder):
+        raise BundleError(f"{path}: exists and is not a bundle {'folder' if folder else 'archive'}; "
+                          "move it away or write the bundle elsewhere")
+    if folder and path.is_dir():
+        foreign = sorted(p.name for p in path.iterdir() if not _bundle_file(p))
+        if foreign:   # replacing the folder would delete them
+            raise BundleError(f"{path}: holds {', '.join(foreign)}, which no bundle holds; move them away or "
+                              "write the bundle elsewhere")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = _beside(path, "new")
+    try:
+        write(new)
+        if not folder or not path.exists():
+            os.replace(new, path)
+            return
+        old = _beside(path, "old")
+        os.rename(path, old)
+        try:
+            os.rename(new, path)
+        except BaseException:
+            os.rename(old, path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        if new.is_dir():
+            shutil.rmtree(new, ignore_errors=True)
+        else:
+            new.unlink(missing_ok=True)
+        raise
+
+
+def _beside(path: Path, tag: str) -> Path:
+    """A fresh hidden name next to ``path`` (same folder, so same file system: renames are atomic)."""
+    return path.with_name(f".{path.name}.{tag}-{secrets.token_hex(6)}")
+
+
+def _bundle_file(entry: Path) -> bool:
+    return entry.is_file() and not entry.is_symlink() and \
+        (entry.name in (MANIFEST, SIGNATURE) or entry.suffix[1:] in SUFFIX.values())
+
+
+def _write_folder(folder: Path, files: dict[str, bytes]) -> None:
+    folder.mkdir()
+    for name, content in files.items():
+        _write_file(folder / name, content)
+
+
+def _write_archive(path: Path, files: dict[str, bytes]) -> None:
+    with open(path, "xb") as f:
+        with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
             for name in sorted(files):
                 zf.writestr(zipfile.ZipInfo(name, _ZIP_EPOCH), files[name], zipfile.ZIP_DEFLATED)
-        return path
-    path.mkdir(parents=True, exist_ok=True)
-    for old in path.iterdir():   # a rebuilt bundle must not keep a binary (or signature) the new one dropped
-        if old.is_file() and (old.name in (MANIFEST, SIGNATURE) or old.suffix[1:] in SUFFIX.values()):
-            old.unlink()
-    for name, content in files.items():
-        (path / name).write_bytes(content)
-    return path
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write_file(path: Path, content: bytes) -> None:
+    """Written and synced: a bundle renamed into place holds whole files even after a power loss."""
+    with open(path, "xb") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_bundles(results: list, out_dir: str | Path, archive: bool = False, key=None) -> dict[str, Path]:

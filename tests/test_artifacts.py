@@ -1,20 +1,25 @@
 """Build artifacts are right: one launch record whatever the path, keys that see every input,
 bundles replaced atomically, a cache that cannot keep an entry costing no binary."""
+import errno
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 import triton
 
 import hybrid
+from hybrid import cli
 from hybrid.loader import ffi, load_bundle
 from interop.triton import compat
 from scheduler import Cache, InlineExecutor, build, plan
+from scheduler import bundle as bundles
 from scheduler import cache as job_cache
-from scheduler.bundle import MANIFEST, read_bundle, write_bundles
+from scheduler.bundle import MANIFEST, read_bundle, write_bundle, write_bundles
 from scheduler.planning import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -129,3 +134,69 @@ def test_the_key_sees_every_input(tmp_path, monkeypatch, name, edit):
         monkeypatch.undo()
         job_cache.code_stamp.cache_clear()
         compat.triton_stamp.cache_clear()
+
+
+# -- writing bundles --------------------------------------------------------------------------------
+def fail_second(monkeypatch, owner, name: str):
+    """``owner.name``'s second call raises ENOSPC (a disk that fills midway)."""
+    original, calls = getattr(owner, name), []
+
+    def failing(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return original(*args, **kwargs)
+    monkeypatch.setattr(owner, name, failing)
+
+
+def contents(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
+
+
+FAILURES = [  # (bundle kind, where the rewrite fails)
+    ("folder", "writing its second file", lambda mp: fail_second(mp, bundles, "_write_file")),
+    ("folder", "renaming the new folder into place", lambda mp: fail_second(mp, os, "rename")),
+    ("archive", "writing its second member", lambda mp: fail_second(mp, zipfile.ZipFile, "writestr")),
+]
+
+
+@pytest.mark.parametrize("kind, where, failure", FAILURES, ids=[f"{row[0]}, {row[1]}" for row in FAILURES])
+def test_a_rewrite_that_fails_leaves_the_old_bundle_loadable(cold, tmp_path, monkeypatch, kind, where, failure):
+    results, _ = cold
+    path = write_bundle(results[:1], tmp_path / "k_mixed", archive=kind == "archive")
+    old = contents(tmp_path)
+    with monkeypatch.context() as patch:
+        failure(patch)
+        with pytest.raises(OSError, match="No space left"):
+            write_bundle(results, tmp_path / "k_mixed", archive=kind == "archive")
+    assert contents(tmp_path) == old, where   # the old bundle as it was, nothing left beside it
+    bundle = read_bundle(path)
+    assert list(bundle.manifest["targets"]) == ["sm80"]
+    entry = bundle.manifest["targets"]["sm80"]
+    assert hashlib.sha256(bundle.read(entry["file"])).hexdigest() == entry["sha256"]
+    assert write_bundle(results, tmp_path / "k_mixed", archive=kind == "archive") == path   # and then it succeeds
+    assert list(read_bundle(path).manifest["targets"]) == TARGETS
+
+
+def test_a_bundle_folder_holding_other_files_is_not_replaced(cold, tmp_path):
+    results, _ = cold
+    path = write_bundle(results[:1], tmp_path / "k_mixed")
+    (path / "notes.txt").write_text("mine")
+    with pytest.raises(bundles.BundleError, match="notes.txt, which no bundle holds"):
+        write_bundle(results, path)
+    assert (path / "notes.txt").read_text() == "mine" and list(read_bundle(path).manifest["targets"]) == ["sm80"]
+
+
+def test_a_cache_that_cannot_keep_a_build_still_yields_the_bundle(tmp_path, monkeypatch, capsys):
+    def full(self, entry):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(Cache, "put", full)
+    results = build(plan([MIXED], ["sm80"]), hybrid.compile, cache=Cache(tmp_path / "cache"), executor=InlineExecutor())
+    assert results[0].ok and results[0].status == "built"
+    assert "not kept in the cache" in results[0].note and "No space left" in results[0].note
+    monkeypatch.setattr(sys, "argv", ["hybrid"])
+    assert cli.main(["build", MIXED, "--target", "sm80", "--cache-dir", str(tmp_path / "cache"), "-j", "1",
+                     "-o", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("not kept in the cache") == 1, out
+    assert list(read_bundle(tmp_path / "out" / "k_mixed").manifest["targets"]) == ["sm80"]
