@@ -198,6 +198,12 @@ def results_table(results: list) -> Table:
     return table
 
 
+def _targets(args):
+    """``--targets`` as given (an empty list is refused, not read as all), else the ``--target``s,
+    else all."""
+    return args.targets if args.targets is not None else args.target or "all"
+
+
 def check_jobs(jobs) -> None:
     """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.entry.request``)
     before anything builds: targets, options, constexpr values (a usage error, not a failed build)."""
@@ -250,7 +256,7 @@ def _run(args) -> int:
     if args.command == "profile":
         return _profile(args, Console(width=140))
     try:
-        jobs = plan(args.kernels, args.targets or args.target or "all", assignments(args.signature, str),
+        jobs = plan(args.kernels, _targets(args), assignments(args.signature, str),
                     assignments(args.constexpr, constexpr_text.job_value),
                     {k: v for k, v in (("num_warps", args.num_warps), ("num_stages", args.num_stages)) if v is not None})
         check_jobs(jobs)

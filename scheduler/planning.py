@@ -110,13 +110,14 @@ def kernel_configs(module, kernel, target: str) -> list:
 
 
 def expand_targets(targets) -> list[str]:
-    """``"all"`` or names (a list or a comma-separated string) -> validated target names."""
-    names = targets.split(",") if isinstance(targets, str) else list(targets)
+    """``"all"`` or names (a list or a comma-separated string) -> validated target names; none
+    (an empty string, only commas and spaces) is refused, not read as all."""
+    names = [str(t).strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if str(t).strip()]
     unknown = [t for t in names if t not in TARGETS and t != "all"]
     if "all" in names and not unknown:
         return list(TARGETS)
     if unknown or not names:
-        raise ValueError(f"unknown target(s) {', '.join(unknown) or '(none given)'}; "
+        raise ValueError(f"{'unknown target(s) ' + ', '.join(unknown) if unknown else 'no target given'}; "
                          f"expected 'all' or some of {', '.join(TARGETS)}")
     return list(dict.fromkeys(names))
 

@@ -200,3 +200,12 @@ def test_a_cache_that_cannot_keep_a_build_still_yields_the_bundle(tmp_path, monk
     out = capsys.readouterr().out
     assert out.count("not kept in the cache") == 1, out
     assert list(read_bundle(tmp_path / "out" / "k_mixed").manifest["targets"]) == ["sm80"]
+
+
+@pytest.mark.parametrize("targets", ["", " , "])
+def test_an_empty_target_list_is_refused(targets, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["build", MIXED, "--targets", targets])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hybrid: error: no target given; expected 'all' or some of") and err.count("\n") == 1, err
