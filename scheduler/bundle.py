@@ -16,7 +16,9 @@ bounded, the manifest checked against the format (``manifest_schema``) before an
 """
 from __future__ import annotations
 
+import ctypes
 import errno
+import functools
 import json
 import os
 import re
@@ -126,6 +128,9 @@ def _replace(path: Path, write, folder: bool) -> None:
         if not folder or not path.exists():
             os.replace(new, path)
             return
+        if _exchange(new, path):   # one atomic swap: no moment without a bundle at ``path``
+            shutil.rmtree(new, ignore_errors=True)
+            return
         old = _beside(path, "old")
         os.rename(path, old)
         try:
@@ -140,6 +145,29 @@ def _replace(path: Path, write, folder: bool) -> None:
         else:
             new.unlink(missing_ok=True)
         raise
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the
+    system has no such call, and the caller falls back to two renames."""
+    renameat2 = getattr(_libc(), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_cwd, rename_exchange = -100, 2
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):   # not on this kernel or file system
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+@functools.cache
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
 
 
 def _beside(path: Path, tag: str) -> Path:

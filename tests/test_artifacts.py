@@ -149,13 +149,33 @@ def fail_second(monkeypatch, owner, name: str):
     monkeypatch.setattr(owner, name, failing)
 
 
+def fail_first(monkeypatch, owner, name: str):
+    """``owner.name`` raises ENOSPC."""
+    def failing(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(owner, name, failing)
+
+
+def test_a_folder_is_swapped_in_one_step_where_the_system_can(cold, tmp_path, monkeypatch):
+    """The swap leaves no moment without a bundle at its path: on Linux one ``renameat2``
+    exchange, and no rename that takes the old bundle away first."""
+    results, _ = cold
+    path = write_bundle(results[:1], tmp_path / "k_mixed")
+    monkeypatch.setattr(os, "rename", lambda *a: pytest.fail("renamed the old bundle away"))
+    write_bundle(results, path)
+    assert list(read_bundle(path).manifest["targets"]) == TARGETS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k_mixed"]
+
+
 def contents(folder: Path) -> dict:
     return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else None for p in folder.rglob("*")}
 
 
 FAILURES = [  # (bundle kind, where the rewrite fails)
     ("folder", "writing its second file", lambda mp: fail_second(mp, bundles, "_write_file")),
-    ("folder", "renaming the new folder into place", lambda mp: fail_second(mp, os, "rename")),
+    ("folder", "swapping the new folder into place", lambda mp: fail_first(mp, bundles, "_exchange")),
+    ("folder", "renaming the new folder into place, where no swap is had",
+     lambda mp: (mp.setattr(bundles, "_exchange", lambda a, b: False), fail_second(mp, os, "rename"))),
     ("archive", "writing its second member", lambda mp: fail_second(mp, zipfile.ZipFile, "writestr")),
 ]
 
