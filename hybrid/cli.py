@@ -113,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("-o", "--out", default="build/profile",
                     help="output name: <out>.chrome_trace and <out>.json (default: build/profile)")
     pr.add_argument("--trace", help="analyze this Proton Chrome trace instead of running a script")
+    pr.add_argument("--sample", action="store_true",
+                    help="analyze the synthetic sample trace that ships with triton-hybrid (examples/matmul_wgmma.py "
+                         "on sm90a: its real region scopes, made-up cycles), to see the per-region view without a GPU")
     port = commands.add_parser("port", help="port a Triton kernel to Gluon one function at a time")
     steps = port.add_subparsers(dest="step", required=True)
     s = steps.add_parser("start", help="write a first Gluon version of one @triton.jit function and its compare test",
@@ -299,10 +302,15 @@ def check_arguments(args) -> None:
                 _file_path(flag, path)
     elif args.command == "profile":
         _file_path("-o/--out", str(Path(args.out).with_suffix(".json")))
+        if args.sample and (args.trace or args.script):
+            raise UserError("--sample reads the sample trace that ships with triton-hybrid: give no script or --trace")
+        if args.sample:
+            from .profile_sample import PATH
+            args.trace = str(PATH)
         if args.trace and not Path(args.trace).is_file():
             raise UserError(f"--trace {args.trace}: no such file")
         if not args.trace and not args.script:
-            raise UserError("profile needs a script to run, or --trace FILE")
+            raise UserError("profile needs a script to run, or --trace FILE (or --sample: a sample trace, no GPU)")
         if not args.trace and not Path(args.script).is_file():
             raise UserError(f"no script at {args.script}")
     elif args.command == "keygen":
@@ -418,13 +426,16 @@ def _profile(args, out: Console) -> int:
     path = Path(args.out).with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.trace:
+        from .profile_sample import note
         trace, kernels = args.trace, profile.analyze(profile.read_trace(args.trace))
+        if (synthetic := note(args.trace)) is not None:
+            out.print(synthetic, highlight=False, soft_wrap=True)
     else:
         import torch
         if not torch.cuda.is_available():
             out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
                       "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
-                      "read here: hybrid profile --trace FILE.chrome_trace", highlight=False)
+                      "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)", highlight=False)
             return 2
         import runpy
         argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]
