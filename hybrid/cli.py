@@ -381,7 +381,8 @@ def _keygen(args, out: Console) -> int:
 
 
 def _report(jobs: list, args, out: Console) -> int:
-    reports = []
+    from .attribution import code_by_line
+    reports, code = [], []
     for job in jobs:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
@@ -398,9 +399,11 @@ def _report(jobs: list, args, out: Console) -> int:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()
         reports.append(rep)
+        if args.html:
+            code.append(code_by_line(fb))
     outputs = {args.json: json.dumps(reports, indent=1)} if args.json else {}
     if args.html:
-        outputs[args.html] = report_html.page(reports)
+        outputs[args.html] = report_html.page(reports, code=code)
     for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
@@ -417,7 +420,8 @@ def _baseline(spec, name: str, target: str) -> dict:
     fb = hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
                         {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
                         **spec.options)
-    return {"kernel": name, "totals": fb.report()["totals"]}
+    rep = fb.report()
+    return {"kernel": name, "totals": rep["totals"], "lines": rep["lines"]}
 
 
 def _profile(args, out: Console) -> int:
