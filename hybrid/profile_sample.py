@@ -10,14 +10,13 @@ between records the rest of the kernel's instructions alike, each figure jittere
 fixed seed. The file says so (``otherData.synthetic``, first in the file) and ``hybrid profile``
 prints that line with the tables.
 
-    python -m hybrid.profile_sample regenerate    # from a checkout (imports examples/)
+    python -m examples.profile_sample regenerate    # from a checkout: hybrid does not import examples
 """
 from __future__ import annotations
 
 import json
 import random
 import re
-import sys
 from pathlib import Path
 
 PATH = Path(__file__).resolve().parent / "data" / "matmul_wgmma_sm90a.synthetic.chrome_trace"
@@ -63,7 +62,7 @@ def trace(kernel: str, scopes: list[tuple[str, str]], costs: dict[str, int], hos
                                "dur": round(t - start) / 1000, "args": {"Frequency (MHz)": 1000.0}})
     text = (f"SYNTHETIC sample, not measured: {kernel} of examples/{EXAMPLE}.py on {TARGET}, its real region "
             f"scopes with made-up cycles ({CYCLES_PER_INSTRUCTION} per machine instruction, +-{JITTER:.0%} per "
-            f"warp); made by python -m hybrid.profile_sample regenerate")
+            f"warp); made by python -m examples.profile_sample regenerate")
     return {"otherData": {"synthetic": text}, "displayTimeUnit": "ns", "traceEvents": events}
 
 
@@ -74,29 +73,3 @@ def _host_stretches(scopes: list[tuple[str, str]]) -> int:
         stretches += depth == 1
         depth += 1 if kind == "start" else -1
     return max(1, stretches)
-
-
-def regenerate(path: Path = PATH) -> Path:
-    """Build the example instrumented and write its synthetic trace to ``path``."""
-    import importlib
-    from interop.instrumentation import instrument
-    example = importlib.import_module(f"examples.{EXAMPLE}")
-    with instrument.forced():
-        fb = example.build(TARGET)
-    rep = fb.report()
-    regions = {row["bucket"].split()[0]: row["instructions"] for row in rep["rows"] if "language" in row}
-    costs = {name: CYCLES_PER_INSTRUCTION * sum(regions.get(r, 0) for r in re.findall(r"r\d+", name.split(":")[0]))
-             for _, name in records(fb.asm["ttgir"])}
-    costs.pop(instrument.KERNEL_SCOPE, None)
-    host = CYCLES_PER_INSTRUCTION * (rep["totals"]["instructions"] - sum(regions.values()))
-    data = trace(fb.name, records(fb.asm["ttgir"]), costs, host, fb.metadata["num_warps"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    events = ",\n".join(json.dumps(e) for e in data.pop("traceEvents"))   # one event a line
-    path.write_text(json.dumps(data)[:-1] + f', "traceEvents": [\n{events}\n]}}\n')
-    return path
-
-
-if __name__ == "__main__":
-    if sys.argv[1:] != ["regenerate"]:
-        sys.exit("usage: python -m hybrid.profile_sample regenerate")
-    print(f"wrote {regenerate()}")

@@ -23,6 +23,14 @@ def test_the_sample_has_the_examples_scopes_and_says_it_is_synthetic(instrumente
     assert profile_sample.note(profile_sample.PATH).startswith("SYNTHETIC sample, not measured")
 
 
+def test_regenerating_gives_the_same_scopes_on_the_same_lanes(tmp_path):
+    from examples.profile_sample import regenerate
+    shipped, made = (json.loads(path.read_text()) for path in (profile_sample.PATH, regenerate(tmp_path / "t")))
+    assert made["otherData"] == shipped["otherData"]
+    assert [(e["name"], e["pid"], e["tid"]) for e in made["traceEvents"]] == \
+        [(e["name"], e["pid"], e["tid"]) for e in shipped["traceEvents"]]
+
+
 def test_cli_sample_shows_each_region_of_the_example(instrumented, tmp_path, capsys):
     assert main(["profile", "--sample", "-o", str(tmp_path / "p")]) == 0
     printed = capsys.readouterr().out
