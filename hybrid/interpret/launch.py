@@ -111,7 +111,7 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     executor = upstream.GridExecutor(kernel.fn, kernel.arg_names, grid)
     args_hst, kwargs_hst = upstream.host_arguments(executor, args, kwargs)
     language = patch.language_of(kernel)
-    with patch.patched():
+    with patch.patched(), numerics.quiet():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
         call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
         grid = grid(call_args) if callable(grid) else grid
@@ -119,13 +119,12 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
         builder.set_grid_dim(*grid)
         fn = patch.rewritten(kernel)
         frame = Frame(language, patch.semantic_for(language, num_warps, builder), num_warps, "the program")
-        with numerics.quiet():
-            for x in range(grid[0]):
-                for y in range(grid[1]):
-                    for z in range(grid[2]):
-                        builder.set_grid_idx(x, y, z)
-                        with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
-                            _run(fn, call_args, kernel.__name__, (x, y, z))
+        for x in range(grid[0]):
+            for y in range(grid[1]):
+                for z in range(grid[2]):
+                    builder.set_grid_idx(x, y, z)
+                    with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
+                        _run(fn, call_args, kernel.__name__, (x, y, z))
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
 
 
