@@ -30,7 +30,7 @@ from pathlib import Path
 
 import triton
 
-from interop.boundaries.layout_views import placement
+from interop.boundaries.layout_views import NotDistributed, placement
 
 from .attribution import LineCode
 from .report import short_layout
@@ -352,6 +352,8 @@ def _grid(layout: str, b: dict, num_warps: int, warp_size: int) -> str:
         return "<i>(only 1-D and 2-D tensors are drawn)</i>"
     try:
         where = placement(layout, shape, b["dtype"], num_warps, warp_size)
+    except NotDistributed:
+        return "<i>(not drawn: a shared-memory layout, its elements held by no thread)</i>"
     except ValueError:
         return "<i>(not drawn: a layout this Triton cannot parse)</i>"
     warp, lane = (a.reshape(1, -1) if len(shape) == 1 else a for a in (where.warp, where.lane))

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import hybrid
-from examples import layernorm, softmax
+from examples import layernorm, mma_handoff, softmax
 from hybrid import report_html
 from hybrid.attribution import code_by_line
 from hybrid.report import short_layout
-from interop.boundaries.layout_views import placement
+from interop.boundaries.layout_views import NotDistributed, placement
 from tests.png import read_png
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,6 +58,20 @@ def _screenshot(path: Path, shot: Path, height: int = 2000) -> np.ndarray:
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install "
                                                              "chromium; make test installs it where apt-get is "
                                                              "available)")
+
+
+def test_a_shared_memory_handoff_is_drawn_on_its_register_side():
+    """A handoff's shared-memory layout is held by no thread: said, not drawn (it raised before)."""
+    rep = mma_handoff.build("sm90a").report()
+    boundaries = [b for row in rep["rows"] for b in row.get("boundaries", [])]
+    handoffs = [b for b in boundaries if b.get("handoff") == "shared"]
+    assert handoffs
+    with pytest.raises(NotDistributed, match="shared-memory layout"):
+        placement(handoffs[0]["to_layout"], tuple(handoffs[0]["shape"]), handoffs[0]["dtype"], 4, 32)
+    html = report_html.page([rep])
+    assert html.count("not drawn: a shared-memory layout") == len(handoffs)
+    assert html.count('<svg class="grid"') == 2 * len(boundaries) - len(handoffs)
+    assert '<details class="free">' not in html   # each moves bytes or converts
 
 
 @pytest.fixture(scope="module")
