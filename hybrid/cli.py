@@ -382,13 +382,17 @@ def _keygen(args, out: Console) -> int:
 
 def _report(jobs: list, args, out: Console) -> int:
     from .attribution import code_by_line
-    reports, code = [], []
+    reports, code, baseline_code = [], [], []
     for job in jobs:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
         if args.baseline:
-            rep["baseline"] = _baseline(spec, args.baseline, job.target)
+            base = _baseline(spec, args.baseline, job.target)
+            base_rep = base.report()
+            rep["baseline"] = {"kernel": args.baseline, "totals": base_rep["totals"], "lines": base_rep["lines"]}
+            if args.html:
+                baseline_code.append(code_by_line(base))
             out.print(f"{rep['baseline']['kernel']} (all Triton) on {job.target}: " + ", ".join(
                 f"{v} {k.replace('_bytes', ' B')}" for k, v in rep["baseline"]["totals"].items()
                 if k in ("instructions", "registers", "spills", "shared_bytes")), highlight=False)
@@ -403,7 +407,7 @@ def _report(jobs: list, args, out: Console) -> int:
             code.append(code_by_line(fb))
     outputs = {args.json: json.dumps(reports, indent=1)} if args.json else {}
     if args.html:
-        outputs[args.html] = report_html.page(reports, code=code)
+        outputs[args.html] = report_html.page(reports, code=code, baseline_code=baseline_code or None)
     for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
@@ -411,17 +415,15 @@ def _report(jobs: list, args, out: Console) -> int:
     return 0
 
 
-def _baseline(spec, name: str, target: str) -> dict:
-    """The report of ``name`` (a kernel in the module of ``spec``'s kernel), built with the same
-    arguments it has and the same options."""
+def _baseline(spec, name: str, target: str):
+    """``name`` (a kernel in the module of ``spec``'s kernel) built with the same arguments it has
+    and the same options."""
     kernel = spec.fn.fn.__globals__.get(name)
     if not hasattr(kernel, "arg_names"):
         raise ValueError(f"--baseline {name}: no JIT kernel of that name beside {spec.fn.__name__}")
-    fb = hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
-                        {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
-                        **spec.options)
-    rep = fb.report()
-    return {"kernel": name, "totals": rep["totals"], "lines": rep["lines"]}
+    return hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
+                          {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
+                          **spec.options)
 
 
 def _profile(args, out: Console) -> int:

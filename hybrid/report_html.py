@@ -93,24 +93,38 @@ NOTATION = ("Layouts are written kind[list|list|...]: the layout's parameter lis
 
 
 def page(reports: list[dict], title: str = "triton-hybrid: per-region report",
-         code: list[dict[str, LineCode]] | None = None) -> str:
+         code: list[dict[str, LineCode]] | None = None, baseline_code: list[dict[str, LineCode]] | None = None) -> str:
     """The HTML page for ``reports`` (``fb.report()`` dicts, in order; grouped by kernel). ``code``,
-    one per report (``attribution.code_by_line``), gives each source line its drill-down."""
-    kernels: dict[str, list[tuple[dict, dict[str, LineCode]]]] = {}
+    one per report (``attribution.code_by_line``), gives each source line its drill-down;
+    ``baseline_code`` the same for each report's ``--baseline`` kernel."""
+    kernels: dict[str, list[tuple[dict, dict[str, LineCode], dict[str, LineCode]]]] = {}
     for i, rep in enumerate(reports):
-        kernels.setdefault(rep["kernel"], []).append((rep, code[i] if code else {}))
+        kernels.setdefault(rep["kernel"], []).append((rep, code[i] if code else {},
+                                                      baseline_code[i] if baseline_code else {}))
     body = "".join(_kernel(f"k{i}", kernel, entries) for i, (kernel, entries) in enumerate(kernels.items()))
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>\n")
 
 
-def _kernel(kid: str, kernel: str, entries: list[tuple[dict, dict[str, LineCode]]]) -> str:
-    reps = [rep for rep, _ in entries]
-    anchors = {where: f"{kid}-line-{i}" for i, where in
-               enumerate(sorted({w for _, code in entries for w in code if _shown(w)}, key=_line_key))}
-    return (f'<section id="{kid}"><h2>{escape(kernel)}</h2>{_picker(kid, reps)}{_source(reps, anchors)}'
-            f"{_drilldown(entries, anchors)}{''.join(_target(rep) for rep in reps)}"
+def _kernel(kid: str, kernel: str, entries: list[tuple[dict, dict[str, LineCode], dict[str, LineCode]]]) -> str:
+    reps = [rep for rep, _, _ in entries]
+    anchors = _anchors(f"{kid}-line", [code for _, code, _ in entries])
+    base_anchors = _anchors(f"{kid}-base-line", [code for _, _, code in entries])
+    drill = _drilldown("What each source line compiled to",
+                       [(rep["target"], rep.get("lines", []), code) for rep, code, _ in entries], anchors)
+    if base_anchors:
+        name = next(rep["baseline"]["kernel"] for rep in reps if "baseline" in rep)
+        drill += _drilldown(f"What each line of {name} (all Triton) compiled to",
+                            [(rep["target"], [], code) for rep, _, code in entries], base_anchors)
+    return (f'<section id="{kid}"><h2>{escape(kernel)}</h2>{_picker(kid, reps)}'
+            f"{_source(reps, anchors, base_anchors)}{drill}{''.join(_target(rep) for rep in reps)}"
             f"{''.join(_boundaries(rep) for rep in reps)}</section>")
+
+
+def _anchors(prefix: str, codes: list[dict[str, LineCode]]) -> dict[str, str]:
+    """``file:line`` -> the id of its drill-down entry, for every listed line that has code."""
+    return {where: f"{prefix}-{i}" for i, where in
+            enumerate(sorted({w for code in codes for w in code if _shown(w)}, key=_line_key))}
 
 
 def _slug(owner: str) -> str:
@@ -166,7 +180,7 @@ def _baseline(rep: dict) -> str:
     return f"<table><caption>beside the all-Triton version</caption>{cells}</table>"
 
 
-def _source(reps: list[dict], anchors: dict[str, str]) -> str:
+def _source(reps: list[dict], anchors: dict[str, str], base_anchors: dict[str, str]) -> str:
     """The kernel's source lines that have instructions or belong to a region, with some context,
     coloured by owner, and the instructions of each line per target; beside it, the all-Triton
     version's (``--baseline``, where the reports carry its lines)."""
@@ -192,7 +206,7 @@ def _source(reps: list[dict], anchors: dict[str, str]) -> str:
             baseline.setdefault(line["where"], {})[rep["target"]] = line["instructions"]
     if baseline:
         name = next(rep["baseline"]["kernel"] for rep in reps if "baseline" in rep)
-        listings += _listing(baseline, targets, lambda where: "baseline" if where in baseline else "", {}, {},
+        listings += _listing(baseline, targets, lambda where: "baseline" if where in baseline else "", {}, base_anchors,
                              f"{name} (all Triton): ")
     legend = ('<p class="legend">source lines by owner: <span class="line-triton" style="background:#cfe0f7">'
               'Triton region</span><span style="background:#f9dcc4">Gluon region</span><span '
@@ -245,24 +259,27 @@ def _line_key(where: str) -> tuple:
     return path, int(number)
 
 
-def _drilldown(entries: list[tuple[dict, dict[str, LineCode]]], anchors: dict[str, str]) -> str:
+def _drilldown(title: str, per_target: list[tuple[str, list[dict], dict[str, LineCode]]],
+               anchors: dict[str, str]) -> str:
     """Per source line (``anchors``: the lines the listing links), its ttgir ops and machine
-    instructions on each target, one collapsed entry each, inside one collapsed block; following
-    a line's link opens both (the browser reveals a fragment inside a closed ``<details>``)."""
+    instructions on each target (``per_target``: the target, the report's lines, which name each
+    line's owner, and the code of each line), one collapsed entry each, inside one collapsed
+    block; following a line's link opens both (the browser reveals a fragment inside a closed
+    ``<details>``)."""
     if not anchors:
         return ""
-    owners = {line["where"]: line["owner"] for rep, _ in entries for line in rep.get("lines", [])}
+    owners = {line["where"]: line["owner"] for _, lines, _ in per_target for line in lines}
     items = []
     for where, anchor in anchors.items():
         path, _, number = where.rpartition(":")
         source = Path(path).read_text().splitlines()[int(number) - 1].strip()
         parts, figures = [], []
-        for rep, code in entries:
+        for target, _, code in per_target:
             line = code.get(where, LineCode())
-            machine = "AMDGCN" if rep["target"].startswith("gfx") else "PTX"
-            figures.append(f"{rep['target']}: {len(line.ttgir)} ttgir, {len(line.machine)} {machine}")
-            parts.append(f"<h4>{escape(rep['target'])}: {len(line.ttgir)} ttgir ops</h4><pre>"
-                         f"{escape(chr(10).join(line.ttgir)) or '(none)'}</pre><h4>{escape(rep['target'])}: "
+            machine = "AMDGCN" if target.startswith("gfx") else "PTX"
+            figures.append(f"{target}: {len(line.ttgir)} ttgir, {len(line.machine)} {machine}")
+            parts.append(f"<h4>{escape(target)}: {len(line.ttgir)} ttgir ops</h4><pre>"
+                         f"{escape(chr(10).join(line.ttgir)) or '(none)'}</pre><h4>{escape(target)}: "
                          f"{len(line.machine)} {machine} instructions</h4><pre>"
                          f"{escape(chr(10).join(line.machine)) or '(none)'}</pre>")
         owner = owners.get(where, "")
@@ -270,8 +287,8 @@ def _drilldown(entries: list[tuple[dict, dict[str, LineCode]]], anchors: dict[st
         items.append(f'<details class="drill{own}"><summary>{escape(Path(path).name)}:{number} '
                      f'<code>{escape(source)}</code> ({escape("; ".join(figures))})</summary>'
                      f'<div id="{anchor}">{"".join(parts)}</div></details>')
-    return (f'<details class="drilldown"><summary><b>What each source line compiled to</b> ({len(anchors)} lines: '
-            f'ttgir ops and machine instructions per target)</summary>{"".join(items)}</details>')
+    return (f'<details class="drilldown"><summary><b>{escape(title)}</b> ({len(anchors)} lines: ttgir ops and '
+            f'machine instructions per target)</summary>{"".join(items)}</details>')
 
 
 def _ranges(numbers: list[int], context: int = 1, gap: int = 6) -> list[tuple[int, int]]:

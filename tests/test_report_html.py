@@ -79,12 +79,14 @@ def page(tmp_path_factory):
     """Softmax (a Triton region in a Gluon kernel, with its all-Triton version beside) and layer
     norm (a Gluon region in a Triton kernel), on sm90a, with what each line compiled to."""
     built = [softmax.build("sm90a"), layernorm.build("sm90a")]
-    pure = hybrid.compile(softmax.softmax_triton, softmax.SIGNATURE, {"BM": softmax.BM, "BN": softmax.BN},
-                          target="sm90a", num_warps=softmax.NUM_WARPS).report()
+    base = hybrid.compile(softmax.softmax_triton, softmax.SIGNATURE, {"BM": softmax.BM, "BN": softmax.BN},
+                          target="sm90a", num_warps=softmax.NUM_WARPS)
+    pure = base.report()
     reports = [fb.report() for fb in built]
     reports[0]["baseline"] = {"kernel": "softmax_triton", "totals": pure["totals"], "lines": pure["lines"]}
     path = tmp_path_factory.mktemp("html") / "report.html"
-    path.write_text(report_html.page(reports, code=[code_by_line(fb) for fb in built]))
+    path.write_text(report_html.page(reports, code=[code_by_line(fb) for fb in built],
+                                     baseline_code=[code_by_line(base), {}]))
     return reports, path
 
 
@@ -156,7 +158,12 @@ def test_the_baseline_source_is_listed_beside(page):
     html = path.read_text()
     assert '<caption>softmax_triton (all Triton): softmax.py</caption>' in html
     store = _line("softmax.py", "tl.store(y_ptr + offsets, tl.exp(")
-    assert re.search(rf'<tr class="line-baseline"[^>]*><td class="n">{store}</td><td class="count">\d+</td>', html)
+    row = re.search(rf'<tr class="line-baseline"[^>]*><td class="n"><a href="#(k0-base-line-\d+)">{store}</a></td>'
+                    rf'<td class="count">(\d+)</td>', html)
+    assert row, "the all-Triton store line, linked to its entry"
+    entry = html[html.index(f'<div id="{row.group(1)}">'):]
+    assert f"sm90a: {row.group(2)} PTX instructions" in entry[:entry.index("</div>")]
+    assert "What each line of softmax_triton (all Triton) compiled to" in html
 
 
 def test_the_region_picker_names_every_region(page):
@@ -217,3 +224,4 @@ def test_cli_baseline(tmp_path):
     assert re.search(r"softmax_triton \(all Triton\) on gfx942: \d+ instructions, \d+ registers", proc.stdout)
     html = (tmp_path / "r.html").read_text()
     assert "softmax_triton (all Triton): softmax.py" in html and "AMDGCN instructions</h4>" in html
+    assert 'href="#k0-base-line-0"' in html and "What each line of softmax_triton (all Triton) compiled to" in html
