@@ -441,7 +441,8 @@ def _profile(args, out: Console) -> int:
         if not torch.cuda.is_available():
             out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
                       "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
-                      "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)", highlight=False)
+                      "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)",
+                      highlight=False)
             return 2
         import runpy
         argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]
