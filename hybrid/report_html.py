@@ -24,6 +24,7 @@ mailed or attached to a CI run; what is interactive is HTML's ``<details>`` and 
 """
 from __future__ import annotations
 
+import functools
 import re
 from html import escape
 from pathlib import Path
@@ -97,6 +98,7 @@ def page(reports: list[dict], title: str = "triton-hybrid: per-region report",
     """The HTML page for ``reports`` (``fb.report()`` dicts, in order; grouped by kernel). ``code``,
     one per report (``attribution.code_by_line``), gives each source line its drill-down;
     ``baseline_code`` the same for each report's ``--baseline`` kernel."""
+    _lines_of.cache_clear()   # the sources as they are now
     kernels: dict[str, list[tuple[dict, dict[str, LineCode], dict[str, LineCode]]]] = {}
     for i, rep in enumerate(reports):
         kernels.setdefault(rep["kernel"], []).append((rep, code[i] if code else {},
@@ -129,7 +131,7 @@ def _anchors(prefix: str, codes: list[dict[str, LineCode]]) -> dict[str, str]:
 
 def _slug(owner: str) -> str:
     """The class suffix of a bucket (``r0 row_stats`` -> ``r0``; ``host``, ``shared``)."""
-    return owner.split()[0] if owner else "none"
+    return owner.split()[0]
 
 
 def _picker(kid: str, reps: list[dict]) -> str:
@@ -230,7 +232,7 @@ def _listing(counts: dict[str, dict[str, int]], targets: list[str], kind, owners
     head = "".join(f"<th>{escape(t)}</th>" for t in targets)
     tables = []
     for path, numbers in files.items():
-        text = Path(path).read_text().splitlines()
+        text = _lines_of(path)
         rows = []
         for start, end in _ranges(sorted(numbers)):
             if rows:
@@ -254,6 +256,12 @@ def _shown(where: str) -> bool:
     return number.isdigit() and Path(path).is_file() and not Path(path).resolve().is_relative_to(_TRITON)
 
 
+@functools.lru_cache(maxsize=64)
+def _lines_of(path: str) -> list[str]:
+    """A source file's lines, read once per page (``page`` clears the cache)."""
+    return Path(path).read_text().splitlines()
+
+
 def _line_key(where: str) -> tuple:
     path, _, number = where.rpartition(":")
     return path, int(number)
@@ -272,7 +280,7 @@ def _drilldown(title: str, per_target: list[tuple[str, list[dict], dict[str, Lin
     items = []
     for where, anchor in anchors.items():
         path, _, number = where.rpartition(":")
-        source = Path(path).read_text().splitlines()[int(number) - 1].strip()
+        source = _lines_of(path)[int(number) - 1].strip()
         parts, figures = [], []
         for target, _, code in per_target:
             line = code.get(where, LineCode())
