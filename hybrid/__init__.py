@@ -93,7 +93,8 @@ def __getattr__(name: str):
 
 
 def interpreting(target: str | None = None):
-    """Run ``@hybrid.jit`` launches on the CPU in this ``with`` block (``hybrid.interpret``)."""
+    """Run ``@hybrid.jit`` launches, and plain ``@triton.jit`` / ``@gluon.jit`` ones, on the CPU in
+    this ``with`` block (``hybrid.interpret``)."""
     from hybrid.interpret import interpreting as switch
     return switch(target)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterator
 
 from interop.boundary import TAG
 from interop.locations import op_lines
@@ -54,18 +56,42 @@ def ttgir_ops(ttgir: str, owner: Owners) -> Counter:
 
 def line_instructions(assembly: str, name: str) -> Counter:
     """Machine instructions of kernel ``name`` per source ``file:line`` (``None``: no line)."""
+    return Counter(where for where, _ in attributed_instructions(assembly, name))
+
+
+def attributed_instructions(assembly: str, name: str) -> Iterator[tuple[str | None, str]]:
+    """Each machine instruction of kernel ``name``, in order, with the source ``file:line`` its
+    ``.loc`` gives it (``None``: no line)."""
     files = {number: "/".join(part for part in (directory, base) if part)   # PTX lists them after the code
              for number, directory, base in re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s+"([^"]*)")?',
                                                        assembly, re.M)}
-    counts: Counter = Counter()
     where = None
     for line in _body(assembly, name):
         if line.startswith(".loc"):
             number, line_no = line.split()[1:3]
             where = f"{files.get(number, '?')}:{line_no}" if line_no != "0" else None
         elif _is_instruction(line):
-            counts[where] += 1
-    return counts
+            yield where, line
+
+
+@dataclass
+class LineCode:
+    """What one source line compiled to, in order: its TritonGPU ops and machine instructions."""
+    ttgir: list[str] = field(default_factory=list)
+    machine: list[str] = field(default_factory=list)
+
+
+def code_by_line(fb) -> dict[str, LineCode]:
+    """``file:line`` -> its ``LineCode`` in ``fb`` (the HTML report's drill-down), for each line
+    that has any."""
+    code: dict[str, LineCode] = {}
+    for _, where, text in op_lines(fb.asm["ttgir"]):
+        if where:
+            code.setdefault(where, LineCode()).ttgir.append(re.sub(r"\s+loc\([^()]*\)$", "", text))
+    for where, instruction in attributed_instructions(fb.assembly, fb.name):
+        if where:
+            code.setdefault(where, LineCode()).machine.append(instruction)
+    return code
 
 
 def by_owner(per_line: Counter, owner) -> Counter:

@@ -113,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("-o", "--out", default="build/profile",
                     help="output name: <out>.chrome_trace and <out>.json (default: build/profile)")
     pr.add_argument("--trace", help="analyze this Proton Chrome trace instead of running a script")
+    pr.add_argument("--sample", action="store_true",
+                    help="analyze the synthetic sample trace that ships with triton-hybrid (examples/matmul_wgmma.py "
+                         "on sm90a: its real region scopes, made-up cycles), to see the per-region view without a GPU")
     port = commands.add_parser("port", help="port a Triton kernel to Gluon one function at a time")
     steps = port.add_subparsers(dest="step", required=True)
     s = steps.add_parser("start", help="write a first Gluon version of one @triton.jit function and its compare test",
@@ -305,10 +308,15 @@ def check_arguments(args) -> None:
                 _file_path(flag, path)
     elif args.command == "profile":
         _file_path("-o/--out", str(Path(args.out).with_suffix(".json")))
+        if args.sample and (args.trace or args.script):
+            raise UserError("--sample reads the sample trace that ships with triton-hybrid: give no script or --trace")
+        if args.sample:
+            from .profile_sample import PATH
+            args.trace = str(PATH)
         if args.trace and not Path(args.trace).is_file():
             raise UserError(f"--trace {args.trace}: no such file")
         if not args.trace and not args.script:
-            raise UserError("profile needs a script to run, or --trace FILE")
+            raise UserError("profile needs a script to run, or --trace FILE (or --sample: a sample trace, no GPU)")
         if not args.trace and not Path(args.script).is_file():
             raise UserError(f"no script at {args.script}")
     elif args.command == "keygen":
@@ -379,13 +387,18 @@ def _keygen(args, out: Console) -> int:
 
 
 def _report(jobs: list, args, out: Console) -> int:
-    reports = []
+    from .attribution import code_by_line
+    reports, code, baseline_code = [], [], []
     for job in jobs:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
         if args.baseline:
-            rep["baseline"] = _baseline(spec, args.baseline, job.target)
+            base = _baseline(spec, args.baseline, job.target)
+            base_rep = base.report()
+            rep["baseline"] = {"kernel": args.baseline, "totals": base_rep["totals"], "lines": base_rep["lines"]}
+            if args.html:
+                baseline_code.append(code_by_line(base))
             out.print(f"{rep['baseline']['kernel']} (all Triton) on {job.target}: " + ", ".join(
                 f"{v} {k.replace('_bytes', ' B')}" for k, v in rep["baseline"]["totals"].items()
                 if k in ("instructions", "registers", "spills", "shared_bytes")), highlight=False)
@@ -396,9 +409,11 @@ def _report(jobs: list, args, out: Console) -> int:
             out.print(report.timing_table(fb.timing, f"{fb.name} on {fb.target}: compile time per stage"))
             rep["timing"] = fb.timing.to_json()
         reports.append(rep)
+        if args.html:
+            code.append(code_by_line(fb))
     outputs = {args.json: json.dumps(reports, indent=1)} if args.json else {}
     if args.html:
-        outputs[args.html] = report_html.page(reports)
+        outputs[args.html] = report_html.page(reports, code=code, baseline_code=baseline_code or None)
     for path, text in outputs.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text)
@@ -406,16 +421,15 @@ def _report(jobs: list, args, out: Console) -> int:
     return 0
 
 
-def _baseline(spec, name: str, target: str) -> dict:
-    """The report of ``name`` (a kernel in the module of ``spec``'s kernel), built with the same
-    arguments it has and the same options."""
+def _baseline(spec, name: str, target: str):
+    """``name`` (a kernel in the module of ``spec``'s kernel) built with the same arguments it has
+    and the same options."""
     kernel = spec.fn.fn.__globals__.get(name)
     if not hasattr(kernel, "arg_names"):
         raise ValueError(f"--baseline {name}: no JIT kernel of that name beside {spec.fn.__name__}")
-    fb = hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
-                        {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
-                        **spec.options)
-    return {"kernel": name, "totals": fb.report()["totals"]}
+    return hybrid.compile(kernel, {k: v for k, v in spec.signature.items() if k in kernel.arg_names},
+                          {k: v for k, v in spec.constexprs.items() if k in kernel.arg_names}, target=target,
+                          **spec.options)
 
 
 def _profile(args, out: Console) -> int:
@@ -424,13 +438,17 @@ def _profile(args, out: Console) -> int:
     path = Path(args.out).with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     if args.trace:
+        from .profile_sample import note
         trace, kernels = args.trace, profile.analyze(profile.read_trace(args.trace))
+        if (synthetic := note(args.trace)) is not None:
+            out.print(synthetic, highlight=False, soft_wrap=True)
     else:
         import torch
         if not torch.cuda.is_available():
             out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
                       "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
-                      "read here: hybrid profile --trace FILE.chrome_trace", highlight=False)
+                      "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)",
+                      highlight=False)
             return 2
         import runpy
         argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]

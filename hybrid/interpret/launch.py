@@ -9,11 +9,13 @@ import contextlib
 import contextvars
 import inspect
 import os
+import threading
 import traceback
 from typing import Iterator
 
 import numpy as np
 import triton.language as tl
+from triton.runtime import JITFunction
 
 from interop.entry import request
 from interop.errors import LayoutError, RegionError, TargetError
@@ -22,7 +24,7 @@ from interop.validate import check_constexpr_layouts
 from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
 
-from . import autotune, patch
+from . import autotune, numerics, patch
 from . import program as prog
 from . import tma
 from .builder import HybridInterpreterBuilder
@@ -56,12 +58,38 @@ def default_target() -> str:
 @contextlib.contextmanager
 def interpreting(target: str | None = None) -> Iterator[None]:
     """Run ``@hybrid.jit`` launches in this block in the interpreter, checking layouts and
-    ops against ``target`` (default: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a)."""
+    ops against ``target`` (default: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a).
+    Plain ``@triton.jit`` and ``@gluon.jit`` kernels launched in the block run here too, as under
+    ``TRITON_INTERPRET=1`` (``_route_plain_kernels``)."""
+    _route_plain_kernels()
     token = _switch.set(target or "")
     try:
         yield
     finally:
         _switch.reset(token)
+
+
+_routing = threading.Lock()
+
+
+def _route_plain_kernels() -> None:
+    """Wrap upstream's ``JITFunction.run`` (once per process) so that ``kernel[grid](...)`` of a
+    kernel not marked ``@hybrid.jit`` comes to ``launch`` while an ``interpreting()`` block is
+    active in the launching context; anywhere else it is upstream's launch, untouched. Upstream
+    decides ``TRITON_INTERPRET`` when a kernel is decorated, so a block cannot switch it."""
+    with _routing:
+        upstream_run = JITFunction.run
+        if getattr(upstream_run, "routes_to_interpreter", False):
+            return
+
+        def run(self, *args, grid, warmup, **kwargs):
+            if _switch.get() is None:
+                return upstream_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if not warmup:
+                launch(self, grid, *args, **kwargs)
+            return None
+        run.routes_to_interpreter = True
+        JITFunction.run = run
 
 
 def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
@@ -83,7 +111,7 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     executor = upstream.GridExecutor(kernel.fn, kernel.arg_names, grid)
     args_hst, kwargs_hst = upstream.host_arguments(executor, args, kwargs)
     language = patch.language_of(kernel)
-    with patch.patched():
+    with patch.patched(), numerics.quiet():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
         call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
         grid = grid(call_args) if callable(grid) else grid

@@ -42,3 +42,10 @@ def encode(values: np.ndarray, dtype) -> np.ndarray:
         largest = torch.finfo(torch_type).max
         wide = torch.where(wide.isnan(), wide, wide.clamp(-largest, largest))
     return wide.to(torch_type).view(as_int).numpy().view(unsigned)
+
+
+def quiet() -> np.errstate:
+    """numpy's floating-point warnings off while a kernel is interpreted: the GPU raises no
+    floating-point exceptions, and whole tiles are computed, so lanes a mask turns off (loaded as
+    ``other=-inf``, say) make infs and nans nobody reads. numpy's settings outside stay as they are."""
+    return np.errstate(all="ignore")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from . import barriers
+from . import barriers, numerics
 from . import program as prog
 from .errors import DeadlockError
 
@@ -21,7 +21,8 @@ def run(call, functions_and_args, worker_num_warps) -> object:
     def worker(i, fn, args, num_warps):
         prog.thread_frames(frames)
         try:
-            call(fn, args, num_warps, f"worker partition {i} ({fn.__name__})")
+            with numerics.quiet():   # (a new thread starts with numpy's default settings)
+                call(fn, args, num_warps, f"worker partition {i} ({fn.__name__})")
         except BaseException as exc:  # noqa: BLE001 - handed to the launching thread
             errors.append(exc)
         finally:

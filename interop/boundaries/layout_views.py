@@ -15,6 +15,7 @@ import numpy as np
 
 from . import movement
 from ..triton.bindings import gluon_ir, ir, parse_module
+from ..triton.language import SharedLayout
 
 
 @dataclass(frozen=True)
@@ -40,14 +41,20 @@ def gluon_layout_of(layout: str, shape, dtype: str, num_warps: int, warp_size: i
     return builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
 
 
+class NotDistributed(ValueError):
+    """A layout no thread holds elements in: a shared-memory layout (a handoff's buffer)."""
+
+
 @functools.lru_cache(maxsize=256)
 def placement(layout: str, shape: tuple, dtype: str, num_warps: int, warp_size: int) -> Placement:
     """Where ``layout`` puts each element of a ``shape`` x ``dtype`` tensor; raises ``ValueError``
-    for text MLIR does not parse as a distributed layout."""
+    for text MLIR does not parse as a layout, ``NotDistributed`` for a shared-memory layout."""
     context = ir.context()
     ir.load_dialects(context)
     builder = gluon_ir.GluonOpBuilder(context)
     gluon_layout = gluon_layout_of(layout, shape, dtype, num_warps, warp_size, builder, context)
+    if isinstance(gluon_layout, SharedLayout):   # (Triton 3.6 aborts making its linear layout)
+        raise NotDistributed(f"{layout} is a shared-memory layout: no thread holds its elements")
     linear = movement.linear(builder, gluon_layout, list(shape))
     element, warps, lanes = movement.holders(linear, list(shape))
     size = int(np.prod(shape))
