@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import re
-import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -417,9 +417,30 @@ def cases(targets: list[str], slow: bool = True) -> list[Case]:
     return [c for c in every if slow or not c.slow]
 
 
-def outcome(case: Case, arena: Arena) -> tuple[str, str]:
+class Hung(Exception):
+    """A case that ran past its time (a key read from a FIFO once blocked for ever)."""
+
+
+def outcome(case: Case, arena: Arena, timeout: int = 300) -> tuple[str, str]:
     """``("refused", message)`` for a clean refusal of the expected class and message (one line),
-    ``("wrong", what)`` where the attack was accepted, ``("error", what)`` for any other failure."""
+    ``("wrong", what)`` where the attack was accepted, ``("error", what)`` for any other failure,
+    a hang past ``timeout`` seconds included (where ``SIGALRM`` exists)."""
+    def hung(signum, frame):
+        raise Hung(f"no answer within {timeout} s")
+
+    alarm = getattr(signal, "SIGALRM", None)
+    previous = signal.signal(alarm, hung) if alarm else None
+    if alarm:
+        signal.alarm(timeout)
+    try:
+        return _outcome(case, arena)
+    finally:
+        if alarm:
+            signal.alarm(0)
+            signal.signal(alarm, previous)
+
+
+def _outcome(case: Case, arena: Arena) -> tuple[str, str]:
     try:
         case.attack(arena)
     except case.refused as exc:
