@@ -6,6 +6,9 @@ import os
 import shutil
 
 import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
 
 from bench import attack_cases as ac
 from examples import softmax
@@ -13,7 +16,7 @@ from hybrid import cli
 from hybrid.loader import load_bundle
 from scheduler.bundle import MANIFEST, read_bundle
 from scheduler.kernel_elf import function_symbols, kernel_info
-from scheduler.manifest_schema import PARAM_BYTES
+from scheduler.manifest_schema import PARAM_BYTES, param_bytes
 
 pytest.importorskip("cryptography", reason="signing needs the cryptography package")
 
@@ -121,3 +124,29 @@ def test_a_bundle_copied_under_its_own_name_still_loads(arena, tmp_path):
     moved = shutil.copytree(arena.bundle(), tmp_path / "elsewhere" / "softmax_kernel")
     assert arena.load(moved).target == "sm90a"
     assert not os.path.exists(tmp_path / "softmax_kernel")
+
+
+@triton.jit
+def _every_scalar(out, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, N: tl.constexpr):
+    tl.store(out + tl.arange(0, N), a0.to(tl.float32) + a15.to(tl.float32))
+
+
+@pytest.mark.parametrize("target", [GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)],
+                         ids=["sm90", "gfx942"])
+def test_the_schema_sizes_each_scalar_type_as_the_binary_lays_it_out(target):
+    types = ["i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp16", "bf16", "fp32", "fp64",
+             "fp8e4nv", "fp8e5"]
+    signature = {"out": "*fp32", **{f"a{i}": t for i, t in enumerate(types)}, "N": "constexpr"}
+    compiled = triton.compile(triton.compiler.ASTSource(_every_scalar, signature, constexprs={"N": 32}),
+                              target=target)
+    binary = compiled.asm["hsaco" if target.backend == "hip" else "cubin"]
+    declared = kernel_info(binary, compiled.metadata.name).param_sizes
+    hidden = (8, ) * (len(declared) - len(types) - 1)   # Triton's scratch pointers
+    assert declared == (8, *(param_bytes(t) for t in types), *hidden)
+
+
+def test_a_cluster_kernels_binary_declares_its_cluster_size():
+    compiled = triton.compile(triton.compiler.ASTSource(_every_scalar, {"out": "*fp32", **{
+        f"a{i}": "i32" for i in range(16)}, "N": "constexpr"}, constexprs={"N": 32}),
+        target=GPUTarget("cuda", 90, 32), options={"num_ctas": 2})
+    assert kernel_info(compiled.asm["cubin"], compiled.metadata.name).cluster == 2
