@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
@@ -94,7 +94,7 @@ class Case:
     refusal: str                                   # a regex the refusal's message matches
     refused: tuple = (BundleError, ValueError)     # what a clean refusal raises
     targets: tuple = ()                            # the targets it needs built (none: any)
-    slow: bool = field(default=False)              # builds through the command line
+    slow: bool = False                             # builds through the command line
 
 
 # -- helpers ----------------------------------------------------------------------------------------

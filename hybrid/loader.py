@@ -293,8 +293,6 @@ class BundledKernel:
     def _scratch_pointer(self, which: str, grid: tuple) -> int:
         """Triton's per-program scratch buffers, grown as needed; null where a kernel uses none."""
         e = self.entry
-        if e["hidden_params"] > 2:
-            raise BundleError(f"{e['name']}: {e['hidden_params']} hidden parameters; this loader knows two")
         nbytes = e[f"{which}_scratch_size"] * grid[0] * grid[1] * grid[2] * e["num_ctas"]
         if nbytes and self._scratch.get(which, (0, 0))[0] < nbytes:
             self._scratch[which] = (nbytes, self._driver.alloc(nbytes))

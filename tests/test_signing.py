@@ -2,7 +2,6 @@
 and minisign handle them, the manifest held to what its binary declares, damaged archives: every
 attack of ``bench/attack_cases.py`` refused cleanly; and what must still be accepted."""
 import json
-import os
 import shutil
 
 import pytest
@@ -123,7 +122,6 @@ def test_a_bundle_copied_under_its_own_name_still_loads(arena, tmp_path):
     """Moving a signed bundle is fine; only its name is bound."""
     moved = shutil.copytree(arena.bundle(), tmp_path / "elsewhere" / "softmax_kernel")
     assert arena.load(moved).target == "sm90a"
-    assert not os.path.exists(tmp_path / "softmax_kernel")
 
 
 @triton.jit
