@@ -63,16 +63,8 @@ _EXPORTS = {
 
 
 def _version() -> str:
-    """The installed distribution's version, else (a checkout on ``PYTHONPATH``) pyproject's."""
-    from importlib import metadata
-    try:
-        return metadata.version("triton-hybrid")
-    except metadata.PackageNotFoundError:
-        import re
-        from pathlib import Path
-        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
-        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.is_file() else None
-        return found.group(1) if found else "0+unknown"
+    from scheduler.version import project_version
+    return project_version()
 
 
 def __getattr__(name: str):

@@ -15,9 +15,11 @@ is found before any build starts; --debug shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -85,7 +87,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-j", "--jobs", type=positive_int, help="worker processes (default: one per core)")
     b.add_argument("--cache-dir", help="the build and region caches (default: $HYBRID_CACHE_DIR or "
                                        "~/.cache/triton-hybrid)")
-    b.add_argument("--sign", metavar="KEY", help="sign each bundle with this ed25519 private key (hybrid keygen)")
+    b.add_argument("--sign", metavar="KEY", help="sign each bundle with this ed25519 private key (hybrid keygen); "
+                                                 "builds from source, reading no cache")
     b.add_argument("--no-cache", action="store_true", help="build everything, read and write no cache")
     r = commands.add_parser("report", help="per-region static report of mixed kernels (table; JSON, HTML on request)",
                             description="Per region: ttgir ops and machine instructions (attributed by source "
@@ -147,6 +150,7 @@ def parser() -> argparse.ArgumentParser:
                                         "public key to list in load_bundle(..., trusted_keys=[...])). Example: "
                                         "hybrid keygen ~/.config/triton-hybrid/team.key")
     k.add_argument("key", metavar="KEY", help="where to write the private key (the public one goes to KEY.pub)")
+    k.add_argument("--force", action="store_true", help="replace KEY and KEY.pub if they exist")
     return top
 
 
@@ -272,11 +276,11 @@ def _run(args) -> int:
         from scheduler.signing import private_key
         key = private_key(args.sign)
     out = Console(width=report.WIDTH)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True)) as progress:
+    caches = _cold_caches() if key else contextlib.nullcontext(None if args.no_cache else Cache(args.cache_dir))
+    with caches as cache, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                   TimeElapsedColumn(), console=Console(stderr=True)) as progress:
         task = progress.add_task("building", total=len(jobs))
-        results = build(jobs, hybrid.compile, cache=None if args.no_cache else Cache(args.cache_dir),
-                        max_workers=args.jobs,
+        results = build(jobs, hybrid.compile, cache=cache, max_workers=args.jobs,
                         on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
     out.print(results_table(results))
     for r in results:
@@ -287,6 +291,27 @@ def _run(args) -> int:
     for kernel, path in write_bundles(results, args.out, args.archive, key).items():
         out.print(f"bundle {kernel}: {escape(str(path))}" + (" (signed)" if key else ""), soft_wrap=True)
     return 1 if any(not r.ok for r in results) else 0
+
+
+@contextlib.contextmanager
+def _cold_caches():
+    """The caches of a signed build: empty ones in a new private folder, removed after, with
+    Triton's own cache there too (set before the build's workers start). ``--sign`` signs only
+    what this run built from source: a cache entry's checksum is a plain sha256 that anyone who
+    can write the cache recomputes, so a binary planted there would be signed and then verify.
+    (A MAC over entries, keyed per cache, would let hits be trusted, but then a second secret
+    guards every signature; a release build pays its compile time once and trusts nothing on
+    disk.)"""
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="hybrid-sign-") as root:
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
+        try:
+            yield Cache(root)
+        finally:
+            if saved is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = saved
 
 
 # -- arguments, checked before any work starts ------------------------------------------------------
@@ -320,9 +345,11 @@ def check_arguments(args) -> None:
         if not args.trace and not Path(args.script).is_file():
             raise UserError(f"no script at {args.script}")
     elif args.command == "keygen":
-        _file_path("KEY", args.key)
-        if os.path.lexists(args.key):
-            raise UserError(f"{args.key} exists; a key is never overwritten (choose another name)")
+        for path in (args.key, f"{args.key}.pub"):
+            _file_path("KEY", path)
+            if os.path.lexists(path) and not args.force:
+                raise UserError(f"{path} exists; a key is never overwritten (choose another name, or pass --force "
+                                "to replace it)")
     if args.command in ("build", "report"):
         _check_kernels(args.kernels)
 
@@ -379,7 +406,7 @@ def _no_file_above(flag: str, path: Path) -> None:
 
 def _keygen(args, out: Console) -> int:
     from scheduler.signing import fingerprint, generate, public_key
-    private, public = generate(args.key)
+    private, public = generate(args.key, force=args.force)
     out.print(f"wrote {private} (private: keep it secret) and {public} (public key "
               f"{fingerprint(public_key(public))[:16]}...: list it in load_bundle(..., trusted_keys=[...]))",
               highlight=False, soft_wrap=True)

@@ -3,12 +3,14 @@ Triton launcher, no C compiler.
 
 cffi in ABI mode opens the driver library (the CUDA driver API, or the HIP runtime on AMD),
 picks the bundle's binary for the device (exact architecture first, then a compatible one),
-checks its sha256 and that it is an ELF binary for the entry's architecture, loads it and
+checks its sha256, that it is an ELF binary for the entry's architecture and that what it declares
+about its entry agrees with the manifest (the entry symbol, parameter count and sizes, CTA and
+cluster size: ``manifest_schema.check_binary``), loads it and
 launches it with the arguments packed per the manifest: the kernel's parameters, then the
 hidden trailing ones Triton adds (scratch pointers). Arguments are checked before the driver
 is touched, so mistakes fail the same way with or without a GPU. The bundle is read as untrusted
 input (``scheduler.bundle``: confined, bounded, its manifest checked against the format first),
-and with ``trusted_keys`` only if a trusted key signed it (``scheduler.signing``).
+and with ``trusted_keys`` only if a trusted key signed it, for this kernel (``scheduler.signing``).
 """
 from __future__ import annotations
 
@@ -291,8 +293,6 @@ class BundledKernel:
     def _scratch_pointer(self, which: str, grid: tuple) -> int:
         """Triton's per-program scratch buffers, grown as needed; null where a kernel uses none."""
         e = self.entry
-        if e["hidden_params"] > 2:
-            raise BundleError(f"{e['name']}: {e['hidden_params']} hidden parameters; this loader knows two")
         nbytes = e[f"{which}_scratch_size"] * grid[0] * grid[1] * grid[2] * e["num_ctas"]
         if nbytes and self._scratch.get(which, (0, 0))[0] < nbytes:
             self._scratch[which] = (nbytes, self._driver.alloc(nbytes))
@@ -375,18 +375,22 @@ def select_config(manifest: dict, wanted: str | dict | None) -> str | None:
 
 
 def load_bundle(path, *, config: str | dict | None = None, arch: str | None = None, device: int = 0,
-                driver_library: str | None = None, trusted_keys: list | None = None) -> BundledKernel:
+                driver_library: str | None = None, trusted_keys=None, kernel=None) -> BundledKernel:
     """Load the bundle at ``path`` (folder or zip) for GPU ``device``.
 
     ``config`` picks one of the autotune configs a bundle was built with (``select_config``: a
     key, or a dict of values; the first config by default). ``arch`` (``sm_90``, ``gfx942``)
     picks a binary without asking a driver, for inspection or to prepare a launch; the driver
     is then opened at the first launch. ``driver_library`` replaces the default
-    ``libcuda.so.1`` / ``libamdhip64.so``. ``trusted_keys`` (ed25519 public keys or their PEM
-    files) makes the loader refuse a bundle that none of them signed, or that changed since
-    (``UntrustedBundle``). Every other refusal is a ``BundleError`` naming what is wrong.
+    ``libcuda.so.1`` / ``libamdhip64.so``. ``trusted_keys`` (a public key file, ``str`` or
+    ``Path``, PEM bytes or an ``Ed25519PublicKey``, or a list of them) makes the loader refuse a
+    bundle that none of them signed, that changed since, or whose folder or archive is not named
+    for the kernel it was signed for (``UntrustedBundle``). ``kernel`` pins what the caller
+    expects: a kernel name, or the JIT function itself, whose source hash must match too (so a
+    signed bundle of older source is refused). Every other refusal is a ``BundleError`` (a
+    ``ValueError`` for a bad key) naming what is wrong.
     """
-    bundle = read_bundle(path, trusted_keys)
+    bundle = read_bundle(path, trusted_keys, kernel)
     manifest = bundle.manifest
     key = select_config(manifest, config)
     driver = None if arch is not None else open_driver(driver_library, device)
@@ -397,8 +401,8 @@ def load_bundle(path, *, config: str | dict | None = None, arch: str | None = No
     if actual != entry["sha256"]:
         raise HashMismatch(f"{bundle.path}: {entry['file']} has sha256 {actual}, the manifest says {entry['sha256']}; "
                            "the bundle is damaged or was edited, rebuild it")
-    check_binary(binary, entry, str(bundle.path))
-    kernel = BundledKernel(manifest, target, binary, driver_library, device, key)
+    check_binary(binary, entry, str(bundle.path), manifest["params"])
+    loaded = BundledKernel(manifest, target, binary, driver_library, device, key)
     if driver is not None:
-        kernel.load(driver)
-    return kernel
+        loaded.load(driver)
+    return loaded

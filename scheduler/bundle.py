@@ -8,8 +8,11 @@ name, warps, warp size, shared memory, hidden trailing parameters, scratch sizes
 registers and spills where known and the Triton version that built it. A kernel built with
 autotune configs lists them (``configs``: key and values, in the module's order) and holds one
 such record per config under each target (``targets[t]["configs"][key]``, next to the target's
-``isa``); the loader launches one of them, chosen by key. A signed bundle also holds
-``manifest.sig`` (``scheduler.signing``).
+``isa``); the loader launches one of them, chosen by key. It also names what a signature binds:
+the kernel's source hash (``source_hash``) and the project's and Triton's versions. A signed
+bundle also holds ``manifest.sig`` (``scheduler.signing``) and is named for its kernel (its
+folder, or its archive less ``.zip``), so a signed bundle of another kernel put in its place is
+refused.
 
 A bundle is read as untrusted input: only plain file names directly in it, no links, every read
 bounded, the manifest checked against the format (``manifest_schema``) before anything uses it.
@@ -26,14 +29,16 @@ import secrets
 import shutil
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .manifest_schema import BundleError, ManifestError, validate
+from .manifest_schema import BundleError, ManifestError, UntrustedBundle, validate
+from .version import project_version
 
 MANIFEST = "manifest.json"
 SIGNATURE = "manifest.sig"   # scheduler.signing (imported where a bundle is signed or checked)
-FORMAT = 2          # 2: autotune configs; a format 1 bundle reads as one built without them
+FORMAT = 3          # 2: autotune configs; 3: source hash and project version (older formats read as before)
 MAX_MANIFEST = 4 << 20
 MAX_BINARY = 256 << 20
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -65,12 +70,30 @@ def manifest(results: list) -> dict:
             slot["configs"][_config_key(r)] = entry
         else:
             targets[r["target"]] = entry
+    from .planning import resolve   # (Triton: only where a bundle is written)
     data = {"format": FORMAT, "kernel": first["kernel"], "source": source_name(first["ref"]),
+            "source_sha256": source_hash(resolve(results[0].job).fn), "hybrid_version": project_version(),
             "params": first["params"],
             "triton_version": first["triton_version"], "targets": targets}
     if configs:
         data["configs"] = [{"key": c["key"], "values": c["values"]} for _, c in sorted(configs.items())]
     return data
+
+
+def source_hash(kernel) -> str:
+    """The hash a bundle records for ``kernel``'s source: Triton's ``cache_key`` of the JIT
+    function (a sha256 over its source, the JIT functions it calls and the constexpr globals it
+    reads); an autotuned or heuristics-wrapped kernel's is the JIT function's inside."""
+    while not hasattr(kernel, "cache_key") and hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    if not isinstance(getattr(kernel, "cache_key", None), str):
+        raise TypeError(f"{kernel!r} is not a JIT kernel (it has no source hash)")
+    return kernel.cache_key
+
+
+def bundle_name(path: Path) -> str:
+    """A bundle's own name: its folder's, or its archive's less ``.zip``."""
+    return path.stem if path.suffix == ".zip" and not path.is_dir() else path.name
 
 
 def source_name(ref: str) -> str:
@@ -96,13 +119,15 @@ def write_bundle(results: list, path: str | Path, archive: bool = False, key=Non
     there is replaced only once the new one is whole (``_replace``)."""
     data = manifest(results)
     files = {MANIFEST: json.dumps(data, indent=1).encode() + b"\n"}
+    path = Path(path).with_suffix(".zip") if archive else Path(path)
     if key is not None:
+        if bundle_name(path) != data["kernel"]:
+            raise ValueError(f"{path}: a signed bundle is named for its kernel ({data['kernel']}); write it to "
+                             f"{path.with_name(data['kernel'] + path.suffix)}")
         from .signing import sign
         files[SIGNATURE] = sign(files[MANIFEST], key)
     files.update({file_name(r.entry.record): r.entry.binary for r in results})
-    path = Path(path)
     if archive:
-        path = path.with_suffix(".zip")
         _replace(path, lambda new: _write_archive(new, files), folder=False)
     else:
         _replace(path, lambda new: _write_folder(new, files), folder=True)
@@ -112,7 +137,8 @@ def write_bundle(results: list, path: str | Path, archive: bool = False, key=Non
 def _replace(path: Path, write, folder: bool) -> None:
     """Write the new bundle beside ``path`` (``write(new)``), then rename it into place: the old
     bundle stays loadable until the new one is whole, and a failure at any point (a full disk)
-    leaves it as it was. A folder is swapped with two renames, the old one removed last."""
+    leaves it as it was. A folder is swapped in one exchange where the system has it, else with
+    two renames, the old one removed last."""
     if os.path.lexists(path) and (path.is_symlink() or path.is_dir() != folder):
         raise BundleError(f"{path}: exists and is not a bundle {'folder' if folder else 'archive'}; "
                           "move it away or write the bundle elsewhere")
@@ -226,10 +252,11 @@ class Bundle:
         return _read_member(self.path, name, limit)
 
 
-def read_bundle(path: str | Path, trusted_keys: list | None = None) -> Bundle:
+def read_bundle(path: str | Path, trusted_keys=None, kernel=None) -> Bundle:
     """Open a bundle folder or zip archive; its manifest is checked against the format before
-    anything uses it and, with ``trusted_keys`` (ed25519 public keys or their PEM files), its
-    signature first (``signing.verify``)."""
+    anything uses it and, with ``trusted_keys`` (``signing.trusted_keys``: a key file, key or
+    list of them), its signature first (``signing.verify``), then what the signature binds
+    (``check_bound``). ``kernel`` (a name, or the JIT function) pins the kernel expected."""
     path = Path(path)
     if not path.exists():
         raise NotABundle(f"{path}: not a bundle (no such folder or archive)")
@@ -239,8 +266,8 @@ def read_bundle(path: str | Path, trusted_keys: list | None = None) -> Bundle:
         raise NotABundle(f"{path}: not a bundle ({exc})") from None
     signer = None
     if trusted_keys is not None:
-        from .signing import public_key, verify
-        keys = [public_key(k) for k in trusted_keys]
+        from .signing import trusted_keys as public_keys, verify
+        keys = public_keys(trusted_keys)
         try:
             signature = _read_member(path, SIGNATURE, MAX_MANIFEST)
         except MissingFile:
@@ -251,7 +278,38 @@ def read_bundle(path: str | Path, trusted_keys: list | None = None) -> Bundle:
     except (ValueError, RecursionError) as exc:   # RecursionError: nesting deeper than the parser goes
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ManifestError(f"{path}: {MANIFEST} is not valid JSON ({reason}); rebuild the bundle") from None
-    return Bundle(path, validate(data, str(path)), signer)
+    bundle = Bundle(path, validate(data, str(path)), signer)
+    check_bound(bundle, kernel)
+    return bundle
+
+
+def check_bound(bundle: Bundle, kernel=None) -> None:
+    """Refuse a signed bundle that does not name its source hash and project version (an older
+    format) or that is not where it was built for (its folder or archive is named for another
+    kernel: a validly signed bundle copied in place of this one), and any bundle that is not the
+    ``kernel`` asked for: a name, or a JIT function, whose source hash must match too (a bundle
+    signed for an older version of its source)."""
+    data, origin = bundle.manifest, str(bundle.path)
+    if bundle.signer is not None:
+        if data["format"] < 3:
+            raise UntrustedBundle(f"{origin}: bundle format {data['format']} does not sign its source hash and "
+                                  "version; rebuild it with `hybrid build --sign KEY`")
+        if bundle_name(bundle.path) != data["kernel"]:
+            raise UntrustedBundle(f"{origin}: the bundle is named {bundle_name(bundle.path)!r} but was signed for "
+                                  f"kernel {data['kernel']!r}: another kernel's bundle in its place?")
+    if kernel is None:
+        return
+    name = kernel if isinstance(kernel, str) else getattr(kernel, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"kernel={kernel!r}: expected a kernel name or the JIT function")
+    if data["kernel"] != name:
+        raise UntrustedBundle(f"{origin}: the bundle holds kernel {data['kernel']!r}, not {name!r}")
+    if not isinstance(kernel, str):
+        expected = source_hash(kernel)
+        if data.get("source_sha256") != expected:
+            raise UntrustedBundle(f"{origin}: kernel {name!r} was built from other source (source hash "
+                                  f"{str(data.get('source_sha256'))[:16]}..., this {name}'s is {expected[:16]}...): "
+                                  "an older or newer build; rebuild it from this source")
 
 
 class NotABundle(BundleError, FileNotFoundError):
@@ -278,8 +336,11 @@ def _read_member(bundle: Path, name: str, limit: int) -> bytes:
                 raise BundleError(f"{bundle}: {name} is not a regular file in the archive (a link?)")
             if info.file_size > limit:
                 raise BundleError(f"{bundle}: {name} is {info.file_size} bytes, over the {limit}-byte limit")
-            with zf.open(info) as f:
-                data = f.read(limit + 1)
+            try:
+                with zf.open(info) as f:
+                    data = f.read(limit + 1)
+            except (zlib.error, zipfile.BadZipFile, EOFError) as exc:   # damaged compressed data or a CRC mismatch
+                raise BundleError(f"{bundle}: archive member {name} is damaged ({exc}); rebuild the bundle") from None
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
         if isinstance(exc, BundleError):
             raise

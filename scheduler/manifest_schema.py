@@ -14,12 +14,26 @@ import re
 import struct
 from dataclasses import dataclass
 
-FORMATS = (1, 2)   # 2: autotune configs; a format 1 bundle reads as one built without them
+from . import kernel_elf
+
+FORMATS = (1, 2, 3)   # 2: autotune configs; 3: what a signature binds (``SIGNED_KEYS``)
 FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\.(cubin|hsaco)")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SHA256 = re.compile(r"[0-9a-f]{64}")
+VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 MAX_THREADS_PER_CTA = 1024
 MAX_SIZE = 1 << 40           # scratch bytes and alignments: anything above is not a real kernel's
+MAX_PARAMS, MAX_CONFIGS, MAX_TARGETS = 1024, 1024, 64   # list lengths no real bundle comes near
+MAX_HIDDEN = 2               # Triton's trailing scratch pointers: global, then profile
+#: bytes of a parameter of each Triton type (a pointer, ``*T`` or ``*kT``, is 8), as the binary
+#: lays it out; the names are ``interop.entry.request.SCALAR_TYPES`` (a test keeps them equal)
+PARAM_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u1": 1, "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+               "fp8e4nv": 1, "fp8e4b8": 1, "fp8e5": 1, "fp8e5b16": 1, "fp8e4b15": 1, "fp16": 2, "bf16": 2, "fp32": 4,
+               "fp64": 8}
+POINTER_BYTES = 8
+#: top-level keys of a format 3 manifest that a signature binds besides kernel, targets and
+#: triton_version: the kernel's source (``JITFunction.cache_key``) and the project's version
+SIGNED_KEYS = ("source_sha256", "hybrid_version")
 EM_CUDA, EM_AMDGPU = 190, 224
 
 
@@ -56,6 +70,7 @@ ISAS: dict[str, Isa] = {
     "sm_100a": _cuda(100, 232448), "sm_120": _cuda(120, 101376),
     "gfx942": Isa("hip", EM_AMDGPU, 0x4C, 64, 65536), "gfx950": Isa("hip", EM_AMDGPU, 0x4F, 64, 163840),
 }
+PARAM_TYPE = re.compile(r"(\*k?)?(" + "|".join(PARAM_BYTES) + ")")
 _MACHINES = {EM_CUDA: "a CUDA cubin (EM_CUDA)", EM_AMDGPU: "an AMD code object (EM_AMDGPU)"}
 
 
@@ -93,6 +108,13 @@ class _Checker:
             raise self.fail(f"{where}.{key}", allowed, value)
         return value
 
+    def bounded(self, data, where, key, most: int, allowed: str, optional: bool = False) -> list | None:
+        value = self.get(data, where, key, list, allowed, optional)
+        if value is not None and len(value) > most:
+            raise ManifestError(f"{self.origin}: manifest key '{f'{where}.{key}' if where else key}' must be {allowed} "
+                                f"of at most {most} items; got {len(value)}")
+        return value
+
     def mapping(self, data, where, key, optional: bool = False) -> dict | None:
         return self.get(data, where, key, dict, "an object ({...})", optional)
 
@@ -111,13 +133,18 @@ def validate(data, origin: str) -> dict:
         raise ManifestError(f"{origin}: bundle format {_short(data.get('format'))}, this loader reads formats "
                             f"{', '.join(map(str, FORMATS))}")
     check.text(data, "", "kernel", NAME, "a Python identifier")
-    params = check.get(data, "", "params", list, "a list of {name, type}")
+    if data["format"] >= 3:
+        check.text(data, "", "source_sha256", SHA256, "64 lowercase hex digits")
+        check.text(data, "", "hybrid_version", VERSION, "a version (1.2.3)")
+        check.text(data, "", "triton_version", VERSION, "a version (1.2.3)")
+    params = check.bounded(data, "", "params", MAX_PARAMS, "a list of {name, type}")
     for i, param in enumerate(params):
         if not isinstance(param, dict):
             raise check.fail(f"params[{i}]", "an object {name, type}", param)
         check.text(param, f"params[{i}]", "name", NAME, "a Python identifier")
-        check.text(param, f"params[{i}]", "type", re.compile(r"\*?[a-z0-9]+"), "a Triton type (i32, *fp16)")
-    configs = check.get(data, "", "configs", list, "a list of {key, values}", optional=True) or []
+        check.text(param, f"params[{i}]", "type", PARAM_TYPE, f"a Triton type ({', '.join(PARAM_BYTES)}, or * "
+                                                              "before one for a pointer)")
+    configs = check.bounded(data, "", "configs", MAX_CONFIGS, "a list of {key, values}", optional=True) or []
     keys = []
     for i, config in enumerate(configs):
         if not isinstance(config, dict):
@@ -125,14 +152,14 @@ def validate(data, origin: str) -> dict:
         keys.append(check.text(config, f"configs[{i}]", "key"))
         check.mapping(config, f"configs[{i}]", "values")
     targets = check.mapping(data, "", "targets")
-    if not targets:
-        raise check.fail("targets", "an object with one entry per target", targets)
+    if not targets or len(targets) > MAX_TARGETS:
+        raise check.fail("targets", f"an object with one entry per target (at most {MAX_TARGETS})", targets)
     for name, target in targets.items():
         where = f"targets.{name}"
         if not isinstance(target, dict):
             raise check.fail(where, "an object ({...})", target)
         if not keys:
-            _entry(check, target, where)
+            _entry(check, target, where, len(params))
             continue
         isa = check.text(target, where, "isa", allowed=f"one of {', '.join(ISAS)}")
         entries = check.mapping(target, where, "configs")
@@ -141,13 +168,13 @@ def validate(data, origin: str) -> dict:
         for key, entry in entries.items():
             if not isinstance(entry, dict):
                 raise check.fail(f"{where}.configs.{key}", "an object ({...})", entry)
-            if _entry(check, entry, f"{where}.configs.{key}") != isa:
+            if _entry(check, entry, f"{where}.configs.{key}", len(params)) != isa:
                 raise check.fail(f"{where}.configs.{key}.isa", f"the target's isa {isa!r}", entry["isa"])
     return data
 
 
-def _entry(check: _Checker, entry: dict, where: str) -> str:
-    """Check one binary's record; returns its ``isa``."""
+def _entry(check: _Checker, entry: dict, where: str, params: int) -> str:
+    """Check one binary's record (for a kernel of ``params`` parameters); returns its ``isa``."""
     check.text(entry, where, "file", FILE_NAME, "a file name in the bundle (<name>.cubin or .hsaco, no folders)")
     check.text(entry, where, "sha256", SHA256, "64 lowercase hex digits")
     check.text(entry, where, "name", NAME, "the kernel's entry name (an identifier)")
@@ -162,8 +189,8 @@ def _entry(check: _Checker, entry: dict, where: str) -> str:
     check.integer(entry, where, "num_warps", 1, MAX_THREADS_PER_CTA // warp_size)
     check.integer(entry, where, "num_ctas", 1, 16)
     check.integer(entry, where, "shared", 0, isa.shared_limit)
-    params = check.integer(entry, where, "entry_params", 0, 4096)
-    check.integer(entry, where, "hidden_params", 0, params)
+    hidden = check.integer(entry, where, "hidden_params", 0, MAX_HIDDEN)
+    check.integer(entry, where, "entry_params", params + hidden, params + hidden)
     for key in ("global_scratch_size", "profile_scratch_size"):
         check.integer(entry, where, key, 0, MAX_SIZE)
     for key in ("global_scratch_align", "profile_scratch_align"):
@@ -173,8 +200,11 @@ def _entry(check: _Checker, entry: dict, where: str) -> str:
     return isa_name
 
 
-def check_binary(binary: bytes, entry: dict, origin: str) -> None:
-    """Refuse a binary that is not an ELF file for the entry's ``isa`` (machine and architecture)."""
+def check_binary(binary: bytes, entry: dict, origin: str, params: list | None = None) -> None:
+    """Refuse a binary that is not an ELF file for the entry's ``isa`` (machine and architecture),
+    or that contradicts its record: the entry symbol not defined in it, or (where the binary
+    records them, ``kernel_elf``) another parameter count or size, for the manifest's ``params``
+    and the entry's hidden ones, another CTA size or another cluster size than ``num_ctas``."""
     isa = ISAS[entry["isa"]]
     where = f"{origin}: {entry['file']}"
     if len(binary) < 64 or binary[:4] != b"\x7fELF" or binary[4] != 2 or binary[5] != 1:
@@ -187,6 +217,47 @@ def check_binary(binary: bytes, entry: dict, origin: str) -> None:
     if arch != isa.arch:
         raise BundleError(f"{where} is built for {arch_name(isa.backend, arch)}, but the manifest says isa "
                           f"{entry['isa']}; the bundle was mislabelled")
+    if "name" not in entry:   # a bare ``{isa, file}`` record: the header checks only
+        return
+    try:
+        symbols = kernel_elf.function_symbols(binary)
+        info = kernel_elf.kernel_info(binary, entry["name"]) if entry["name"] in symbols else None
+    except kernel_elf.ElfError as exc:
+        raise BundleError(f"{where} is not a readable ELF file ({exc}); the bundle is damaged, rebuild it") from None
+    if entry["name"] not in symbols:
+        have = ", ".join(sorted(symbols)[:8]) or "none"
+        raise BundleError(f"{where} defines no kernel {entry['name']!r} (the manifest's entry name); it defines: "
+                          f"{have}; the manifest was edited")
+    if info is not None:
+        _check_declared(info, entry, params, where)
+
+
+def _check_declared(info: kernel_elf.KernelInfo, entry: dict, params: list | None, where: str) -> None:
+    """The manifest's launch facts against what the binary declares about its entry."""
+    sizes = info.param_sizes
+    if len(sizes) != entry["entry_params"]:
+        raise BundleError(f"{where}: {entry['name']} takes {len(sizes)} parameters, but the manifest says "
+                          f"{entry['entry_params']} ({entry['hidden_params']} hidden); the manifest was edited")
+    if params is not None:
+        expected = [param_bytes(p["type"]) for p in params] + [POINTER_BYTES] * entry["hidden_params"]
+        for i, (declared, size) in enumerate(zip(expected, sizes)):
+            if declared != size:
+                what = f"parameter {i} ({params[i]['name']}: {params[i]['type']})" if i < len(params) else \
+                    f"hidden parameter {i - len(params)}"
+                raise BundleError(f"{where}: {what} is {size} bytes in the binary, but the manifest's type is "
+                                  f"{declared} bytes; the manifest was edited")
+    threads = entry["warp_size"] * entry["num_warps"]
+    if info.threads is not None and info.threads != threads:
+        raise BundleError(f"{where}: {entry['name']} is built for {info.threads} threads per CTA, but the manifest "
+                          f"says {entry['num_warps']} warps of {entry['warp_size']}; the manifest was edited")
+    if (info.cluster or 1) != entry["num_ctas"]:
+        raise BundleError(f"{where}: {entry['name']} is built for {info.cluster or 1} CTA(s) per cluster, but the "
+                          f"manifest says num_ctas {entry['num_ctas']}; the manifest was edited")
+
+
+def param_bytes(kind: str) -> int:
+    """The bytes of a parameter of Triton type ``kind`` (one ``PARAM_TYPE`` matches)."""
+    return POINTER_BYTES if kind.startswith("*") else PARAM_BYTES[kind]
 
 
 def elf_arch(binary: bytes) -> int:

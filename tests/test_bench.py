@@ -69,6 +69,17 @@ def test_build_scaling_benchmark_runs(tmp_path):
     assert "parallel speedup" in proc.stdout
 
 
+def test_attacks_benchmark_runs(tmp_path):
+    out = tmp_path / "attacks.json"
+    proc = _run("bench/attacks.py", "--fast", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    families = {f["family"]: f for f in result["families"]}
+    assert set(families) == {"signing", "keys", "manifest vs binary", "zip corruption", "bundle trust"}
+    assert all(f["cases"] == f["refused"] > 0 and f["wrong"] == f["error"] == 0 for f in families.values())
+    assert "refused cleanly" in proc.stdout
+
+
 def test_interpreter_benchmark_runs(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "interp.json"

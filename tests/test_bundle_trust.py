@@ -286,17 +286,17 @@ def test_a_bundle_signed_by_another_key_is_refused(signing, softmax_bundle, keys
 
 def test_a_rebuilt_unsigned_bundle_drops_the_old_signature(signing, softmax_bundle, keys, tmp_path):
     (private, public), _ = keys
-    write_bundle(softmax_bundle[0], tmp_path / "b", key=signing.private_key(private))
-    folder = write_bundle(softmax_bundle[0], tmp_path / "b")
+    write_bundle(softmax_bundle[0], tmp_path / "softmax_kernel", key=signing.private_key(private))
+    folder = write_bundle(softmax_bundle[0], tmp_path / "softmax_kernel")
     assert not (folder / SIGNATURE).exists()
 
 
 def test_key_files_are_checked(signing, keys, tmp_path):
     (private, public), _ = keys
-    with pytest.raises(ValueError, match="not an ed25519 private key|not a PEM key file"):
+    with pytest.raises(ValueError, match="not a PEM private key"):
         signing.private_key(public)
     (tmp_path / "junk").write_text("junk")
-    with pytest.raises(ValueError, match="junk: not a PEM key file"):
+    with pytest.raises(ValueError, match="junk: not a PEM public key"):
         signing.public_key(tmp_path / "junk")
     with pytest.raises(ValueError, match="cannot read key file"):
         signing.private_key(tmp_path / "missing")

@@ -56,7 +56,8 @@ BAD = [  # (arguments, with {tmp} for the test's folder; what the one line must 
     (["build", f"{KERNELS}:k_scale", "--targets", "all,bogus"], "unknown target(s) bogus; expected 'all' or some"),
     (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--targets", "sm80,nope"], "unknown target(s) nope"),
     (["build", "{tmp}/exits.py:k", "--target", "sm80"], "the module called sys.exit(3) while being imported"),
-    (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--sign", "{tmp}/a_file"], "{tmp}/a_file: not a PEM key file"),
+    (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--sign", "{tmp}/a_file"],
+     "{tmp}/a_file: not a PEM private key (make one with `hybrid keygen"),
     (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--sign", "{tmp}/missing.key"], "cannot read key file"),
     (["build", "no_colon", "--target", "sm80"], "kernel reference 'no_colon': expected"),
     (["build", f"{KERNELS}:k_scale", "--target", "sm80", "--constexpr", "BM"], "expected NAME=VALUE, got 'BM'"),
@@ -116,13 +117,17 @@ def test_keygen_and_a_signed_build(tmp_path):
     pytest.importorskip("cryptography", reason="signing needs the cryptography package")
     assert cli.main(["keygen", str(tmp_path / "team.key")]) == 0
     assert (tmp_path / "team.key").is_file() and (tmp_path / "team.key.pub").is_file()
-    built = _hybrid("build", f"{KERNELS}:k_shift", "--target", "sm80", "--sign", str(tmp_path / "team.key"),
-                    "-o", str(tmp_path / "dist"), "--cache-dir", str(tmp_path / "cache"),
-                    TRITON_ALWAYS_COMPILE="1")   # past Triton's cache, so regions are lowered (and cached)
+    common = ("build", f"{KERNELS}:k_shift", "--target", "sm80", "-o", str(tmp_path / "dist"), "--cache-dir",
+              str(tmp_path / "cache"))
+    built = _hybrid(*common, TRITON_ALWAYS_COMPILE="1")   # past Triton's cache, so regions are lowered (and cached)
     assert built.returncode == 0, built.stderr[-2000:]
-    assert "bundle k_shift: " in built.stdout and "(signed)" in built.stdout
-    kernel = load_bundle(tmp_path / "dist" / "k_shift", arch="sm_80", trusted_keys=[tmp_path / "team.key.pub"])
-    assert kernel.target == "sm80"
     # --cache-dir holds both caches
+    cached = sorted((tmp_path / "cache").rglob("*.json"))
     assert list((tmp_path / "cache" / "jobs").rglob("*.json"))
     assert list((tmp_path / "cache" / "regions").rglob("*.json"))
+    signed = _hybrid(*common, "--sign", str(tmp_path / "team.key"))
+    assert signed.returncode == 0, signed.stderr[-2000:]
+    assert "bundle k_shift: " in signed.stdout and "(signed)" in signed.stdout and "cached" not in signed.stdout
+    kernel = load_bundle(tmp_path / "dist" / "k_shift", arch="sm_80", trusted_keys=[tmp_path / "team.key.pub"])
+    assert kernel.target == "sm80"
+    assert sorted((tmp_path / "cache").rglob("*.json")) == cached   # a signed build reads and writes no cache
