@@ -11,6 +11,7 @@ deadlock. Ops it cannot model raise ``UnsupportedOpError`` naming the op and the
 """
 from .errors import DeadlockError, InterpretError, UnsupportedOpError
 from .launch import default_target, enabled, interpreting, launch
+from scheduler.grid import GridError
 
-__all__ = ["DeadlockError", "InterpretError", "UnsupportedOpError", "default_target", "enabled", "interpreting",
-           "launch"]
+__all__ = ["DeadlockError", "GridError", "InterpretError", "UnsupportedOpError", "default_target", "enabled",
+           "interpreting", "launch"]

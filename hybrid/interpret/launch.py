@@ -21,6 +21,7 @@ from interop.targets import current_gpu_target, name_of
 from interop.validate import check_constexpr_layouts
 from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
+from scheduler.grid import check_grid
 
 from . import autotune, patch
 from . import program as prog
@@ -86,8 +87,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     with patch.patched():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
         call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
-        grid = grid(call_args) if callable(grid) else grid
-        grid = tuple(grid) + (1, ) * (3 - len(grid))
+        grid = check_grid(grid(call_args) if callable(grid) else grid, target.backend, target.warp_size * num_warps,
+                          kernel.__name__)   # as the bundle loader checks it
         builder.set_grid_dim(*grid)
         fn = patch.rewritten(kernel)
         frame = Frame(language, patch.semantic_for(language, num_warps, builder), num_warps, "the program")

@@ -1,0 +1,87 @@
+"""Limits checked before work: launch grids (the bundle loader and the interpreter share one
+checker, ``scheduler.grid``), out-of-bounds accesses and shared memory in the interpreter, and
+request errors that name the kernel."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hybrid import interpret  # noqa: E402
+from hybrid.loader import BundledKernel  # noqa: E402
+from scheduler.grid import GridError, check_grid  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+from tests.kernels import k_agree  # noqa: E402
+
+L32 = gl.BlockedLayout([1], [32], [4], [0])
+L64 = gl.BlockedLayout([1], [64], [4], [0])
+
+# (grid, backend, words the one-line message must contain)
+BAD_GRIDS = [
+    ((), "cuda", ["grid ()", "1 to 3 dimensions", "got none"]),
+    ((1, 1, 1, 1), "cuda", ["grid (1, 1, 1, 1)", "1 to 3 dimensions", "got 4"]),
+    ((True, ), "cuda", ["x is True, a bool", "int >= 0"]),
+    ((1.0, ), "cuda", ["x is 1.0, a float", "int >= 0"]),
+    ((4, -1), "cuda", ["y is -1", "int >= 0"]),
+    ("8", "cuda", ["expected a tuple of 1 to 3 ints", "got str"]),
+    ((2**32, ), "cuda", ["x is 4294967296 programs", "at most 2147483647 (2**31-1)"]),
+    ((2**31, ), "cuda", ["x is 2147483648 programs", "CUDA"]),
+    ((1, 70000), "cuda", ["y is 70000 programs", "65535 along y and z"]),
+    ((1, 1, 65536), "cuda", ["z is 65536 programs", "65535 along y and z"]),
+    ((2**24, ), "hip", ["x is 16777216 programs", "fewer than 2**32 threads", "at most 16777215 programs of 256"]),
+]
+
+
+@pytest.mark.parametrize("grid, backend, words", BAD_GRIDS, ids=[f"{g!r}-{b}" for g, b, _ in BAD_GRIDS])
+def test_the_grid_checker_refuses_in_one_line_naming_the_dimension(grid, backend, words):
+    with pytest.raises(GridError) as caught:
+        check_grid(grid, backend, 256, "k")
+    message = str(caught.value)
+    assert message.startswith("k[grid]: ") and "\n" not in message
+    assert all(w in message for w in words), message
+
+
+def test_the_grid_checker_takes_what_a_gpu_launches():
+    assert check_grid(8, "cuda", 128, "k") == (8, 1, 1)
+    assert check_grid((2**31 - 1, 65535, 65535), "cuda", 1024, "k") == (2**31 - 1, 65535, 65535)
+    assert check_grid([3, 0], "cuda", 128, "k") == (3, 0, 1)   # 0 launches nothing, as in Triton's launcher
+    assert check_grid((2**24 - 1, 70000), "hip", 256, "k") == (2**24 - 1, 70000, 1)   # HIP: y is not 65535-bound
+    assert check_grid((__import__("numpy").int64(5), ), "cuda", 128, "k") == (5, 1, 1)
+
+
+def _bundled(backend: str = "cuda") -> BundledKernel:
+    """A loaded-looking bundle kernel that never reaches a driver (no binary is loaded before the grid check)."""
+    entry = {"backend": backend, "warp_size": 32 if backend == "cuda" else 64, "num_warps": 4, "num_ctas": 1,
+             "launch_cooperative_grid": False, "launch_pdl": False, "name": "k", "shared": 0, "hidden_params": 0}
+    manifest = {"kernel": "k", "params": [{"name": "n", "type": "i32"}], "targets": {"t": entry}}
+    return BundledKernel(manifest, "t", b"", driver_library="libhybrid-no-such-driver.so")
+
+
+@pytest.mark.parametrize("grid, backend, words", [(g, b, w) for g, b, w in BAD_GRIDS if g != "8"],
+                         ids=[f"{g!r}-{b}" for g, b, _ in BAD_GRIDS if g != "8"])
+def test_the_loader_refuses_a_bad_grid_before_the_driver(grid, backend, words):
+    with pytest.raises(GridError) as caught:
+        _bundled(backend)[grid](1)
+    assert all(w in str(caught.value) for w in words), str(caught.value)
+
+
+def test_the_loader_launches_nothing_for_a_zero_grid():
+    _bundled()[(0, 4)](1)   # returns without opening a driver (none exists here)
+
+
+@pytest.mark.parametrize("grid, target, words", [
+    ((), "sm90a", ["k_agree[grid]: grid ()", "got none"]),
+    ((2**32, ), "sm90a", ["x is 4294967296 programs"]),
+    ((1, 70000), "sm80", ["y is 70000 programs"]),
+    ((True, ), "sm90a", ["x is True, a bool"]),
+    ((1.0, ), "sm90a", ["x is 1.0, a float"]),
+    ((1, 1, 1, 1), "sm90a", ["got 4"]),
+    ((2**24, ), "gfx942", ["at most 16777215 programs of 256 threads"]),
+])
+def test_the_interpreter_refuses_the_grids_the_loader_refuses(grid, target, words):
+    x, y = torch.randn(128), torch.zeros(128)
+    layout = L64 if target.startswith("gfx") else L32
+    with pytest.raises(GridError) as caught:
+        interpret.launch(k_agree, grid, x, y, BLOCK=128, L1=layout, target=target)
+    assert all(w in str(caught.value) for w in words), str(caught.value)
+    assert not y.any()   # nothing ran
+
