@@ -6,10 +6,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hybrid import interpret  # noqa: E402
+from hybrid.interpret.bounds import OutOfBoundsError  # noqa: E402
 from hybrid.loader import BundledKernel  # noqa: E402
 from scheduler.grid import GridError, check_grid  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 
+from tests import limits_kernels as lk  # noqa: E402
 from tests.kernels import k_agree  # noqa: E402
 
 L32 = gl.BlockedLayout([1], [32], [4], [0])
@@ -85,3 +87,67 @@ def test_the_interpreter_refuses_the_grids_the_loader_refuses(grid, target, word
     assert all(w in str(caught.value) for w in words), str(caught.value)
     assert not y.any()   # nothing ran
 
+
+
+def _line(fn, text: str) -> str:
+    """``file:line`` of the line of ``fn``'s source holding ``text``."""
+    import inspect
+    lines, first = inspect.getsourcelines(fn.fn)
+    return f"{inspect.getsourcefile(fn.fn)}:{first + next(i for i, line in enumerate(lines) if text in line)}"
+
+
+def _copy(language: str, x, y, n: int, load_at: int, store_at: int = 0) -> None:
+    if language == "gluon":
+        interpret.launch(lk.g_shifted_copy, (1, ), x, y, n, load_at, store_at, BLOCK=128, L=L32, target="sm90a")
+    else:
+        interpret.launch(lk.t_shifted_copy, (1, ), x, y, n, load_at, store_at, BLOCK=128, target="sm90a")
+
+
+@pytest.mark.parametrize("language", ["gluon", "triton"])
+@pytest.mark.parametrize("what, load_at, store_at, words", [
+    ("load", 10**12, 0, ["out-of-bounds load", "element offset 1000000000000 of 'x_ptr'", "elements 0..127"]),
+    ("store", 0, 10**12, ["out-of-bounds store", "element offset 1000000000000 of 'y_ptr'", "elements 0..127"]),
+    ("off by one", 1, 0, ["out-of-bounds load", "element offset 128 of 'x_ptr'"]),
+    ("negative", -3, 0, ["out-of-bounds load", "element offset -3 of 'x_ptr'"]),
+])
+def test_an_out_of_bounds_access_is_refused_with_the_line_and_offset(language, what, load_at, store_at, words):
+    """Before, an access at offset 10**12 killed the process with SIGSEGV; one just past the end read
+    whatever lay there."""
+    x, y = torch.randn(128), torch.zeros(128)
+    with pytest.raises(OutOfBoundsError) as caught:
+        _copy(language, x, y, 128, load_at, store_at)
+    message = str(caught.value)
+    fn = lk.g_shifted_copy if language == "gluon" else lk.t_shifted_copy
+    assert f"at {_line(fn, 'store(y_ptr')} in {fn.__name__} (program (0, 0, 0))" in message, message
+    assert all(w in message for w in words), message
+
+
+@pytest.mark.parametrize("language", ["gluon", "triton"])
+def test_only_lanes_the_mask_keeps_are_checked(language):
+    x, y = torch.randn(128), torch.zeros(128)
+    with pytest.raises(OutOfBoundsError, match="element offset 128 of 'x_ptr'"):
+        _copy(language, x, y, 4, 126)   # lanes 0..3 on: elements 126..129
+    _copy(language, x, y, 2, 126)       # lanes 0..1 on: elements 126, 127
+    assert torch.equal(y[:2], x[126:]) and not y[2:].any()
+    _copy(language, x, y, 0, 10**12)    # every lane off: nothing is accessed, nothing checked
+
+
+@pytest.mark.parametrize("language", ["gluon", "triton"])
+def test_a_view_may_reach_the_rest_of_its_storage_and_no_further(language):
+    base = torch.randn(192)
+    x, y = base[64:], torch.zeros(128)
+    _copy(language, x, y, 128, -64)    # elements 0..127 of the storage, as on the GPU
+    assert torch.equal(y, base[:128])
+    with pytest.raises(OutOfBoundsError, match="element offset -65 of 'x_ptr', whose storage holds elements -64..127"):
+        _copy(language, x, y, 128, -65)
+
+
+@pytest.mark.parametrize("kernel", ["gluon", "triton"])
+def test_an_out_of_bounds_atomic_is_refused(kernel):
+    x = torch.zeros(128)
+    with pytest.raises(OutOfBoundsError, match="out-of-bounds atomic .* element offset 128 of 'x_ptr'"):
+        if kernel == "gluon":
+            interpret.launch(lk.g_shifted_atomic_add, (1, ), x, 128, 1, BLOCK=128, L=L32, target="sm90a")
+        else:
+            interpret.launch(lk.t_shifted_atomic_add, (1, ), x, 128, 1, BLOCK=128, target="sm90a")
+    assert not x.any()   # refused before any lane was written

@@ -23,7 +23,7 @@ from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
 from scheduler.grid import check_grid
 
-from . import autotune, patch
+from . import autotune, bounds, patch
 from . import program as prog
 from . import tma
 from .builder import HybridInterpreterBuilder
@@ -86,7 +86,9 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     language = patch.language_of(kernel)
     with patch.patched():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
-        call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
+        storages = bounds.Storages.of({name: value for name, value in call_args.items() if name not in constexprs})
+        call_args = {name: value if name in constexprs else _device_value(name, value)
+                     for name, value in call_args.items()}
         grid = check_grid(grid(call_args) if callable(grid) else grid, target.backend, target.warp_size * num_warps,
                           kernel.__name__)   # as the bundle loader checks it
         builder.set_grid_dim(*grid)
@@ -96,7 +98,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
             for y in range(grid[1]):
                 for z in range(grid[2]):
                     builder.set_grid_idx(x, y, z)
-                    with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
+                    program = Program(name_of(target), target.warp_size, num_warps, storages=storages)
+                    with prog.running(program), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
 
@@ -114,12 +117,15 @@ def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps
             request.check_dtypes({name: mangle_type(value)}, target)
 
 
-def _device_value(value):
+def _device_value(name: str, value):
     if tma.is_host_descriptor(value):
         return tma.device_descriptor(value)
     if isinstance(value, float):   # an fp32 scalar, as the compiled kernel takes it (so `eps.to(tl.float32)` works)
         return tl.tensor(upstream.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
-    return upstream.implicit_cvt(value)
+    converted = upstream.implicit_cvt(value)
+    if hasattr(value, "data_ptr"):   # a tensor's pointer: named in an out-of-bounds report
+        bounds.argument(converted.handle, name)
+    return converted
 
 
 def _run(fn, call_args: dict, name: str, pid: tuple) -> None:

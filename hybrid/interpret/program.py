@@ -34,6 +34,7 @@ class Program:
     mbarriers: dict = field(default_factory=dict)   # shared-memory address -> barriers.MBarrier
     waiting: dict = field(default_factory=dict)     # thread id -> (mbarrier address, phase, report line)
     deadlock: str | None = None
+    storages: object = None                         # bounds.Storages: what global-memory accesses may reach
 
 
 _local = threading.local()
