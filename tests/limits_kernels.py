@@ -41,7 +41,7 @@ def g_shifted_atomic_add(x_ptr, n, at, BLOCK: gl.constexpr, L: gl.constexpr):
 @gluon.jit
 def g_stage_twice(x_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
     """Stages ``x`` in a [ROWS, BLOCK] fp32 shared buffer (ROWS = 512: 256 KiB, over every target)."""
-    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     offs = gl.arange(0, BLOCK, layout=L)
     smem = gl.allocate_shared_memory(gl.float32, [512, BLOCK], S)
     smem.index(0).store(gl.load(x_ptr + offs))
@@ -59,8 +59,22 @@ def t_host_of_a_big_region(x_ptr, y_ptr, BLOCK: tl.constexpr):
 @gluon.jit
 def g_big_shared(x_ptr, y_ptr, ROWS: gl.constexpr, BLOCK: gl.constexpr, L: gl.constexpr):
     """A [ROWS, BLOCK] fp32 shared buffer: ROWS * BLOCK * 4 bytes."""
-    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
     offs = gl.arange(0, BLOCK, layout=L)
     smem = gl.allocate_shared_memory(gl.float32, [ROWS, BLOCK], S)
     smem.index(ROWS - 1).store(gl.load(x_ptr + offs))
     gl.store(y_ptr + offs, smem.index(ROWS - 1).load(L))
+
+
+@hybrid.jit
+@gluon.jit
+def g_shared_per_iteration(x_ptr, y_ptr, ROWS: gl.constexpr, BLOCK: gl.constexpr, L: gl.constexpr):
+    """A [ROWS, BLOCK] fp32 buffer allocated in each of 3 iterations: one buffer compiled."""
+    S: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [0])
+    offs = gl.arange(0, BLOCK, layout=L)
+    acc = gl.zeros([BLOCK], gl.float32, L)
+    for i in range(3):
+        smem = gl.allocate_shared_memory(gl.float32, [ROWS, BLOCK], S)
+        smem.index(i).store(gl.load(x_ptr + offs))
+        acc += smem.index(i).load(L)
+    gl.store(y_ptr + offs, acc)

@@ -5,9 +5,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import hybrid  # noqa: E402
 from hybrid import interpret  # noqa: E402
 from hybrid.interpret.bounds import OutOfBoundsError  # noqa: E402
 from hybrid.loader import BundledKernel  # noqa: E402
+from interop.errors import SharedMemoryError  # noqa: E402
+from interop.lowering import arch  # noqa: E402
+from interop.targets import TARGETS  # noqa: E402
 from scheduler.grid import GridError, check_grid  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 
@@ -151,3 +155,45 @@ def test_an_out_of_bounds_atomic_is_refused(kernel):
         else:
             interpret.launch(lk.t_shifted_atomic_add, (1, ), x, 128, 1, BLOCK=128, target="sm90a")
     assert not x.any()   # refused before any lane was written
+
+
+@pytest.mark.parametrize("target", ["sm80", "sm90a", "sm100a", "gfx942", "gfx950"])
+def test_the_interpreter_refuses_shared_memory_over_every_targets_limit(target):
+    """256 KiB in one Gluon buffer: over every target, compiled; before, the interpreter ran it."""
+    x, y = torch.randn(128), torch.zeros(128)
+    layout = L64 if target.startswith("gfx") else L32
+    with pytest.raises(SharedMemoryError) as caught:
+        interpret.launch(lk.g_big_shared, (1, ), x, y, ROWS=512, BLOCK=128, L=layout, target=target)
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"g_big_shared needs 262144 B of shared memory; {target} has " \
+                       f"{arch.shared_memory_limit(TARGETS[target])} B."
+    assert lines[1] == f"  per allocation: g_big_shared (gluon, {_line(lk.g_big_shared, 'allocate_shared')}): 262144 B"
+    assert lines[2].startswith("  hint: shrink the largest buffers")
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_the_interpreter_refuses_the_shared_memory_the_compiler_refuses(target):
+    """128 KiB: within sm90a's 227 KiB, over gfx942's 64 KiB, in a Gluon region of a Triton kernel too."""
+    x, y = torch.randn(128), torch.zeros(128)
+    layout = L64 if target.startswith("gfx") else L32
+    try:
+        hybrid.compile(lk.g_big_shared, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"ROWS": 256, "BLOCK": 128, "L": layout},
+                       target=target)
+        compiled = None
+    except SharedMemoryError as exc:
+        compiled = str(exc).splitlines()[0]
+    try:
+        interpret.launch(lk.g_big_shared, (1, ), x, y, ROWS=256, BLOCK=128, L=layout, target=target)
+        interpreted = None
+    except SharedMemoryError as exc:
+        interpreted = str(exc).splitlines()[0]
+    assert interpreted == compiled and (compiled is None) == (target == "sm90a"), (compiled, interpreted)
+
+
+def test_a_triton_kernels_gluon_region_is_counted_and_a_loops_buffer_once():
+    x, y = torch.randn(128), torch.zeros(128)
+    with pytest.raises(SharedMemoryError, match=r"(?s)t_host_of_a_big_region needs 262144 B .* g_stage_twice \(gluon"):
+        interpret.launch(lk.t_host_of_a_big_region, (1, ), x, y, BLOCK=128, target="sm90a")
+    # 3 x 128 KiB, one at a time (each iteration's buffer replaces the last, as compiled): runs
+    interpret.launch(lk.g_shared_per_iteration, (1, ), x, y, ROWS=256, BLOCK=128, L=L32, target="sm90a")
+    assert torch.allclose(y, 3 * x)

@@ -219,6 +219,8 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     # -- shared memory -------------------------------------------------------------------------
     def create_local_alloc(self, ty, value=None):
         handle = memory.allocate(ty.alloc_shape, upstream.np_dtype(ty.element_ty), ty.element_ty, ty.layout)
+        site, _, function = user_site().partition(" in ")
+        prog.program().shared.add(handle.root, site, function, prog.current_frame().language)
         if value is not None:
             handle.data[...] = value.data
         return handle

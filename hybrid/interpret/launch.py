@@ -16,14 +16,14 @@ import numpy as np
 import triton.language as tl
 
 from interop.entry import request
-from interop.errors import LayoutError, RegionError, TargetError
+from interop.errors import LayoutError, RegionError, SharedMemoryError, TargetError
 from interop.targets import current_gpu_target, name_of
 from interop.validate import check_constexpr_layouts
 from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
 from scheduler.grid import check_grid
 
-from . import autotune, bounds, patch
+from . import autotune, bounds, memory, patch
 from . import program as prog
 from . import tma
 from .builder import HybridInterpreterBuilder
@@ -98,7 +98,8 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
             for y in range(grid[1]):
                 for z in range(grid[2]):
                     builder.set_grid_idx(x, y, z)
-                    program = Program(name_of(target), target.warp_size, num_warps, storages=storages)
+                    program = Program(name_of(target), target.warp_size, num_warps, storages=storages,
+                                      shared=memory.SharedBudget(kernel.__name__, target))
                     with prog.running(program), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
@@ -131,7 +132,7 @@ def _device_value(name: str, value):
 def _run(fn, call_args: dict, name: str, pid: tuple) -> None:
     try:
         fn(**call_args)
-    except (InterpretError, LayoutError, TargetError, RegionError):
+    except (InterpretError, LayoutError, TargetError, RegionError, SharedMemoryError):
         raise
     except Exception as exc:   # upstream's front-end checks: say where, in the kernel's source
         site = _user_frame(exc)

@@ -35,6 +35,7 @@ class Program:
     waiting: dict = field(default_factory=dict)     # thread id -> (mbarrier address, phase, report line)
     deadlock: str | None = None
     storages: object = None                         # bounds.Storages: what global-memory accesses may reach
+    shared: object = None                           # memory.SharedBudget: the shared memory it holds
 
 
 _local = threading.local()
