@@ -14,6 +14,7 @@ from typing import Iterator
 
 import numpy as np
 import triton.language as tl
+from triton.backends.compiler import GPUTarget
 
 from interop.entry import request
 from interop.errors import LayoutError, RegionError, SharedMemoryError, TargetError
@@ -54,22 +55,40 @@ def default_target() -> str:
     return current_gpu_target() or "sm100a"
 
 
-@contextlib.contextmanager
-def interpreting(target: str | None = None) -> Iterator[None]:
+class _DefaultTarget:
+    """``target`` left out: ``default_target()``. An explicit ``target=None`` is refused, as
+    ``hybrid.compile`` refuses it."""
+
+    def __repr__(self) -> str:
+        return "default_target()"
+
+
+DEFAULT_TARGET = _DefaultTarget()
+
+
+def interpreting(target: str | GPUTarget | _DefaultTarget = DEFAULT_TARGET) -> contextlib.AbstractContextManager:
     """Run ``@hybrid.jit`` launches in this block in the interpreter, checking layouts and
-    ops against ``target`` (default: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a)."""
-    token = _switch.set(target or "")
+    ops against ``target`` (left out: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a)."""
+    if target is None:
+        request.check_target(target)   # refused at the call: no launch in the block could run
+    return _switched("" if target is DEFAULT_TARGET else target)
+
+
+@contextlib.contextmanager
+def _switched(target) -> Iterator[None]:
+    token = _switch.set(target)
     try:
         yield
     finally:
         _switch.reset(token)
 
 
-def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
-    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)."""
+def launch(kernel, grid, *args, target: str | GPUTarget | _DefaultTarget = DEFAULT_TARGET, **kwargs) -> None:
+    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)
+    for ``target`` (left out: ``default_target()``)."""
     if autotune.is_wrapped(kernel):
         return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
-    target = request.check_target(default_target() if target is None else target)
+    target = request.check_target(default_target() if target is DEFAULT_TARGET else target, request.check_kernel(kernel))
     # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
     # ``num_stages``) is both that parameter's argument and the launch option; any other keyword
     # must be an option of the target's backend (checked as hybrid.compile checks its options).
@@ -115,7 +134,7 @@ def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps
         if name in constexprs:
             request.check_constexpr_value(name, value)
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-            request.check_dtypes({name: mangle_type(value)}, target)
+            request.check_dtypes(kernel, {name: mangle_type(value)}, target)
 
 
 def _device_value(name: str, value):
