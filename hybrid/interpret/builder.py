@@ -190,21 +190,22 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         return TensorHandle(value.data, value.dtype.scalar)
 
     # -- global memory: every access checked against the launch's tensors (bounds.py) ------------
-    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+    # (cache and eviction arguments differ between Triton versions: passed on as given)
+    def create_masked_load(self, ptrs, mask, *rest):
         bounds.check(ptrs, mask, "load")
-        return super().create_masked_load(ptrs, mask, other, cache_policy, is_volatile)
+        return super().create_masked_load(ptrs, mask, *rest)
 
-    def create_masked_store(self, ptrs, value, mask, cache_policy):
+    def create_masked_store(self, ptrs, value, mask, *rest):
         bounds.check(ptrs, mask, "store")
-        return super().create_masked_store(ptrs, value, mask, cache_policy)
+        return super().create_masked_store(ptrs, value, mask, *rest)
 
-    def create_atomic_rmw(self, rmwOp, ptr, val, mask, sem, scope):
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, *rest):
         bounds.check(ptr, mask, "atomic")
-        return super().create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope)
+        return super().create_atomic_rmw(rmwOp, ptr, val, mask, *rest)
 
-    def create_atomic_cas(self, ptr, cmp, val, sem, scope):
+    def create_atomic_cas(self, ptr, *rest):
         bounds.check(ptr, None, "atomic_cas")
-        return super().create_atomic_cas(ptr, cmp, val, sem, scope)
+        return super().create_atomic_cas(ptr, *rest)
 
     # pointer arithmetic keeps the argument a pointer came from, for an out-of-bounds report
     def create_addptr(self, ptr, offset):
