@@ -191,21 +191,21 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     # -- global memory: every access checked against the launch's tensors (bounds.py) ------------
     # (cache and eviction arguments differ between Triton versions: passed on as given)
-    def create_masked_load(self, ptrs, mask, *rest):
+    def create_masked_load(self, ptrs, mask, *rest, **options):
         bounds.check(ptrs, mask, "load")
-        return super().create_masked_load(ptrs, mask, *rest)
+        return super().create_masked_load(ptrs, mask, *rest, **options)
 
-    def create_masked_store(self, ptrs, value, mask, *rest):
+    def create_masked_store(self, ptrs, value, mask, *rest, **options):
         bounds.check(ptrs, mask, "store")
-        return super().create_masked_store(ptrs, value, mask, *rest)
+        return super().create_masked_store(ptrs, value, mask, *rest, **options)
 
-    def create_atomic_rmw(self, rmwOp, ptr, val, mask, *rest):
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, *rest, **options):
         bounds.check(ptr, mask, "atomic")
-        return super().create_atomic_rmw(rmwOp, ptr, val, mask, *rest)
+        return super().create_atomic_rmw(rmwOp, ptr, val, mask, *rest, **options)
 
-    def create_atomic_cas(self, ptr, *rest):
+    def create_atomic_cas(self, ptr, *rest, **options):
         bounds.check(ptr, None, "atomic_cas")
-        return super().create_atomic_cas(ptr, *rest)
+        return super().create_atomic_cas(ptr, *rest, **options)
 
     # pointer arithmetic keeps the argument a pointer came from, for an out-of-bounds report
     def create_addptr(self, ptr, offset):
