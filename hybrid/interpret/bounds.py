@@ -63,7 +63,8 @@ class Storages:
     def describe(self, address: int, element_bytes: int, what: str, argument: str | None) -> str:
         """The report of an access at ``address``, as an element offset of ``argument`` (the
         argument the pointer was computed from, where known) or of the nearest storage."""
-        where = f"out-of-bounds {what} at {user_site()} (program {tuple(prog.current_frame().semantic.builder.grid_idx)})"
+        pid = tuple(prog.current_frame().semantic.builder.grid_idx)
+        where = f"out-of-bounds {what} at {user_site()} (program {pid})"
         named = [s for s in self.spans if s.name == argument]
         if not (named or self.spans):
             return f"{where}: address {address:#x}, and the launch passed no tensor\n  hint: pass the tensor it reads"
@@ -85,7 +86,7 @@ def derived(result, source):
     return result
 
 
-def argument(handle, name: str):
+def mark_argument(handle, name: str):
     """``handle`` (a pointer argument's) marked as the kernel argument ``name``."""
     handle.attr[ARGUMENT] = name
     return handle

@@ -88,7 +88,8 @@ def launch(kernel, grid, *args, target: str | GPUTarget | _DefaultTarget = DEFAU
     for ``target`` (left out: ``default_target()``)."""
     if autotune.is_wrapped(kernel):
         return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
-    target = request.check_target(default_target() if target is DEFAULT_TARGET else target, request.check_kernel(kernel))
+    target = request.check_target(default_target() if target is DEFAULT_TARGET else target,
+                                  request.check_kernel(kernel))
     # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
     # ``num_stages``) is both that parameter's argument and the launch option; any other keyword
     # must be an option of the target's backend (checked as hybrid.compile checks its options).
@@ -144,7 +145,7 @@ def _device_value(name: str, value):
         return tl.tensor(upstream.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
     converted = upstream.implicit_cvt(value)
     if hasattr(value, "data_ptr"):   # a tensor's pointer: named in an out-of-bounds report
-        bounds.argument(converted.handle, name)
+        bounds.mark_argument(converted.handle, name)
     return converted
 
 
