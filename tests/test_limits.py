@@ -1,6 +1,9 @@
 """Limits checked before work: launch grids (the bundle loader and the interpreter share one
-checker, ``scheduler.grid``), out-of-bounds accesses and shared memory in the interpreter, and
-request errors that name the kernel."""
+checker, ``scheduler.grid``), out-of-bounds accesses and shared memory in the interpreter.
+(Request errors naming the kernel: ``tests/test_request_validation.py``.)"""
+import inspect
+
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -51,7 +54,7 @@ def test_the_grid_checker_takes_what_a_gpu_launches():
     assert check_grid((2**31 - 1, 65535, 65535), "cuda", 1024, "k") == (2**31 - 1, 65535, 65535)
     assert check_grid([3, 0], "cuda", 128, "k") == (3, 0, 1)   # 0 launches nothing, as in Triton's launcher
     assert check_grid((2**24 - 1, 70000), "hip", 256, "k") == (2**24 - 1, 70000, 1)   # HIP: y is not 65535-bound
-    assert check_grid((__import__("numpy").int64(5), ), "cuda", 128, "k") == (5, 1, 1)
+    assert check_grid((np.int64(5), ), "cuda", 128, "k") == (5, 1, 1)
 
 
 def _bundled(backend: str = "cuda") -> BundledKernel:
@@ -95,7 +98,6 @@ def test_the_interpreter_refuses_the_grids_the_loader_refuses(grid, target, word
 
 def _line(fn, text: str) -> str:
     """``file:line`` of the line of ``fn``'s source holding ``text``."""
-    import inspect
     lines, first = inspect.getsourcelines(fn.fn)
     return f"{inspect.getsourcefile(fn.fn)}:{first + next(i for i, line in enumerate(lines) if text in line)}"
 
