@@ -84,11 +84,15 @@ def __getattr__(name: str):
     return value
 
 
-def interpreting(target: str | None = None):
+_LEFT_OUT = object()
+
+
+def interpreting(target=_LEFT_OUT):
     """Run ``@hybrid.jit`` launches, and plain ``@triton.jit`` / ``@gluon.jit`` ones, on the CPU in
-    this ``with`` block (``hybrid.interpret``)."""
+    this ``with`` block (``hybrid.interpret``), for ``target`` (left out: ``HYBRID_INTERPRET_TARGET``,
+    the GPU here, else sm100a; ``None`` is refused)."""
     from hybrid.interpret import interpreting as switch
-    return switch(target)
+    return switch() if target is _LEFT_OUT else switch(target)
 
 
 __all__ = sorted([*_EXPORTS, "interpreting"])

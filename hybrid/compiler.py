@@ -19,7 +19,7 @@ from interop.entry import parse_race, request, stages_hook
 
 from interop import setting
 from interop.boundary import Boundary
-from interop.errors import SharedMemoryError
+from interop.errors import shared_memory_error
 from interop.region import Region
 from interop.setting import BuildSettings
 from interop.entry.source import HybridGluonSource, HybridTritonSource
@@ -156,14 +156,12 @@ def _check_shared_memory(metadata, found: records.Records, target) -> None:
     crossings = [f"r{b.region} {b.direction} {b.value}: {b.shared_bytes} B ({b.handoff} handoff"
                  + (f", conversion via {b.movement}" if b.conversions else "") + ")"
                  for b in found.boundaries if b.shared_bytes]
-    raise SharedMemoryError(
-        f"{metadata.name} needs {metadata.shared} B of shared memory; {targets.name_of(target)} has {limit} B.\n"
-        "  per region: " + ("; ".join(parts) if parts else "none") + "\n"
-        "  per boundary: " + ("; ".join(crossings) if crossings else "none through shared memory") + "\n"
-        + ("  profiling: this build records Proton scopes, and Proton's per-warp record buffer in shared memory "
-           "counts in the total; ask for a smaller one (profiling(..., mode='default:buffer_size=N'))\n"
-           if getattr(metadata, "profile_scratch_size", 0) else "")
-        + "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a layout conversion")
+    profiling = ["profiling: this build records Proton scopes, and Proton's per-warp record buffer in shared memory "
+                 "counts in the total; ask for a smaller one (profiling(..., mode='default:buffer_size=N'))"]
+    raise shared_memory_error(metadata.name, metadata.shared, targets.name_of(target), limit, [
+        "per region: " + ("; ".join(parts) if parts else "none"),
+        "per boundary: " + ("; ".join(crossings) if crossings else "none through shared memory"),
+        *(profiling if getattr(metadata, "profile_scratch_size", 0) else [])])
 
 
 def stitched_ir(kernel, signature: dict, constexprs: dict | None = None, target: str | GPUTarget = "sm90a", *,

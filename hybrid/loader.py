@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 import cffi
 
 from scheduler.bundle import read_bundle
+from scheduler.grid import GridError, check_grid
 from scheduler.manifest_schema import BundleError, ManifestError, UntrustedBundle, check_binary
 
-__all__ = ["ArgumentError", "BundleError", "BundledKernel", "DriverNotFound", "HashMismatch", "ManifestError",
-           "NoBinaryForDevice", "UntrustedBundle", "load_bundle", "select_target"]
+__all__ = ["ArgumentError", "BundleError", "BundledKernel", "DriverNotFound", "GridError", "HashMismatch",
+           "ManifestError", "NoBinaryForDevice", "UntrustedBundle", "load_bundle", "select_target"]
 
 CUDA_LIBRARY = "libcuda.so.1"
 HIP_LIBRARY = "libamdhip64.so"
@@ -271,14 +272,18 @@ class BundledKernel:
         return lambda *args, stream=None: self.launch(grid, *args, stream=stream)
 
     def launch(self, grid, *args, stream: int | None = None) -> None:
-        grid = _grid(grid)
+        """Launch on ``grid`` (checked against the backend's limits, ``scheduler.grid``); a grid
+        with a 0 dimension launches nothing, as Triton's launcher does."""
+        e = self.entry
+        grid = check_grid(grid, e["backend"], e["warp_size"] * e["num_warps"], self.manifest["kernel"])
         values = self.pack(args)
+        if 0 in grid:
+            return
         if self._function is None:
             self.load()
         values += [ffi.new("uint64_t *", self._scratch_pointer(which, grid))
                    for which in ("global", "profile")[:self.entry["hidden_params"]]]
         params = ffi.new("void *[]", [ffi.cast("void *", v) for v in values])   # `values` owns the storage
-        e = self.entry
         self._driver.launch(self._function, grid, e["warp_size"] * e["num_warps"], e["shared"],
                             _current_stream() if stream is None else stream, params)
 
@@ -329,13 +334,6 @@ def _pointer(name: str, ty: str, value) -> int:
     if getattr(value, "is_cuda", True) is False:
         raise ArgumentError(f"{name}: the tensor is on {getattr(value, 'device', 'the host')}; pass a GPU tensor")
     return value.data_ptr()
-
-
-def _grid(grid) -> tuple[int, int, int]:
-    grid = (grid, ) if isinstance(grid, int) else tuple(grid)
-    if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) and g >= 0 for g in grid):
-        raise ArgumentError(f"grid must be 1 to 3 non-negative ints, got {grid!r}")
-    return grid + (1, ) * (3 - len(grid))
 
 
 def _current_stream() -> int:

@@ -164,6 +164,15 @@ class SharedMemoryError(ValueError):
     """A kernel needs more shared memory than its target has; says what each region allocates."""
 
 
+def shared_memory_error(kernel: str, needs: int, target: str, limit: int, parts: list[str]) -> SharedMemoryError:
+    """The refusal of a kernel over its target's shared memory, as the compiler and the interpreter
+    both word it: the total and the limit, one line per part (``per region: ...``), the hint."""
+    return SharedMemoryError(f"{kernel} needs {needs} B of shared memory; {target} has {limit} B.\n"
+                             + "".join(f"  {part}\n" for part in parts)
+                             + "  hint: shrink the largest buffers (block sizes, num_stages) or the tile behind a "
+                               "layout conversion")
+
+
 class RequestError(ValueError):
     """A compile or launch request that cannot be built as given: a signature, constexpr, option or
     target. Names the argument, the value and what is allowed (``interop.entry.request``)."""

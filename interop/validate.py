@@ -21,7 +21,7 @@ def check_constexpr_layouts(fn, constants: dict, warp_size: int, num_warps: int,
         for layout in _values(value):
             problem = layout_problem(layout, warp_size, num_warps, target)
             if problem:
-                raise LayoutError(f"{fn.__name__} ({_definition(fn)}), constexpr argument '{name}': {problem}")
+                raise LayoutError(f"{fn.__name__} ({definition(fn)}), constexpr argument '{name}': {problem}")
 
 
 def rank_of(layout, shape) -> int:
@@ -66,6 +66,7 @@ def _values(value):
         yield value
 
 
-def _definition(fn) -> str:
+def definition(fn) -> str:
+    """``file:line`` of a JIT function's ``def``: where its errors point."""
     code = fn.fn.__code__
     return f"{code.co_filename}:{code.co_firstlineno}"

@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("cffi", reason="the bundle loader is built on cffi")
 
 import hybrid  # noqa: E402
-from hybrid.loader import ArgumentError, DriverNotFound, HashMismatch, NoBinaryForDevice, select_target  # noqa: E402
+from hybrid.loader import (ArgumentError, DriverNotFound, GridError, HashMismatch, NoBinaryForDevice,  # noqa: E402
+                           select_target)
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_DRIVER = "libhybrid-no-such-driver.so"
@@ -98,7 +99,7 @@ def test_wrong_tensor_arguments(softmax_bundle):
         kernel[(1, )](torch.zeros(4, dtype=torch.float16), 0, 1, 1, 1)
     with pytest.raises(ArgumentError, match="y_ptr: the tensor is on cpu; pass a GPU tensor"):
         kernel[(1, )](0, torch.zeros(4), 1, 1, 1)
-    with pytest.raises(ArgumentError, match="grid must be 1 to 3 non-negative ints"):
+    with pytest.raises(GridError, match=r"softmax_kernel\[grid\]: grid \(1, 2, 3, 4\): expected 1 to 3 dimensions"):
         kernel[(1, 2, 3, 4)](0, 0, 1, 1, 1)
 
 

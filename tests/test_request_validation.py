@@ -18,6 +18,8 @@ from triton.experimental.gluon import language as gl  # noqa: E402
 from tests.kernels import k_agree  # noqa: E402
 
 L1 = gl.BlockedLayout([1], [32], [4], [0])
+#: where request errors point: the kernel's definition
+KERNEL_SITE = f"{k_agree.fn.__code__.co_filename}:{k_agree.fn.__code__.co_firstlineno}"
 SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
 CONST = {"BLOCK": 128, "L1": L1}
 
@@ -35,12 +37,12 @@ COMPILE_CASES = [
     ("extra entry", dict(signature={**SIG, "z": "i32"}), RequestError, ["'z'", "no such argument"]),
     ("negative stages", dict(num_stages=-1), RequestError, ["num_stages=-1", ">= 0"]),
     ("empty target", dict(target=""), RequestTypeError, ["target=''", "sm90a"]),
-    ("no target", dict(target=None), RequestTypeError, ["target=None", "GPUTarget"]),
+    ("no target", dict(target=None), RequestTypeError, [f"k_agree ({KERNEL_SITE}): target=None", "GPUTarget"]),
     ("misspelt target", dict(target="sm90"), RequestError, ["did you mean 'sm90a'"]),
     ("number as a string", dict(constexprs={"BLOCK": "128", "L1": L1}), RequestTypeError, ["BLOCK='128'", "BLOCK=128"]),
     ("warp size", dict(target=GPUTarget("cuda", 90, 64)), RequestError, ["32-thread warps", "not 64"]),
     ("fp8e4nv on sm80", dict(signature={"x_ptr": "*fp8e4nv", "y_ptr": "*fp32"}, target="sm80"), TargetError,
-     ["x_ptr", "fp8e4nv", "sm80", "sm90+"]),
+     [f"k_agree ({KERNEL_SITE}), argument 'x_ptr'", "fp8e4nv", "sm80", "sm90+"]),
 ]
 
 
@@ -57,7 +59,7 @@ def test_compile_refuses_a_bad_request_naming_the_argument(what, arguments, erro
 
 # The launch's share: options, target, constexpr values and tensor element types, as the compiler says them.
 LAUNCH_CASES = [c for c in COMPILE_CASES if c[0] in ("num_warps=3", "num_warps=0", "typo", "negative stages",
-                                                     "empty target", "number as a string", "warp size")]
+                                                     "empty target", "no target", "number as a string", "warp size")]
 
 
 @pytest.mark.parametrize("what, arguments, error, words", LAUNCH_CASES, ids=[c[0] for c in LAUNCH_CASES])
@@ -75,8 +77,22 @@ def test_interpreter_launch_refuses_the_same_requests_with_the_same_error(what, 
 
 def test_interpreter_refuses_a_tensor_of_an_element_type_the_target_lacks():
     x = torch.randn(128).to(torch.float8_e4m3fn)
-    with pytest.raises(TargetError, match="x_ptr.*fp8e4nv.*sm80"):
+    with pytest.raises(TargetError) as caught:
         interpret.launch(k_agree, (1, ), x, torch.zeros(128), **CONST, target="sm80")
+    assert str(caught.value).startswith(f"k_agree ({KERNEL_SITE}), argument 'x_ptr' (*fp8e4nv): fp8e4nv is ")
+
+
+def test_the_interpreter_takes_its_default_target_only_where_none_is_named():
+    """Left out, the target is the default one (``interpreting()``'s documented default); an explicit
+    ``None`` is refused as ``hybrid.compile`` refuses it, before the block runs."""
+    with pytest.raises(RequestTypeError, match="target=None: expected one of sm80"):
+        hybrid.interpreting(None)
+    with pytest.raises(RequestTypeError, match="target=None: expected one of sm80"):
+        interpret.interpreting(target=None)
+    with hybrid.interpreting():
+        x, y = torch.randn(128), torch.zeros(128)
+        k_agree[(1, )](x, y, **CONST)
+    assert torch.equal(y, 2 * x)
 
 
 def test_valid_requests_pass_and_resolve_the_target():

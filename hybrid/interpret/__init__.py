@@ -9,8 +9,10 @@ copies, TMA and MMAs complete at once and signal their mbarriers; ``warp_special
 its partitions as threads, and a program whose threads all wait on mbarriers is reported as a
 deadlock. Ops it cannot model raise ``UnsupportedOpError`` naming the op and the line.
 """
+from .bounds import OutOfBoundsError
 from .errors import DeadlockError, InterpretError, UnsupportedOpError
 from .launch import default_target, enabled, interpreting, launch
+from scheduler.grid import GridError
 
-__all__ = ["DeadlockError", "InterpretError", "UnsupportedOpError", "default_target", "enabled", "interpreting",
-           "launch"]
+__all__ = ["DeadlockError", "GridError", "InterpretError", "OutOfBoundsError", "UnsupportedOpError", "default_target",
+           "enabled", "interpreting", "launch"]

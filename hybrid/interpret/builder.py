@@ -19,7 +19,7 @@ from interop.triton import interpreter as upstream
 from interop.triton.bindings import ir
 from interop.triton.interpreter import TensorHandle
 
-from . import barriers, layouts, libdevice, memory, numerics
+from . import barriers, bounds, layouts, libdevice, memory, numerics
 from . import program as prog
 from . import tma
 from .errors import UnsupportedOpError, user_site
@@ -181,7 +181,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
                                  "tiles")
 
     def create_broadcast(self, arg, shape):   # Gluon passes the result type, Triton the shape
-        return super().create_broadcast(arg, getattr(shape, "shape", shape))
+        return bounds.derived(super().create_broadcast(arg, getattr(shape, "shape", shape)), arg)
 
     def create_convert_layout(self, ty, value):
         return TensorHandle(value.data, value.dtype.scalar)
@@ -189,9 +189,39 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     def create_set_auto_layout(self, layout, value):
         return TensorHandle(value.data, value.dtype.scalar)
 
+    # -- global memory: every access checked against the launch's tensors (bounds.py) ------------
+    # (cache and eviction arguments differ between Triton versions: passed on as given)
+    def create_masked_load(self, ptrs, mask, *rest, **options):
+        bounds.check(ptrs, mask, "load")
+        return super().create_masked_load(ptrs, mask, *rest, **options)
+
+    def create_masked_store(self, ptrs, value, mask, *rest, **options):
+        bounds.check(ptrs, mask, "store")
+        return super().create_masked_store(ptrs, value, mask, *rest, **options)
+
+    def create_atomic_rmw(self, rmwOp, ptr, val, mask, *rest, **options):
+        bounds.check(ptr, mask, "atomic")
+        return super().create_atomic_rmw(rmwOp, ptr, val, mask, *rest, **options)
+
+    def create_atomic_cas(self, ptr, *rest, **options):
+        bounds.check(ptr, None, "atomic_cas")
+        return super().create_atomic_cas(ptr, *rest, **options)
+
+    # pointer arithmetic keeps the argument a pointer came from, for an out-of-bounds report
+    def create_addptr(self, ptr, offset):
+        return bounds.derived(super().create_addptr(ptr, offset), ptr)
+
+    def create_splat(self, ret_ty, arg):
+        return bounds.derived(super().create_splat(ret_ty, arg), arg)
+
+    def create_expand_dims(self, arg, axis):
+        return bounds.derived(super().create_expand_dims(arg, axis), arg)
+
     # -- shared memory -------------------------------------------------------------------------
     def create_local_alloc(self, ty, value=None):
         handle = memory.allocate(ty.alloc_shape, upstream.np_dtype(ty.element_ty), ty.element_ty, ty.layout)
+        site, _, function = user_site().partition(" in ")
+        prog.program().shared.add(handle.root, site, function, prog.current_frame().language)
         if value is not None:
             handle.data[...] = value.data
         return handle
@@ -252,6 +282,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         mask = mask.data if isinstance(mask, TensorHandle) else np.ones_like(ptr.data, dtype=bool)
         np_dtype = upstream.np_dtype(ptr.get_element_ty())
         other = other.data if isinstance(other, TensorHandle) else np.zeros(ptr.data.shape, dtype=np_dtype)
+        bounds.check(ptr, mask, "async copy")
         smem.data[...] = upstream.load(ptr.data, mask, other, np_dtype)
 
     def create_async_copy_local_to_global(self, smem, ptr, mask, *rest):
@@ -276,7 +307,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     # -- AMD buffer ops: a scalar base pointer and element offsets, as tl.load/tl.store's pointers --
     def _buffer_pointers(self, ptr, offsets):
         base = TensorHandle(np.full(offsets.data.shape, _scalar(ptr), dtype=np.uint64), ptr.dtype.scalar)
-        return self.create_addptr(base, offsets)
+        return self.create_addptr(bounds.derived(base, ptr), offsets)
 
     def _buffer_mask(self, mask, offsets) -> np.ndarray:
         return mask.data if isinstance(mask, TensorHandle) else np.ones(offsets.data.shape, dtype=bool)
@@ -284,12 +315,14 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
     def create_buffer_load(self, ty, ptr, offsets, mask, other, cache, *rest):
         np_dtype = upstream.np_dtype(ptr.get_element_ty())
         other = other.data if isinstance(other, TensorHandle) else np.zeros(offsets.data.shape, dtype=np_dtype)
-        data = upstream.load(self._buffer_pointers(ptr, offsets).data, self._buffer_mask(mask, offsets), other,
-                             np_dtype)
-        return TensorHandle(data, ptr.get_element_ty())
+        ptrs, mask = self._buffer_pointers(ptr, offsets), self._buffer_mask(mask, offsets)
+        bounds.check(ptrs, mask, "buffer load")
+        return TensorHandle(upstream.load(ptrs.data, mask, other, np_dtype), ptr.get_element_ty())
 
     def create_buffer_store(self, value, ptr, offsets, mask, cache, *rest):
-        upstream.store(self._buffer_pointers(ptr, offsets).data, value.data, self._buffer_mask(mask, offsets))
+        ptrs, mask = self._buffer_pointers(ptr, offsets), self._buffer_mask(mask, offsets)
+        bounds.check(ptrs, mask, "buffer store")
+        upstream.store(ptrs.data, value.data, mask)
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):

@@ -15,16 +15,18 @@ from typing import Iterator
 
 import numpy as np
 import triton.language as tl
+from triton.backends.compiler import GPUTarget
 from triton.runtime import JITFunction
 
 from interop.entry import request
-from interop.errors import LayoutError, RegionError, TargetError
+from interop.errors import LayoutError, RegionError, SharedMemoryError, TargetError
 from interop.targets import current_gpu_target, name_of
 from interop.validate import check_constexpr_layouts
 from interop.triton.frontend import mangle_type
 from interop.triton import interpreter as upstream
+from scheduler.grid import check_grid
 
-from . import autotune, numerics, patch
+from . import autotune, bounds, memory, numerics, patch
 from . import program as prog
 from . import tma
 from .builder import HybridInterpreterBuilder
@@ -55,14 +57,31 @@ def default_target() -> str:
     return current_gpu_target() or "sm100a"
 
 
-@contextlib.contextmanager
-def interpreting(target: str | None = None) -> Iterator[None]:
+class _DefaultTarget:
+    """``target`` left out: ``default_target()``. An explicit ``target=None`` is refused, as
+    ``hybrid.compile`` refuses it."""
+
+    def __repr__(self) -> str:
+        return "default_target()"
+
+
+DEFAULT_TARGET = _DefaultTarget()
+
+
+def interpreting(target: str | GPUTarget | _DefaultTarget = DEFAULT_TARGET) -> contextlib.AbstractContextManager:
     """Run ``@hybrid.jit`` launches in this block in the interpreter, checking layouts and
-    ops against ``target`` (default: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a).
+    ops against ``target`` (left out: ``HYBRID_INTERPRET_TARGET``, the GPU here, else sm100a).
     Plain ``@triton.jit`` and ``@gluon.jit`` kernels launched in the block run here too, as under
     ``TRITON_INTERPRET=1`` (``_route_plain_kernels``)."""
+    if target is None:
+        request.check_target(target)   # refused at the call: no launch in the block could run
     _route_plain_kernels()
-    token = _switch.set(target or "")
+    return _switched("" if target is DEFAULT_TARGET else target)
+
+
+@contextlib.contextmanager
+def _switched(target) -> Iterator[None]:
+    token = _switch.set(target)
     try:
         yield
     finally:
@@ -92,11 +111,13 @@ def _route_plain_kernels() -> None:
         JITFunction.run = run
 
 
-def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
-    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)."""
+def launch(kernel, grid, *args, target: str | GPUTarget | _DefaultTarget = DEFAULT_TARGET, **kwargs) -> None:
+    """Run ``kernel[grid](*args, **kwargs)`` in the interpreter (an autotuned kernel: ``autotune.py``)
+    for ``target`` (left out: ``default_target()``)."""
     if autotune.is_wrapped(kernel):
         return autotune.launch_wrapped(launch, kernel, grid, args, kwargs, target)
-    target = request.check_target(default_target() if target is None else target)
+    target = request.check_target(default_target() if target is DEFAULT_TARGET else target,
+                                  request.check_kernel(kernel))
     # As Triton's JIT reads them: a launch option named like a kernel parameter (``num_warps``,
     # ``num_stages``) is both that parameter's argument and the launch option; any other keyword
     # must be an option of the target's backend (checked as hybrid.compile checks its options).
@@ -113,9 +134,11 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
     language = patch.language_of(kernel)
     with patch.patched(), numerics.quiet():
         call_args = inspect.getcallargs(kernel.fn, *args_hst, **kwargs_hst)
-        call_args = {name: value if name in constexprs else _device_value(value) for name, value in call_args.items()}
-        grid = grid(call_args) if callable(grid) else grid
-        grid = tuple(grid) + (1, ) * (3 - len(grid))
+        storages = bounds.Storages.of({name: value for name, value in call_args.items() if name not in constexprs})
+        call_args = {name: value if name in constexprs else _device_value(name, value)
+                     for name, value in call_args.items()}
+        grid = check_grid(grid(call_args) if callable(grid) else grid, target.backend, target.warp_size * num_warps,
+                          kernel.__name__)   # as the bundle loader checks it
         builder.set_grid_dim(*grid)
         fn = patch.rewritten(kernel)
         frame = Frame(language, patch.semantic_for(language, num_warps, builder), num_warps, "the program")
@@ -123,7 +146,9 @@ def launch(kernel, grid, *args, target: str | None = None, **kwargs) -> None:
             for y in range(grid[1]):
                 for z in range(grid[2]):
                     builder.set_grid_idx(x, y, z)
-                    with prog.running(Program(name_of(target), target.warp_size, num_warps)), prog.frame(frame):
+                    program = Program(name_of(target), target.warp_size, num_warps, storages=storages,
+                                      shared=memory.SharedBudget(kernel.__name__, target))
+                    with prog.running(program), prog.frame(frame):
                         _run(fn, call_args, kernel.__name__, (x, y, z))
     upstream.restore_arguments(executor, args, args_hst, kwargs, kwargs_hst)
 
@@ -138,21 +163,24 @@ def _check_arguments(kernel, call_args: dict, constexprs: set, target, num_warps
         if name in constexprs:
             request.check_constexpr_value(name, value)
         elif hasattr(value, "data_ptr") and hasattr(value, "dtype"):
-            request.check_dtypes({name: mangle_type(value)}, target)
+            request.check_dtypes(kernel, {name: mangle_type(value)}, target)
 
 
-def _device_value(value):
+def _device_value(name: str, value):
     if tma.is_host_descriptor(value):
         return tma.device_descriptor(value)
     if isinstance(value, float):   # an fp32 scalar, as the compiled kernel takes it (so `eps.to(tl.float32)` works)
         return tl.tensor(upstream.TensorHandle(np.array([value], dtype=np.float32), tl.float32), tl.float32)
-    return upstream.implicit_cvt(value)
+    converted = upstream.implicit_cvt(value)
+    if hasattr(value, "data_ptr"):   # a tensor's pointer: named in an out-of-bounds report
+        bounds.mark_argument(converted.handle, name)
+    return converted
 
 
 def _run(fn, call_args: dict, name: str, pid: tuple) -> None:
     try:
         fn(**call_args)
-    except (InterpretError, LayoutError, TargetError, RegionError):
+    except (InterpretError, LayoutError, TargetError, RegionError, SharedMemoryError):
         raise
     except Exception as exc:   # upstream's front-end checks: say where, in the kernel's source
         site = _user_frame(exc)

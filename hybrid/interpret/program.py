@@ -34,6 +34,8 @@ class Program:
     mbarriers: dict = field(default_factory=dict)   # shared-memory address -> barriers.MBarrier
     waiting: dict = field(default_factory=dict)     # thread id -> (mbarrier address, phase, report line)
     deadlock: str | None = None
+    storages: object = None                         # bounds.Storages: what global-memory accesses may reach
+    shared: object = None                           # memory.SharedBudget: the shared memory it holds
 
 
 _local = threading.local()

@@ -11,6 +11,8 @@ import numpy as np
 
 from interop.triton import interpreter as upstream
 
+from . import bounds
+
 
 def _host_descriptor_class():
     try:
@@ -46,6 +48,7 @@ class TMADescriptor:
 
     def read(self, coord: list[int], block: tuple) -> np.ndarray:
         ptrs, inside = self._addresses(coord, block)
+        bounds.check_addresses(ptrs, inside, self.dtype, "TMA load")
         np_dtype = upstream.np_dtype(self.dtype)
         fill = np.nan if self.padding == "nan" else 0
         other = np.full(block, fill, dtype=np.float32).astype(np_dtype)
@@ -53,6 +56,7 @@ class TMADescriptor:
 
     def write(self, coord: list[int], data: np.ndarray) -> None:
         ptrs, inside = self._addresses(coord, data.shape)
+        bounds.check_addresses(ptrs, inside, self.dtype, "TMA store")
         upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
     def for_triton(self, block_shape: list[int]):

@@ -147,7 +147,7 @@ def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> Non
         kernel[grid](*args, **kwargs)
         return
     from hybrid import interpret
-    interpret.launch(kernel, grid, *args, target=target, **kwargs)
+    interpret.launch(kernel, grid, *args, target=target or interpret.default_target(), **kwargs)
 
 
 def _diffs(kernel, inputs, first, second, atol: float, rtol: float,

@@ -19,6 +19,7 @@ from ..lowering import arch
 from ..errors import RequestError, RequestTypeError
 from ..targets import TARGETS, resolve
 from ..triton.frontend import make_backend
+from ..validate import definition
 
 #: scalar type names a signature may use (``*`` before one is a pointer, ``*k`` a const pointer)
 SCALAR_TYPES = ("i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp8e4nv", "fp8e4b8", "fp8e5",
@@ -36,23 +37,30 @@ def check_kernel(kernel) -> JITFunction:
     return kernel
 
 
-def check_target(target) -> GPUTarget:
-    """The ``GPUTarget`` for a target name or a ``GPUTarget`` whose warp size is its backend's."""
+def check_target(target, kernel: JITFunction | None = None) -> GPUTarget:
+    """The ``GPUTarget`` for a target name or a ``GPUTarget`` whose warp size is its backend's;
+    an error names ``kernel`` (its name and ``file:line``) where one is given."""
+    where = f"{kernel_site(kernel)}: " if kernel is not None else ""
     if isinstance(target, GPUTarget):
         expected = arch.WARP_SIZE.get(target.backend)
         if expected is None:
-            raise RequestError(f"target={target!r}: unknown backend {target.backend!r}; "
+            raise RequestError(f"{where}target={target!r}: unknown backend {target.backend!r}; "
                                f"expected one of {', '.join(arch.WARP_SIZE)}")
         if target.warp_size != expected:
-            raise RequestError(f"target={target!r}: {target.backend} runs {expected}-thread warps, not "
+            raise RequestError(f"{where}target={target!r}: {target.backend} runs {expected}-thread warps, not "
                                f"{target.warp_size}; use GPUTarget({target.backend!r}, {target.arch!r}, {expected})")
         return target
     if not isinstance(target, str) or not target:
-        raise RequestTypeError(f"target={target!r}: expected one of {', '.join(TARGETS)} or a GPUTarget")
+        raise RequestTypeError(f"{where}target={target!r}: expected one of {', '.join(TARGETS)} or a GPUTarget")
     try:
         return resolve(target)
     except ValueError as exc:
-        raise RequestError(f"target={target!r}: {exc}{_close(target, TARGETS)}") from None
+        raise RequestError(f"{where}target={target!r}: {exc}{_close(target, TARGETS)}") from None
+
+
+def kernel_site(kernel: JITFunction) -> str:
+    """``name (file:line)`` of a kernel, as its request errors start (layout errors do the same)."""
+    return f"{kernel.__name__} ({definition(kernel)})"
 
 
 def check_constexprs(kernel: JITFunction, constexprs: Mapping) -> None:
@@ -107,11 +115,12 @@ def check_type(name: str, ty) -> None:
                            f"expected one of {', '.join(SCALAR_TYPES)}, '*' before one for a pointer, or 'constexpr'")
 
 
-def check_dtypes(signature: Mapping, target: GPUTarget) -> None:
-    """Element types the target has (``interop.lowering.arch``'s dtype rows), as the compiler needs them."""
+def check_dtypes(kernel: JITFunction, signature: Mapping, target: GPUTarget) -> None:
+    """Element types the target has (``interop.lowering.arch``'s dtype rows), as the compiler needs
+    them; an error names the kernel and the argument."""
     for name, ty in signature.items():
         if isinstance(ty, str):
-            arch.check_dtype(element(ty), target, f"argument {name!r} ({ty})")
+            arch.check_dtype(element(ty), target, f"{kernel_site(kernel)}, argument {name!r} ({ty})")
 
 
 def backend_options(target: GPUTarget) -> tuple[str, ...]:
@@ -141,10 +150,10 @@ def check_options(options: Mapping, target: GPUTarget) -> dict:
 def check_request(kernel, signature: Mapping, constexprs: Mapping, target, options: Mapping) -> GPUTarget:
     """The whole compile request (``hybrid.compile``): returns the resolved target."""
     kernel = check_kernel(kernel)
-    gpu_target = check_target(target)
+    gpu_target = check_target(target, kernel)
     check_constexprs(kernel, constexprs)
     check_signature(kernel, signature, constexprs)
-    check_dtypes({k: v for k, v in signature.items() if k not in constexprs}, gpu_target)
+    check_dtypes(kernel, {k: v for k, v in signature.items() if k not in constexprs}, gpu_target)
     check_options(options, gpu_target)
     return gpu_target
 
