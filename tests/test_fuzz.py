@@ -1,12 +1,17 @@
 """Differential fuzz test: the compiler and the interpreter, on generated boundaries.
 
-Hypothesis draws cases (region kind and nesting, tile size including 1 element and sizes that are
-no power of two, dtype including bf16/fp16/fp8, layout, warps, target, a 0-d result across the
-boundary). Each case is compiled for its target and interpreted, in a subprocess (``python -m
-tests.fuzz_kernels``), so an abort is seen as a signal. The property: no case ends in a signal;
-both accept it and the interpreter computes what torch computes, or both refuse it with the same
-kind of error. ``make test`` runs a fixed set of 30 cases (derandomized); ``make fuzz`` draws
-``HYBRID_FUZZ_EXAMPLES`` fresh ones and writes its figures to ``HYBRID_FUZZ_REPORT``.
+Hypothesis draws cases of two families, half each: 1-D tiles (region kind and nesting, tile size
+including 1 element and sizes that are no power of two, dtype including bf16/fp16/fp8, layout,
+warps, target, a 0-d result across the boundary), and 2-D tiles on a grid of up to three
+dimensions read through a contiguous, transposed, strided or flipped view (a negative stride),
+with 2-D layouts and row sums across the boundary. A third of either put NaN, infinities and
+denormals among the inputs. Each case is compiled for its target and interpreted, in a
+subprocess (``python -m tests.fuzz_kernels``), so an abort is seen as a signal. The property: no
+case ends in a signal; both accept it, the binary has one kernel entry with the launch's warps,
+and the interpreter computes what torch computes, or both refuse it with the same kind of error.
+``make test`` runs a fixed set of 30 cases (derandomized) and two written out; ``make fuzz``
+draws ``HYBRID_FUZZ_EXAMPLES`` fresh ones and writes its figures, per family, to
+``HYBRID_FUZZ_REPORT``.
 """
 import json
 import os
@@ -72,7 +77,6 @@ tiles_2d = st.fixed_dictionaries({
     "scale": SCALES,
     "values": VALUES,
 })
-cases = st.one_of(tiles, tiles_2d)
 
 
 class Worker:
@@ -140,12 +144,13 @@ class Tally:
         family.update(cases=1, agreements=problem is None, disagreements=problem is not None,
                       special_values=case["values"] == "special")
         if case["family"] == "tile2d":
-            family.update([f"view {case['view']}", f"grid {len([d for d in case['grid'] if d > 1])}-d"])
+            family.update([f"view {case['view']}", f"grid dimensions over 1: {sum(d > 1 for d in case['grid'])}"])
         if problem:
             self.problems.append(f"{case}: {problem}")
         if "compile" in result and result["compile"]["ok"]:
             self.accepted += 1
-            family.update(both_accept=problem is None)
+            family.update(both_accept=problem is None,
+                          special_values_computed=problem is None and case["values"] == "special")
         elif "compile" in result:
             self.refusals[result["compile"]["kind"]] = self.refusals.get(result["compile"]["kind"], 0) + 1
             family.update(both_refuse=problem is None)
@@ -171,23 +176,38 @@ def _worker():
         TALLY.write(os.environ["HYBRID_FUZZ_REPORT"])
 
 
-# No shrinking: every case costs a compile, and a failing case is reported whole.
-@settings(max_examples=EXAMPLES, deadline=None, derandomize="HYBRID_FUZZ_REPORT" not in os.environ, database=None,
-          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
-@given(case=cases)
-# Always among the fixed cases: the 2-D family on a 3-D grid through a view flipped both ways, row
-# sums crossing into a Gluon host, NaN/Inf/denormal inputs; and a 1-D fp8e5 tile of them.
-@example(case={"family": "tile2d", "kind": "gluon_host", "bm": 4, "bn": 8, "dtype": "bf16", "op": "rowsum",
-               "view": "flipped_both", "grid": (2, 2, 2), "target": "sm90a", "spt": 2, "tpw_m": 4, "wpc_m": 2,
-               "order": [1, 0], "num_warps": 2, "seed": 5, "scale": 0.5, "values": "special"})
-@example(case={"family": "tile", "kind": "triton_host", "block": 16, "dtype": "fp8e5", "op": "scale",
-               "target": "gfx942", "spt": 1, "num_warps": 1, "seed": 9, "scale": -3.0, "values": "special"})
-def test_compiler_and_interpreter_agree_and_nothing_aborts(case):
+# No shrinking: every case costs a compile, and a failing case is reported whole. Half the
+# examples to each family.
+FUZZ = settings(max_examples=max(1, EXAMPLES // 2), deadline=None, derandomize="HYBRID_FUZZ_REPORT" not in os.environ,
+                database=None, phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+
+
+def check(case: dict) -> None:
     result = WORKER.run(case)
     problem = verdict(case, result)
     TALLY.add(case, result, problem)
     if "HYBRID_FUZZ_REPORT" not in os.environ:   # a long run counts every case, then fails below
         assert problem is None, f"{case}: {problem}"
+
+
+@FUZZ
+@given(case=tiles)
+# Always among the fixed cases: an fp8e5 tile of NaN/Inf/denormal inputs.
+@example(case={"family": "tile", "kind": "triton_host", "block": 16, "dtype": "fp8e5", "op": "scale",
+               "target": "gfx942", "spt": 1, "num_warps": 1, "seed": 9, "scale": -3.0, "values": "special"})
+def test_compiler_and_interpreter_agree_and_nothing_aborts(case):
+    check(case)
+
+
+@FUZZ
+@given(case=tiles_2d)
+# Always among the fixed cases: a 3-D grid through a view flipped both ways, row sums crossing
+# into a Gluon host, NaN/Inf/denormal inputs.
+@example(case={"family": "tile2d", "kind": "gluon_host", "bm": 4, "bn": 8, "dtype": "bf16", "op": "rowsum",
+               "view": "flipped_both", "grid": (2, 2, 2), "target": "sm90a", "spt": 2, "tpw_m": 4, "wpc_m": 2,
+               "order": [1, 0], "num_warps": 2, "seed": 5, "scale": 0.5, "values": "special"})
+def test_on_2d_tiles_through_views_and_grids_too(case):
+    check(case)
 
 
 def test_the_run_found_no_abort_and_no_disagreement():
