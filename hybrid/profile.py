@@ -21,6 +21,7 @@ import json
 import math
 import re
 import statistics
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -87,6 +88,10 @@ class KernelProfile:
 
 class TraceError(ValueError):
     """A file that is not a Proton Chrome trace."""
+
+
+class TraceWarning(UserWarning):
+    """A trace whose figures are less than they seem: launches on one warp lane that overlap."""
 
 
 def read_trace(path: str | Path) -> list[Event]:
@@ -158,9 +163,17 @@ def analyze(events: list[Event]) -> list[KernelProfile]:
     for e in events:
         lanes.setdefault((e.kernel, e.cta, e.warp), []).append(e)
     per_kernel: dict[str, list[dict]] = {}
+    overlapping: dict[str, int] = {}
     for (kernel, _, _), lane in lanes.items():
         if instances := _warp_instances(lane):
             per_kernel.setdefault(kernel, []).extend(instance.calls() for instance in instances)
+            overlapping[kernel] = overlapping.get(kernel, 0) + sum(instance.overlaps for instance in instances)
+    for kernel, count in overlapping.items():
+        if count:
+            warnings.warn(f"{kernel}: {count} of {len(per_kernel[kernel])} warp instances start before an earlier "
+                          "launch's kernel span on the same warp ends (a launch outlasted Proton's gap between "
+                          "launches); each scope event counts in the latest-started span holding it, so the "
+                          "figures of those launches mix", TraceWarning, stacklevel=2)
     return [_kernel_profile(kernel, instances) for kernel, instances in per_kernel.items()]
 
 
@@ -169,6 +182,7 @@ class _WarpInstance:
     """One warp in one launch: each scope's calls (cycles), and how much of the kernel the
     outermost scopes seen so far cover (scopes arrive in start order, longest first)."""
     kernel: Event
+    overlaps: bool   # starts before an earlier kernel span on its lane ends
     scopes: dict[str, list[int]] = field(default_factory=dict)
     covered: int = 0
     outer_end: float = -math.inf
@@ -195,11 +209,13 @@ def _warp_instances(lane: list[Event]) -> list[_WarpInstance]:
     instances: list[_WarpInstance] = []
     open_: list[_WarpInstance] = []
     negated_ends: list[int] = []   # -end of each open span, increasing: for bisect
+    latest_end = -math.inf
     for e in lane:
         if e.scope == instrument.KERNEL_SCOPE:
             while open_ and open_[-1].kernel.end <= e.end:
                 open_.pop(), negated_ends.pop()
-            instances.append(_WarpInstance(e))
+            instances.append(_WarpInstance(e, overlaps=e.start < latest_end))
+            latest_end = max(latest_end, e.end)
             open_.append(instances[-1]), negated_ends.append(-e.end)
             continue
         while open_ and open_[-1].kernel.end < e.start:

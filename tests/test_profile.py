@@ -7,6 +7,7 @@ profile the examples for real.
 import json
 import random
 import statistics
+import warnings
 from pathlib import Path
 
 import pytest
@@ -227,10 +228,13 @@ def test_analysis_agrees_with_its_quadratic_definition_on_random_traces():
     compared = overlapping = 0
     for seed in range(400):
         events = random_events(random.Random(seed))
+        with warnings.catch_warnings():   # overlapping spans: the figures are what the test compares
+            warnings.simplefilter("ignore", profile.TraceWarning)
+            profiles = profile.analyze(list(events))
         got = {p.kernel: {"warps": p.warps, "scopes": {s.scope: {"calls": s.calls, "cycles": s.cycles,
                                                                   "per_call": s.per_call, "share": s.share}
                                                         for s in p.scopes}}
-               for p in profile.analyze(list(events))}
+               for p in profiles}
         assert got == reference_analyze(events), f"seed {seed}"
         compared += bool(got)
         spans = sorted((e.kernel, e.cta, e.warp, e.start, e.end) for e in events if e.scope == "kernel")
@@ -246,7 +250,8 @@ def test_a_launch_that_outlasts_the_gap_to_the_next_keeps_its_own_scopes():
     for launch in range(50):
         events += [profile.Event("k", 0, 0, "kernel", launch * 100, 1000),
                    profile.Event("k", 0, 0, "r0:f", launch * 100 + 10, 50)]
-    (kernel, ) = profile.analyze(events)
+    with pytest.warns(profile.TraceWarning, match="k: 49 of 50 warp instances start before an earlier launch"):
+        (kernel, ) = profile.analyze(events)
     region = kernel.scope("r0:f")
     assert kernel.warps == 50 and (region.calls, region.cycles.p90, region.share) == (1, 50, 0.05)
     assert kernel.scope("host").cycles.median == 950
@@ -270,3 +275,10 @@ def test_a_negative_or_non_finite_time_is_a_clear_error(tmp_path, capsys, key, v
         main(["profile", "--trace", str(path), "-o", str(tmp_path / "p")])
     printed = " ".join(capsys.readouterr().err.split())
     assert exited.value.code == 2 and "r1:epilogue" in printed and "Traceback" not in printed
+
+
+def test_launches_apart_as_proton_writes_them_warn_of_nothing(traced):
+    path, _ = traced
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", profile.TraceWarning)
+        profile.analyze(profile.read_trace(path))
