@@ -45,7 +45,7 @@ BAD = [  # (arguments, with {tmp} for the test's folder; what the one line must 
     (["report", f"{KERNELS}:k_scale", "--target", "sm80", "--json", "{tmp}/a_file/r.json"], "is a file, so nothing"),
     (["profile", "--trace", "{tmp}/garbage.json"], "{tmp}/garbage.json: not a Chrome trace (not JSON"),
     (["profile", "--trace", "{tmp}/empty.json"], "{tmp}/empty.json: not a Chrome trace (no 'traceEvents' list)"),
-    (["profile", "--trace", "{tmp}/events.json"], "traceEvents[0] is a scope event without a numeric ts"),
+    (["profile", "--trace", "{tmp}/events.json"], "the scope event 'r0' on 'k Core0 CTA0' 'warp 0' has no numeric ts ('x')"),
     (["profile", "--trace", "{tmp}/missing.json"], "--trace {tmp}/missing.json: no such file"),
     (["profile"], "profile needs a script to run, or --trace FILE"),
     (["build", f"{KERNELS}:k_scale", "--target", "sm80", "-j", "-1"], "expected a positive number of worker "

@@ -7,6 +7,7 @@ profile the examples for real.
 import json
 import random
 import statistics
+import warnings
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,119 @@ def test_regions_profiled_on_gpu(name, tmp_path):
     outermost = [s for s in timed if not any(set(s.regions) < set(o.regions) for o in timed)]
     accounted = sum(s.cycles.median for s in outermost) + kernel.scope("host").cycles.median
     assert accounted == pytest.approx(kernel.scope("kernel").cycles.median, rel=0.10)
+
+
+def reference_analyze(events: list[profile.Event]) -> dict:
+    """The analysis by its definition, quadratic: each scope event counts in the latest-started
+    kernel span of its lane that holds it whole (the last such in the trace's order if two are
+    the same span); the host is what the scopes not nested in the previous outermost one leave."""
+    def lane(e):
+        return e.kernel, e.cta, e.warp
+
+    def order(e):
+        return e.start, -e.cycles
+
+    kernels = [e for e in events if e.scope == "kernel"]
+    scopes = sorted((e for e in events if e.scope != "kernel"), key=order)
+
+    def owner(e):
+        holding = [k for k in reversed(kernels) if lane(k) == lane(e) and k.start <= e.start and e.end <= k.end]
+        return max(holding, key=order, default=None)
+
+    owners = [owner(e) for e in scopes]
+    per_kernel: dict[str, list[dict]] = {}
+    for k in kernels:
+        calls, covered, end = {"kernel": [k.cycles]}, 0, -float("inf")
+        for e in (e for e, o in zip(scopes, owners) if o is k):
+            calls.setdefault(e.scope, []).append(e.cycles)
+            if e.start >= end:
+                covered, end = covered + e.cycles, e.end
+        calls["host"] = [k.cycles - covered]
+        per_kernel.setdefault(k.kernel, []).append(calls)
+    figures = {}
+    for kernel, instances in per_kernel.items():
+        names = {name for instance in instances for name in instance}
+        figures[kernel] = {"warps": len(instances), "scopes": {name: {
+            "calls": statistics.median(len(i[name]) for i in instances if name in i),
+            "cycles": profile.Figures.of([sum(i[name]) for i in instances if name in i]),
+            "per_call": profile.Figures.of([c for i in instances if name in i for c in i[name]]),
+            "share": statistics.median(sum(i.get(name, [0])) / max(1, i["kernel"][0]) for i in instances),
+        } for name in names}}
+    return figures
+
+
+def random_events(rng: random.Random) -> list[profile.Event]:
+    """A small trace: kernel spans on a few lanes, some of them overlapping (a launch that
+    outlasts Proton's gap) or the same span twice, and scope events in them, across them, nested,
+    partly overlapping and outside every span."""
+    events = []
+    for kernel in rng.sample(["k_a", "k_b"], rng.randint(1, 2)):
+        for cta, warp in {(rng.randrange(2), rng.randrange(2)) for _ in range(rng.randint(1, 3))}:
+            spans = [(rng.randrange(0, 60, 5), rng.randrange(0, 40, 5)) for _ in range(rng.randint(0, 4))]
+            spans += rng.sample(spans, min(len(spans), rng.randint(0, 1)))
+            events += [profile.Event(kernel, cta, warp, "kernel", s, c) for s, c in spans]
+            events += [profile.Event(kernel, cta, warp, rng.choice(["r0:f", "r1:g", "loop0[r0]", "mine"]),
+                                     rng.randrange(-5, 100, 5), rng.randrange(0, 30, 5))
+                       for _ in range(rng.randint(0, 12))]
+    rng.shuffle(events)
+    return events
+
+
+def test_analysis_agrees_with_its_quadratic_definition_on_random_traces():
+    compared = overlapping = 0
+    for seed in range(400):
+        events = random_events(random.Random(seed))
+        with warnings.catch_warnings():   # overlapping spans: the figures are what the test compares
+            warnings.simplefilter("ignore", profile.TraceWarning)
+            profiles = profile.analyze(list(events))
+        got = {p.kernel: {"warps": p.warps, "scopes": {s.scope: {"calls": s.calls, "cycles": s.cycles,
+                                                                  "per_call": s.per_call, "share": s.share}
+                                                        for s in p.scopes}}
+               for p in profiles}
+        assert got == reference_analyze(events), f"seed {seed}"
+        compared += bool(got)
+        spans = sorted((e.kernel, e.cta, e.warp, e.start, e.end) for e in events if e.scope == "kernel")
+        overlapping += any(a[:3] == b[:3] and b[3] < a[4] for a, b in zip(spans, spans[1:]))
+    assert compared > 300 and overlapping > 50   # the draws reach the cases that matter
+
+
+def test_a_launch_that_outlasts_the_gap_to_the_next_keeps_its_own_scopes():
+    """Kernel spans on one lane that overlap (each launch 1000 cycles, the next 100 cycles
+    later): each scope event counts in the latest-started span holding it, its own launch's,
+    not in every span holding it."""
+    events = []
+    for launch in range(50):
+        events += [profile.Event("k", 0, 0, "kernel", launch * 100, 1000),
+                   profile.Event("k", 0, 0, "r0:f", launch * 100 + 10, 50)]
+    with pytest.warns(profile.TraceWarning, match="k: 49 of 50 warp instances start before an earlier launch"):
+        (kernel, ) = profile.analyze(events)
+    region = kernel.scope("r0:f")
+    assert kernel.warps == 50 and (region.calls, region.cycles.p90, region.share) == (1, 50, 0.05)
+    assert kernel.scope("host").cycles.median == 950
+
+
+@pytest.mark.parametrize("key, value, says", [("dur", -0.5, "dur -0.5"), ("ts", -2.0, "ts -2.0"),
+                                              ("dur", float("nan"), "dur nan"), ("ts", float("inf"), "ts inf"),
+                                              ("dur", True, "no numeric dur"), ("ts", "3", "no numeric ts")])
+def test_a_negative_or_non_finite_time_is_a_clear_error(tmp_path, capsys, key, value, says):
+    lanes = timeline(seed=3, launches=1, ctas=1, warps=1)
+    path = tmp_path / "bad.chrome_trace"
+    write_proton_trace(path, lanes)
+    data = json.loads(path.read_text())
+    damaged = next(e for e in data["traceEvents"] if e["name"] == "r1:epilogue")
+    damaged[key] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(profile.TraceError, match="r1:epilogue") as raised:
+        profile.read_trace(path)
+    assert says in str(raised.value) and str(path) in str(raised.value)
+    with pytest.raises(SystemExit) as exited:
+        main(["profile", "--trace", str(path), "-o", str(tmp_path / "p")])
+    printed = " ".join(capsys.readouterr().err.split())
+    assert exited.value.code == 2 and "r1:epilogue" in printed and "Traceback" not in printed
+
+
+def test_launches_apart_as_proton_writes_them_warn_of_nothing(traced):
+    path, _ = traced
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", profile.TraceWarning)
+        profile.analyze(profile.read_trace(path))
