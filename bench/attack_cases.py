@@ -95,6 +95,7 @@ class Case:
     refused: tuple = (BundleError, ValueError)     # what a clean refusal raises
     targets: tuple = ()                            # the targets it needs built (none: any)
     slow: bool = False                             # builds through the command line
+    detailed: bool = False                         # one line, then indented detail and hint lines (as RegionError)
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -445,7 +446,9 @@ def _outcome(case: Case, arena: Arena) -> tuple[str, str]:
         case.attack(arena)
     except case.refused as exc:
         message = str(exc)
-        if "\n" in message.strip() or not re.search(case.refusal, message):
+        first, *rest = message.strip().splitlines() or [""]
+        if (rest and not (case.detailed and all(line.startswith("  ") for line in rest))) \
+                or not re.search(case.refusal, first):
             return "error", f"{type(exc).__name__}: {message[:300]}"
         return "refused", message
     except Exception as exc:   # noqa: BLE001 -- any other failure is a row that says so

@@ -1,4 +1,4 @@
-"""Attacks on bundles and signing keys: every case of ``bench/attack_cases.py`` against the
+"""Attacks on bundles, signing keys and launch limits: every case of ``bench/attack_cases.py`` against the
 softmax example built for one or two targets, counted per family.
 
     python bench/attacks.py [--targets sm90a,gfx942] [--fast] [--json bench/attacks.json]
@@ -8,7 +8,8 @@ softmax example built for one or two targets, counted per family.
 accepted (a bundle loaded, a key read, a key pair written, a planted binary signed); "other": any
 other failure, a hang included. ``--fast`` leaves out the case that builds through the command
 line (a planted cache entry at ``hybrid build --sign``). The damaged-bundle rows of
-``tests/test_bundle_trust.py`` run too (family "bundle trust"), on the sm90a binary where built.
+``tests/test_bundle_trust.py`` run too (family "bundle trust"), on the sm90a binary where built, and
+``tests/test_limits.py``'s grids, out-of-bounds accesses and shared memory (family "launch limits").
 Goal: zero wrong, zero other.
 """
 from __future__ import annotations
@@ -57,11 +58,55 @@ def trust_cases(targets: list[str]) -> list[attack_cases.Case]:
          for name, damage in RAW.items()]
 
 
+def limit_cases() -> list[attack_cases.Case]:
+    """Launches past a GPU's limits: ``tests/test_limits.py``'s bad grids at the bundle loader
+    (before any driver) and in the interpreter, and accesses out of bounds or shared memory over
+    the target's in the interpreter, Gluon and Triton kernels alike; each must be one clear line,
+    never a launch, a signal or a run."""
+    import torch
+
+    from hybrid import interpret
+    from hybrid.interpret.bounds import OutOfBoundsError
+    from interop.errors import SharedMemoryError
+    from scheduler.grid import GridError
+    from tests import limits_kernels as lk
+    from tests.kernels import k_agree
+    from tests.test_limits import BAD_GRIDS, L32, L64, _bundled, _copy
+
+    def loader(grid, backend):
+        return lambda a: _bundled(backend)[grid](1)
+
+    def interpreted(grid):
+        return lambda a: interpret.launch(k_agree, grid, torch.randn(128), torch.zeros(128), BLOCK=128, L1=L32,
+                                          target="sm90a")
+
+    def copy(language, load_at, store_at):
+        return lambda a: _copy(language, torch.randn(128), torch.zeros(128), 128, load_at, store_at)
+
+    def shared(target):
+        layout = L64 if target.startswith("gfx") else L32
+        return lambda a: interpret.launch(lk.g_big_shared, (1, ), torch.randn(128), torch.zeros(128), ROWS=512,
+                                          BLOCK=128, L=layout, target=target)
+
+    cases = [attack_cases.Case("launch limits", f"loader grid {g!r} ({b})", loader(g, b), ".", refused=(GridError, ))
+             for g, b, _ in BAD_GRIDS if g != "8"]
+    cases += [attack_cases.Case("launch limits", f"interpreter grid {g!r}", interpreted(g), ".", refused=(GridError, ))
+              for g, b, _ in BAD_GRIDS if b == "cuda" and g != "8"]
+    cases += [attack_cases.Case("launch limits", f"{language} {what} at element {at}", copy(language, *at_), "out-of-bounds",
+                                refused=(OutOfBoundsError, ), detailed=True)
+              for language in ("gluon", "triton")
+              for what, at, at_ in (("load", 10**12, (10**12, 0)), ("store", 10**12, (0, 10**12)),
+                                    ("load", 128, (1, 0)), ("load", -3, (-3, 0)))]
+    cases += [attack_cases.Case("launch limits", f"256 KiB of shared memory on {t}", shared(t), "B of shared memory",
+                                refused=(SharedMemoryError, ), detailed=True) for t in ("sm80", "sm90a", "sm100a", "gfx942", "gfx950")]
+    return cases
+
+
 def run(targets: list[str], slow: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="attacks-") as root:
         arena = attack_cases.arena(targets, Path(root))
         rows = []
-        for case in attack_cases.cases(targets, slow) + trust_cases(targets):
+        for case in attack_cases.cases(targets, slow) + trust_cases(targets) + limit_cases():
             kind, message = attack_cases.outcome(case, arena)
             rows.append({"family": case.family, "case": case.name, "outcome": kind, "message": message})
     families = []
