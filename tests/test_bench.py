@@ -75,7 +75,7 @@ def test_attacks_benchmark_runs(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(out.read_text())
     families = {f["family"]: f for f in result["families"]}
-    assert set(families) == {"signing", "keys", "manifest vs binary", "zip corruption", "bundle trust"}
+    assert set(families) == {"signing", "keys", "manifest vs binary", "zip corruption", "bundle trust", "launch limits"}
     assert all(f["cases"] == f["refused"] > 0 and f["wrong"] == f["error"] == 0 for f in families.values())
     assert "refused cleanly" in proc.stdout
 
