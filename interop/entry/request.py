@@ -37,7 +37,8 @@ def check_kernel(kernel) -> JITFunction:
 
 
 def check_target(target) -> GPUTarget:
-    """The ``GPUTarget`` for a target name or a ``GPUTarget`` whose warp size is its backend's."""
+    """The ``GPUTarget`` for a target or GPU name (``interop.targets.resolve``) or a ``GPUTarget``
+    whose warp size is its backend's."""
     if isinstance(target, GPUTarget):
         expected = arch.WARP_SIZE.get(target.backend)
         if expected is None:
@@ -48,11 +49,11 @@ def check_target(target) -> GPUTarget:
                                f"{target.warp_size}; use GPUTarget({target.backend!r}, {target.arch!r}, {expected})")
         return target
     if not isinstance(target, str) or not target:
-        raise RequestTypeError(f"target={target!r}: expected one of {', '.join(TARGETS)} or a GPUTarget")
+        raise RequestTypeError(f"target={target!r}: expected one of {', '.join(TARGETS)}, a GPU name or a GPUTarget")
     try:
         return resolve(target)
     except ValueError as exc:
-        raise RequestError(f"target={target!r}: {exc}{_close(target, TARGETS)}") from None
+        raise RequestError(f"target={target!r}: {exc}") from None
 
 
 def check_constexprs(kernel: JITFunction, constexprs: Mapping) -> None:
