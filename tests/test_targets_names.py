@@ -3,6 +3,7 @@ no target is never answered with a near name of another architecture."""
 import pytest
 
 import hybrid
+from hybrid import cli
 from hybrid.cli import main
 from interop.entry import request
 from interop.errors import RequestError
@@ -63,3 +64,9 @@ def test_cli_target_takes_a_gpu_name(capsys):
         main(["build", "tests/kernels.py:k_arange_load", "--target", "H1000"])
     assert info.value.code == 2
     assert "unknown target(s) H1000" in capsys.readouterr().err
+
+
+def test_port_commands_take_a_gpu_name():
+    args = cli.parser().parse_args(["port", "status", "tests/port_kernels.py:centered_square", "--target", "MI355X"])
+    cli.check_arguments(args)
+    assert args.target == "gfx950"
