@@ -80,7 +80,8 @@ class _Version(argparse.Action):
             triton = f"Triton {metadata.version('triton')}"
         except metadata.PackageNotFoundError:
             triton = "Triton not installed"
-        parser.exit(message=f"triton-hybrid {hybrid.__version__} ({triton})\n")
+        print(f"triton-hybrid {hybrid.__version__} ({triton})")
+        parser.exit()
 
 
 #: what --target takes (an unknown name is answered with every target and GPU name known)
