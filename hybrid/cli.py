@@ -298,29 +298,20 @@ def _run(args) -> int:
 
 
 def _build(jobs: list, args, out: Console) -> int:
-    """Build ``jobs`` here (worker processes) or on a Dask cluster, with a progress bar as each
-    result arrives; print the table and write the bundles."""
-    from rich.console import Console
+    """Build ``jobs`` here (worker processes) or on a Dask cluster, showing each result as it
+    arrives; print the table and write the bundles."""
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     import hybrid
-    from scheduler import Cache, build
+    from scheduler import Cache
     from scheduler.bundle import write_bundles
     key = None
     if args.sign:
         from scheduler.signing import private_key
         key = private_key(args.sign)
-    with dask_executor(args.dask) as (executor, where), \
-            Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                     console=Console(stderr=True)) as progress:
-        if where:
-            progress.console.print(f"building {len(jobs)} job{'s' if len(jobs) != 1 else ''}{escape(where)}",
-                                   highlight=False, soft_wrap=True)
-        task = progress.add_task("building", total=len(jobs))
-        results = build(jobs, hybrid.compile, cache=None if args.no_cache else Cache(args.cache_dir),
-                        executor=executor, max_workers=args.jobs,
-                        on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
+    with dask_executor(args.dask) as (executor, where):
+        results = build_with_progress(jobs, hybrid.compile, cache=None if args.no_cache else Cache(args.cache_dir),
+                                      executor=executor, max_workers=args.jobs, where=where)
     out.print(results_table(results))
     for r in results:
         if not r.ok:
@@ -330,6 +321,29 @@ def _build(jobs: list, args, out: Console) -> int:
     for kernel, path in write_bundles(results, args.out, args.archive, key).items():
         out.print(f"bundle {kernel}: {escape(str(path))}" + (" (signed)" if key else ""), soft_wrap=True)
     return 1 if any(not r.ok for r in results) else 0
+
+
+def build_with_progress(jobs: list, compile_kernel, *, where: str = "", **options) -> list:
+    """``scheduler.build(jobs, compile_kernel, **options)`` showing on stderr each result as it
+    arrives: a bar on a terminal; in a log (a file or pipe, where a bar shows only at the end) a
+    line per result."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from scheduler import build
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if where:
+        err.print(f"building {len(jobs)} job{'s' if len(jobs) != 1 else ''}{where}", markup=False)
+    if not err.is_terminal:
+        done = iter(range(1, len(jobs) + 1))
+        return build(jobs, compile_kernel, **options, on_result=lambda r: err.print(
+            f"[{next(done)}/{len(jobs)}] {r.job.label}: {r.status} ({r.seconds:.1f} s)", markup=False))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err) as progress:
+        task = progress.add_task("building", total=len(jobs))
+        return build(jobs, compile_kernel, **options,
+                     on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
 
 
 @contextlib.contextmanager

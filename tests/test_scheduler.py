@@ -1,6 +1,7 @@
 """Build planning and parallel builds: every target, isolated failures, deterministic output."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -123,4 +124,10 @@ def test_demo_builds_every_example_for_every_target(tmp_path):
     assert all(s["kernel_entries"] == 1 for s in summaries)
     assert all(s["regions"] for s in summaries if not (s["kernel"] == "mma_kernel" and s["target"] in REGIONLESS))
     assert "triton-hybrid: fused kernels" in proc.stdout
-    assert max(len(line) for line in proc.stdout.splitlines() if not line.startswith("wrote ")) <= 100
+    # into a pipe: one line per kernel and target, no name split; progress on stderr; a summary last
+    rows = [line.split()[:2] for line in proc.stdout.splitlines()]
+    assert all(rows.count([f"{s['module']}:{s['kernel']}", s["target"]]) == 1 for s in summaries)
+    assert proc.stderr.count(f"/{len(summaries)}] ") == len(summaries)
+    assert re.fullmatch(rf"demo: {len(EXAMPLES)} kernels x 5 targets: {len(summaries)} of {len(summaries)} built "
+                        rf"\(\d+ from the cache\), (\d+) of \1 checks passed (in the interpreter|on \w+), \d+ s",
+                        proc.stdout.splitlines()[-1]), proc.stdout[-500:]
