@@ -3,8 +3,9 @@
     hybrid build examples/softmax.py:softmax_kernel --target sm90a --target gfx942 -o dist/
     hybrid build mykern.py:k --signature x_ptr=*fp32,n=i32 --constexpr 'L=gl.BlockedLayout([1],[32],[4],[0])'
 
-Without --target/--targets every target is built. Types and values not given come from the
-module: SIGNATURE (a dict), constexprs(target) or constexprs(target, kernel), options(target).
+Without --target/--targets every target is built; a target is named as above or by its GPU (H100,
+MI300X). Types and values not given come from the module: SIGNATURE (a dict), constexprs(target)
+or constexprs(target, kernel), options(target). --dask tcp://host:8786 builds on a Dask cluster.
 'hybrid report' prints per-region figures; 'hybrid profile' times each region on a GPU;
 'hybrid port start' begins porting one function; 'hybrid keygen KEY' makes a key pair for
 'hybrid build --sign KEY'.
@@ -518,7 +519,7 @@ def _profile(args, out: Console) -> int:
     if not args.trace and not gpu_here():
         out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
                   "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
-                  "read here: hybrid profile --trace FILE.chrome_trace", highlight=False)
+                  "read here: hybrid profile --trace FILE.chrome_trace", highlight=False, soft_wrap=True)
         return 2
     from . import profile
     from .report import profile_table
