@@ -1,5 +1,14 @@
 # Everything bootstraps itself: a fresh machine needs only python3 (3.10+) and this file.
+# (Into an environment of your own, with torch and Triton 3.6-3.9: pip install '.[test,cluster]'.)
 PYTHON ?= python3
+# What every environment below shares, installed once: torch (CPU), the project's other
+# dependencies and the test tools. Each environment sees them through a .pth file, after its
+# own packages, and installs only its Triton (and, in .venv, this project and Dask: the Dask tests run there).
+VENVBASE ?= .venvbase
+BASE     := $(VENVBASE)/bin
+SHARED   := torch==2.13.0 cffi cryptography rich numpy pytest pytest-xdist hypothesis
+# pip's wheel cache, named: one download of each wheel for every environment (and a CI cache can keep it).
+export PIP_CACHE_DIR ?= $(HOME)/.cache/pip
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # The oldest supported Triton, in its own environment (with the CPU torch, for the interpreter tests).
@@ -18,17 +27,31 @@ export TRITON_DEFAULT_FP_FUSION ?= 1
 
 .PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean chromium fuzz
 
-$(BIN)/.ready: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[test]'
+$(BASE)/.ready:
+	@echo "== $(VENVBASE): $(SHARED), shared by every environment below (once; torch is the large one)"
+	$(PYTHON) -m venv $(VENVBASE)
+	$(BASE)/python -m pip install $(SHARED)
 	touch $@
 
-# $(call triton_env,FOLDER,VERSION): an environment with torch, that Triton release and the test tools.
+# $(call over_base,FOLDER): a virtual environment at FOLDER that also sees $(VENVBASE)'s packages.
+define over_base
+	$(PYTHON) -m venv $(1)
+	$(1)/bin/python -c 'import sys, sysconfig; from pathlib import Path; site = Path(sysconfig.get_paths()["purelib"]); \
+	  (site / "venvbase.pth").write_text(str(Path(sys.argv[1]).resolve() / site.relative_to(sys.prefix)) + "\n")' $(VENVBASE)
+endef
+
+$(BIN)/.ready: pyproject.toml $(BASE)/.ready
+	@echo "== $(VENV): Triton 3.9 and this project (editable, with its test and cluster extras)"
+	$(call over_base,$(VENV))
+	$(BIN)/python -m pip install -e '.[test,cluster]'
+	touch $@
+
+# $(call triton_env,FOLDER,VERSION): an environment with that Triton release over the shared one.
 define triton_env
-$(1)/bin/.ready: pyproject.toml
-	$$(PYTHON) -m venv $(1)
-	$(1)/bin/python -m pip install -q torch==2.13.0 'triton==$(2)' cffi cryptography rich numpy pytest pytest-xdist hypothesis
+$(1)/bin/.ready: $(BASE)/.ready
+	@echo "== $(1): Triton $(2)"
+	$$(call over_base,$(1))
+	$(1)/bin/python -m pip install 'triton==$(2)'
 	touch $$@
 endef
 $(eval $(call triton_env,$(VENV36),3.6.0))
@@ -41,11 +64,18 @@ demo: $(BIN)/.ready   ## build the example mixed kernels for every target and pr
 test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest and the oldest Triton, its core on 3.7 and 3.8
 
 # The HTML report's test renders the page in headless Chromium (Debian's package): installed where
-# it is missing and apt-get is here (CI runs as root); elsewhere that one test skips and says why.
+# it is missing, apt-get is here and we are root (as in CI); elsewhere that one test skips and says why.
 chromium:
-	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
-	  echo "chromium could not be installed: the HTML report's rendering test will skip"
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "chromium: not installed, and no apt-get here to install it: the HTML report's rendering test will skip"; \
+	elif [ "$$(id -u)" != 0 ]; then \
+	  echo "chromium: not installed, and installing it needs root: the HTML report's rendering test will skip"; \
+	else \
+	  echo "installing chromium for the HTML report test (apt-get)..."; \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } || \
+	  echo "chromium could not be installed: the HTML report's rendering test will skip"; \
+	fi
 
 test-latest: $(BIN)/.ready chromium   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
 	$(BIN)/python -m pytest -q -rs -n 2 tests
@@ -81,4 +111,4 @@ bench-build: $(BIN)/.ready  ## build scaling: serial vs parallel, cold vs warm c
 	$(BIN)/python bench/build_scaling.py
 
 clean:
-	rm -rf $(VENV) $(VENV36) $(VENV37) $(VENV38) build *.egg-info
+	rm -rf $(VENV) $(VENV36) $(VENV37) $(VENV38) $(VENVBASE) build *.egg-info

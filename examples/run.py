@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import hybrid
 from hybrid import report
+from hybrid.cli import build_with_progress
 from interop.targets import TARGETS, current_gpu_target  # noqa: F401  (re-exported for bench/ and tests/)
-from scheduler import Cache, build, plan
+from scheduler import Cache, plan
 
 #: Example module -> its mixed kernel (signature and layouts come from the module's defaults):
 #: Gluon hosts with Triton regions, then Triton hosts with Gluon regions.
@@ -45,10 +47,12 @@ def check(example, target: str, interpreted: bool = False) -> float:
 
 def main(*args: str) -> int:
     """Build ``args``' examples (module names; all without any) for every target, print the
-    table (``--wide``: every boundary on its own line) and write the JSON, then check each."""
+    table (``--wide``: every boundary on its own line) and write the JSON, then check each; the
+    last line sums it up."""
+    start = time.perf_counter()
     wide = "--wide" in args
     modules = [m if m != "__main__" else _script_module() for m in args if m != "--wide"] or list(EXAMPLES)
-    results = build(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), hybrid.compile, cache=Cache())
+    results = build_with_progress(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), hybrid.compile, cache=Cache())
     summaries = [{**(r.summary if r.ok else {"kernel": r.job.kernel.rpartition(":")[2], "target": r.job.target, "error": r.error}),
                   "module": module.removeprefix("examples.")}
                  for r in results for module in [r.job.kernel.rpartition(":")[0]]]
@@ -56,20 +60,27 @@ def main(*args: str) -> int:
     out = Path(os.environ.get("HYBRID_DEMO_JSON", "build/demo.json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summaries, indent=1))
-    print(f"wrote {out}")
+    print(f"wrote {out}", flush=True)
     failed = [r for r in results if not r.ok]
     gpu = current_gpu_target()
     if gpu is None:
-        print("no supported GPU here: built every target; checking each example in the interpreter instead")
+        print("no supported GPU here: built every target; checking each example in the interpreter instead", flush=True)
     import importlib
+    checks = []
     for module in modules:
         example = importlib.import_module(module)
         for target in [gpu] if gpu else list(TARGETS):
             error = check(example, target, interpreted=gpu is None)
             ok = error <= example.TOLERANCE
             where = f"on {gpu}" if gpu else f"in the interpreter for {target}"
-            print(f"{module} {where}: max error {error:.2e} ({'ok' if ok else 'FAILED'})")
+            print(f"{module} {where}: max error {error:.2e} ({'ok' if ok else 'FAILED'})", flush=True)
+            checks.append(ok)
             failed += [] if ok else [f"{module} ({target})"]
+    built = sum(r.ok for r in results)
+    print(f"demo: {len(modules)} kernels x {len(TARGETS)} targets: {built} of {len(results)} built "
+          f"({sum(r.status == 'cached' for r in results)} from the cache), {sum(checks)} of {len(checks)} checks "
+          f"passed {f'on {gpu}' if gpu else 'in the interpreter'}, {time.perf_counter() - start:.0f} s"
+          + ("" if not failed else "; FAILED"))
     return 1 if failed else 0
 
 

@@ -22,7 +22,8 @@ API:
     caller_load       a Gluon function's load that a Triton caller issues before the call, where
                       its loop pipelines it (gl.load anywhere else)
     boundary_mode     how boundaries are planned in a ``with`` block
-    TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950
+    TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950 (a GPU's name, H100 or
+                      MI300X, is taken for its target wherever a target is)
     Boundary          the record of one boundary (layouts, conversion, cost)
     RegionError       a region that cannot be built: names the function, call site, reason
     NoGPUError        a launch with no GPU here (says how to use the interpreter)

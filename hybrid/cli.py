@@ -3,8 +3,9 @@
     hybrid build examples/softmax.py:softmax_kernel --target sm90a --target gfx942 -o dist/
     hybrid build mykern.py:k --signature x_ptr=*fp32,n=i32 --constexpr 'L=gl.BlockedLayout([1],[32],[4],[0])'
 
-Without --target/--targets every target is built. Types and values not given come from the
-module: SIGNATURE (a dict), constexprs(target) or constexprs(target, kernel), options(target).
+Without --target/--targets every target is built; a target is named as above or by its GPU (H100,
+MI300X). Types and values not given come from the module: SIGNATURE (a dict), constexprs(target)
+or constexprs(target, kernel), options(target). --dask tcp://host:8786 builds on a Dask cluster.
 'hybrid report' prints per-region figures; 'hybrid profile' times each region on a GPU;
 'hybrid port start' begins porting one function; 'hybrid keygen KEY' makes a key pair for
 'hybrid build --sign KEY'.
@@ -22,25 +23,20 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-import hybrid
-from interop.entry import constexpr_text, request
-from interop.targets import TARGETS
-from interop.triton.frontend import CompilationError
-from scheduler import Cache, build, plan
-from scheduler.bundle import BundleError, write_bundles
-from scheduler.planning import load_module, resolve
-
-from . import report, report_html
+# Only the standard library above: ``--help``, ``--version``, an argument error and ``profile``
+# without a GPU answer before Triton, torch, rich or the user's module is imported (each command
+# imports what it needs; tests/test_cli_startup.py checks it).
 
 
 def assignments(items: list[str], parse_value) -> dict:
     """``["a=1,b=2", "c=3"]`` -> ``{"a": parse_value("1"), ...}`` (commas inside brackets do not split)."""
+    from interop.entry import constexpr_text
     out = {}
     for item in (part for arg in items for part in constexpr_text.split_assignments(arg)):
         name, sep, value = item.partition("=")
@@ -56,13 +52,42 @@ class UserError(Exception):
 
 #: Exceptions that describe the user's input (a module, a kernel, a path, a value), reported as one
 #: line; anything else is a bug in triton-hybrid, reported as one line that asks for ``--debug``.
-USER_ERRORS = (UserError, argparse.ArgumentTypeError, ValueError, LookupError, ImportError, SyntaxError, OSError,
-               CompilationError, BundleError)
+USER_ERRORS = (UserError, argparse.ArgumentTypeError, ValueError, LookupError, ImportError, SyntaxError, OSError)
+#: More of them, in modules imported only by the commands that raise them: (module, class).
+LOADED_USER_ERRORS = (("interop.triton.frontend", "CompilationError"), ("scheduler.bundle", "BundleError"))
+
+
+def user_error(exc: BaseException) -> bool:
+    return isinstance(exc, USER_ERRORS) or any(
+        isinstance(exc, getattr(sys.modules.get(module), name, ())) for module, name in LOADED_USER_ERRORS)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UserError(f"{message} (see `{self.prog} --help`)")
+
+
+class _Version(argparse.Action):
+    """``hybrid --version``: the project's version and the installed Triton's, read from their
+    distributions' metadata (Triton is not imported)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib import metadata
+
+        import hybrid
+        try:
+            triton = f"Triton {metadata.version('triton')}"
+        except metadata.PackageNotFoundError:
+            triton = "Triton not installed"
+        print(f"triton-hybrid {hybrid.__version__} ({triton})")
+        parser.exit()
+
+
+#: what --target takes (an unknown name is answered with every target and GPU name known)
+TARGET_HELP = "a target (sm80, sm90a, ..., gfx950) or the GPU's name (H100, MI300X, ...)"
 
 
 def positive_int(value: str) -> int:
@@ -78,6 +103,7 @@ def positive_int(value: str) -> int:
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="hybrid", description="triton-hybrid: mixed Triton/Gluon kernels")
     top.add_argument("--debug", action="store_true", help="show the traceback of an error (anywhere on the line)")
+    top.add_argument("--version", action=_Version, help="print the versions of triton-hybrid and Triton, then exit")
     commands = top.add_subparsers(dest="command", required=True)
     b = commands.add_parser("build", help="build kernels for GPU targets into bundles",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -85,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--out", default="dist", help="bundle folder (default: dist/)")
     b.add_argument("--archive", action="store_true", help="one zip archive per kernel instead of a folder")
     b.add_argument("-j", "--jobs", type=positive_int, help="worker processes (default: one per core)")
+    b.add_argument("--dask", metavar="ADDRESS", help="build on a Dask cluster: its scheduler's address, e.g. "
+                                                     "tcp://host:8786 (needs triton-hybrid[cluster]; workers need "
+                                                     "this project and the kernel modules)")
     b.add_argument("--cache-dir", help="the build and region caches (default: $HYBRID_CACHE_DIR or "
                                        "~/.cache/triton-hybrid)")
     b.add_argument("--sign", metavar="KEY", help="sign each bundle with this ed25519 private key (hybrid keygen); "
@@ -130,7 +159,7 @@ def parser() -> argparse.ArgumentParser:
                                      "without it. Example: hybrid port start examples/softmax.py:row_stats --target "
                                      "sm90a --kernel softmax_triton")
     s.add_argument("function", metavar="MODULE:FUNCTION", help="path/to/module.py:fn or package.module:fn")
-    s.add_argument("--target", required=True, choices=list(TARGETS), help="the GPU the port's layouts are for")
+    s.add_argument("--target", required=True, help=f"the GPU the port's layouts are for: {TARGET_HELP}")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
     _kernel_arguments(s)
@@ -143,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
                                       "instructions its source lines account for. Example: hybrid port status "
                                       "examples/softmax.py:softmax_triton --target sm90a")
     st.add_argument("kernel", metavar="MODULE:KERNEL", help="path/to/module.py:kernel or package.module:kernel")
-    st.add_argument("--target", required=True, choices=list(TARGETS))
+    st.add_argument("--target", required=True, help=TARGET_HELP)
     _kernel_arguments(st)
     k = commands.add_parser("keygen", help="make an ed25519 key pair for signing bundles",
                             description="Writes KEY (the private key, PEM, readable by you only) and KEY.pub (the "
@@ -166,6 +195,7 @@ def _kernel_arguments(p: argparse.ArgumentParser) -> None:
 
 def _given(args):
     from hybrid.port.launch import Given
+    from interop.entry import constexpr_text
     return Given(assignments(args.signature, str), assignments(args.constexpr, constexpr_text.job_value),
                  {} if args.num_stages is None else {"num_stages": args.num_stages})
 
@@ -175,8 +205,8 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kernels", nargs="+", metavar="MODULE:KERNEL",
                    help="path/to/module.py:kernel or package.module:kernel")
     p.add_argument("--target", action="append", default=[],
-                   help=f"one of {', '.join(TARGETS)} (repeatable; default: all of them)")
-    p.add_argument("--targets", help="'all' (the default) or a comma-separated list")
+                   help=f"{TARGET_HELP} (repeatable; default: every target)")
+    p.add_argument("--targets", help="'all' (the default) or a comma-separated list of targets or GPU names")
     p.add_argument("--signature", action="append", default=[], metavar="NAME=TYPE",
                    help="argument types, e.g. x_ptr=*fp32,n=i32 (over the module's SIGNATURE)")
     p.add_argument("--constexpr", action="append", default=[], metavar="NAME=VALUE",
@@ -187,6 +217,7 @@ def _job_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def results_table(results: list) -> Table:
+    from . import report
     configured = any(r.job.config is not None for r in results)
     table = report.narrow_table("hybrid build", "#i: the kernel's autotune config i (its key and values: the "
                                                 "bundle's manifest)" if configured else None)
@@ -214,6 +245,7 @@ def _targets(args):
 def check_jobs(jobs) -> None:
     """What the command line gave, checked as ``hybrid.compile`` checks it (``interop.entry.request``)
     before anything builds: targets, options, constexpr values (a usage error, not a failed build)."""
+    from interop.entry import request
     for job in jobs:
         target = request.check_target(job.target)
         request.check_options(job.options, target)
@@ -237,14 +269,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:   # noqa: BLE001 (every error ends here: one line, or the traceback with --debug)
         if debug:
             traceback.print_exc()
-            raise SystemExit(2 if isinstance(exc, USER_ERRORS) else 1) from None
+            raise SystemExit(2 if user_error(exc) else 1) from None
         print(f"hybrid: error: {_one_line(exc)}", file=sys.stderr)
-        raise SystemExit(2 if isinstance(exc, USER_ERRORS) else 1) from None
+        raise SystemExit(2 if user_error(exc) else 1) from None
 
 
 def _one_line(exc: BaseException) -> str:
     text = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
-    if isinstance(exc, USER_ERRORS):
+    if user_error(exc):
         return text
     return f"{type(exc).__name__}: {text} (a bug in triton-hybrid: run again with --debug for the traceback)"
 
@@ -255,6 +287,7 @@ def _run(args) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     check_arguments(args)
+    from rich.console import Console
     if args.command == "keygen":
         return _keygen(args, Console(width=140))
     if args.command == "port":
@@ -262,6 +295,8 @@ def _run(args) -> int:
         return step(args, Console(width=140))
     if args.command == "profile":
         return _profile(args, Console(width=140))
+    from interop.entry import constexpr_text
+    from scheduler import plan
     try:
         jobs = plan(args.kernels, _targets(args), assignments(args.signature, str),
                     assignments(args.constexpr, constexpr_text.job_value),
@@ -269,19 +304,28 @@ def _run(args) -> int:
         check_jobs(jobs)
     except (ValueError, argparse.ArgumentTypeError) as exc:
         raise UserError(str(exc)) from None
+    from . import report
     if args.command == "report":
         return _report(jobs, args, report.console(args.wide))
+    return _build(jobs, args, report.console())
+
+
+def _build(jobs: list, args, out: Console) -> int:
+    """Build ``jobs`` here (worker processes) or on a Dask cluster, showing each result as it
+    arrives; print the table and write the bundles."""
+    from rich.markup import escape
+
+    import hybrid
+    from scheduler import Cache
+    from scheduler.bundle import write_bundles
     key = None
     if args.sign:
         from scheduler.signing import private_key
         key = private_key(args.sign)
-    out = Console(width=report.WIDTH)
     caches = _cold_caches() if key else contextlib.nullcontext(None if args.no_cache else Cache(args.cache_dir))
-    with caches as cache, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                   TimeElapsedColumn(), console=Console(stderr=True)) as progress:
-        task = progress.add_task("building", total=len(jobs))
-        results = build(jobs, hybrid.compile, cache=cache, max_workers=args.jobs,
-                        on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
+    with caches as cache, dask_executor(args.dask) as (executor, where):
+        results = build_with_progress(jobs, hybrid.compile, cache=cache, executor=executor, max_workers=args.jobs,
+                                      where=where)
     out.print(results_table(results))
     for r in results:
         if not r.ok:
@@ -302,6 +346,7 @@ def _cold_caches():
     (A MAC over entries, keyed per cache, would let hits be trusted, but then a second secret
     guards every signature; a release build pays its compile time once and trusts nothing on
     disk.)"""
+    from scheduler import Cache
     saved = os.environ.get("TRITON_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="hybrid-sign-") as root:
         os.environ["TRITON_CACHE_DIR"] = os.path.join(root, "triton")
@@ -314,6 +359,49 @@ def _cold_caches():
                 os.environ["TRITON_CACHE_DIR"] = saved
 
 
+def build_with_progress(jobs: list, compile_kernel, *, where: str = "", **options) -> list:
+    """``scheduler.build(jobs, compile_kernel, **options)`` showing on stderr each result as it
+    arrives: a bar on a terminal; in a log (a file or pipe, where a bar shows only at the end) a
+    line per result."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from scheduler import build
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if where:
+        err.print(f"building {len(jobs)} job{'s' if len(jobs) != 1 else ''}{where}", markup=False)
+    if not err.is_terminal:
+        done = iter(range(1, len(jobs) + 1))
+        return build(jobs, compile_kernel, **options, on_result=lambda r: err.print(
+            f"[{next(done)}/{len(jobs)}] {r.job.label}: {r.status} ({r.seconds:.1f} s)", markup=False))
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err) as progress:
+        task = progress.add_task("building", total=len(jobs))
+        return build(jobs, compile_kernel, **options,
+                     on_result=lambda r: progress.update(task, advance=1, description=escape(r.job.label)))
+
+
+@contextlib.contextmanager
+def dask_executor(address: str | None):
+    """``(executor, where)``: none (this machine's worker processes), or with ``--dask ADDRESS`` a
+    client of that Dask scheduler and its workers' count, closed after the build."""
+    if address is None:
+        yield None, ""
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UserError("--dask needs Dask's distributed package: pip install 'triton-hybrid[cluster]'") from None
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise UserError(f"--dask {address}: no Dask scheduler answers there ({exc})") from None
+    with client:
+        workers = len(client.scheduler_info()["workers"])
+        yield client.get_executor(), f" on {workers} Dask worker{'s' if workers != 1 else ''} at {address}"
+
+
 # -- arguments, checked before any work starts ------------------------------------------------------
 def check_arguments(args) -> None:
     """Raise ``UserError`` for the first argument that cannot work: output paths under a file or
@@ -322,6 +410,8 @@ def check_arguments(args) -> None:
     is not there."""
     if args.command == "build":
         _folder_path("-o/--out", args.out)
+        if args.dask and args.jobs:
+            raise UserError("-j/--jobs sets this machine's worker processes; with --dask the cluster's workers build")
         if args.cache_dir:
             _folder_path("--cache-dir", args.cache_dir)
         if args.sign:
@@ -350,12 +440,18 @@ def check_arguments(args) -> None:
             if os.path.lexists(path) and not args.force:
                 raise UserError(f"{path} exists; a key is never overwritten (choose another name, or pass --force "
                                 "to replace it)")
+    elif args.command == "port":
+        from interop.targets import canonical, unknown
+        if canonical(args.target) is None:
+            raise UserError(f"--target: {unknown(args.target)}")
+        args.target = canonical(args.target)
     if args.command in ("build", "report"):
         _check_kernels(args.kernels)
 
 
 def _check_kernels(refs: list[str]) -> None:
     """Every kernel loads and is a JIT kernel, and no two share a name."""
+    from scheduler.planning import load_module
     seen: dict[str, str] = {}
     for ref in refs:
         module_ref, _, name = ref.rpartition(":")
@@ -414,6 +510,12 @@ def _keygen(args, out: Console) -> int:
 
 
 def _report(jobs: list, args, out: Console) -> int:
+    from rich.markup import escape
+
+    import hybrid
+    from scheduler.planning import resolve
+
+    from . import report, report_html
     from .attribution import code_by_line
     reports, code, baseline_code = [], [], []
     for job in jobs:
@@ -451,6 +553,7 @@ def _report(jobs: list, args, out: Console) -> int:
 def _baseline(spec, name: str, target: str):
     """``name`` (a kernel in the module of ``spec``'s kernel) built with the same arguments it has
     and the same options."""
+    import hybrid
     kernel = spec.fn.fn.__globals__.get(name)
     if not hasattr(kernel, "arg_names"):
         raise ValueError(f"--baseline {name}: no JIT kernel of that name beside {spec.fn.__name__}")
@@ -460,6 +563,13 @@ def _baseline(spec, name: str, target: str):
 
 
 def _profile(args, out: Console) -> int:
+    from rich.markup import escape
+    if not args.trace and not gpu_here():
+        out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
+                  "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
+                  "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)",
+                  highlight=False, soft_wrap=True)
+        return 2
     from . import profile
     from .report import profile_table
     path = Path(args.out).with_suffix(".json")
@@ -470,13 +580,6 @@ def _profile(args, out: Console) -> int:
         if (synthetic := note(args.trace)) is not None:
             out.print(synthetic, highlight=False, soft_wrap=True)
     else:
-        import torch
-        if not torch.cuda.is_available():
-            out.print(f"hybrid profile: no GPU here, so {escape(args.script)} cannot run. The static per-region "
-                      "report needs none: hybrid report MODULE:KERNEL --target ...; a trace taken on a GPU can be "
-                      "read here: hybrid profile --trace FILE.chrome_trace (a sample: hybrid profile --sample)",
-                      highlight=False)
-            return 2
         import runpy
         argv, sys.argv = sys.argv, [args.script] + [a for a in args.script_args if a != "--"]
         try:
@@ -492,6 +595,16 @@ def _profile(args, out: Console) -> int:
     path.write_text(json.dumps(profile.to_json(kernels, trace, None if args.trace else args.loops), indent=1))
     out.print(f"wrote {path}; trace (Perfetto, chrome://tracing): {trace}", soft_wrap=True)
     return 0 if kernels else 1
+
+
+def gpu_here() -> bool:
+    """Whether torch sees a GPU. On Linux, with no GPU driver's device node (``/dev/nvidia0``,
+    AMD's ``/dev/kfd``, WSL's ``/dev/dxg``) it cannot, which is known without importing torch."""
+    if sys.platform.startswith("linux") and not any(
+            next(Path("/dev").glob(pattern), None) for pattern in ("nvidia[0-9]*", "kfd", "dxg")):
+        return False
+    import torch
+    return torch.cuda.is_available()
 
 
 def _port_start(args, out: Console) -> int:
@@ -523,6 +636,7 @@ def _port_status(args, out: Console) -> int:
     from hybrid.port import PortError
     from hybrid.port.scaffold import load
     from hybrid.port.status import status
+    from rich.table import Table
     module_ref, _, name = args.kernel.rpartition(":")
     if not module_ref or not name:
         raise PortError(f"{args.kernel!r}: expected path/to/module.py:kernel or package.module:kernel")

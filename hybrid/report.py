@@ -35,6 +35,9 @@ def boundary_line(b: dict) -> str:
 
 #: Default output width (a normal terminal); ``--wide`` prints every boundary on its own line.
 WIDTH, WIDE_WIDTH = 100, 200
+#: Into a file or a pipe (a log, ``make demo | tee``), a table is as wide as its rows up to this, so
+#: that no kernel or function name is split across lines; a failure's message wraps at spaces.
+LOG_WIDTH, MESSAGE_WIDTH = 400, 60
 #: What the summed-up boundary columns mean.
 COLUMNS = ("bnd: boundaries, cvt: conversions left at them, bnd B: bytes they put through shared memory "
            "(--wide: each boundary)")
@@ -110,8 +113,9 @@ def kernel_cell(summary: dict) -> str:
 def _compact_table(summaries: list[dict], title: str) -> Table:
     entries = sorted({s["kernel_entries"] for s in summaries if "error" not in s})
     out = narrow_table(title, f"{COLUMNS}; kernel entries per binary: {', '.join(map(str, entries))}")
-    for column in ("kernel", "target", "regions"):
+    for column in ("kernel", "target"):
         out.add_column(column, overflow="fold")
+    out.add_column("regions", overflow="fold", max_width=MESSAGE_WIDTH)
     for column in ("bnd", "cvt", "bnd B", "shared B", "binary B"):
         out.add_column(column, justify="right")
     for s in summaries:
@@ -142,8 +146,10 @@ def _wide_table(summaries: list[dict], title: str) -> Table:
 
 
 def console(wide: bool = False) -> Console:
-    """Where tables go: ``WIDTH`` columns, or ``WIDE_WIDTH`` for the per-boundary detail."""
-    return Console(width=WIDE_WIDTH if wide else WIDTH)
+    """Where tables go: on a terminal ``WIDTH`` columns, or ``WIDE_WIDTH`` for the per-boundary
+    detail; into a file or a pipe ``LOG_WIDTH``."""
+    out = Console(width=WIDE_WIDTH if wide else WIDTH)
+    return out if out.is_terminal else Console(width=LOG_WIDTH)
 
 
 def print_table(summaries: list[dict], out: Console | None = None, wide: bool = False) -> None:

@@ -25,7 +25,7 @@ from triton.runtime import Autotuner, Config
 
 from interop.entry import constexpr_text
 from interop.cache_entries import sha256_json
-from interop.targets import TARGETS
+from interop.targets import GPUS, TARGETS, canonical, suggestion
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,15 @@ def kernel_configs(module, kernel, target: str) -> list:
 
 
 def expand_targets(targets) -> list[str]:
-    """``"all"`` or names (a list or a comma-separated string) -> validated target names; none
-    (an empty string, only commas and spaces) is refused, not read as all."""
+    """``"all"`` or target or GPU names (a list or a comma-separated string) -> validated target
+    names (``H100`` -> ``sm90a``); none (an empty string, only commas and spaces) is refused, not
+    read as all."""
     names = [str(t).strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if str(t).strip()]
-    unknown = [t for t in names if t not in TARGETS and t != "all"]
-    if "all" in names and not unknown:
-        return list(TARGETS)
+    unknown = [t for t in names if t != "all" and canonical(t) is None]
     if unknown or not names:
-        raise ValueError(f"{'unknown target(s) ' + ', '.join(unknown) if unknown else 'no target given'}; "
-                         f"expected 'all' or some of {', '.join(TARGETS)}")
-    return list(dict.fromkeys(names))
+        named = f"unknown target(s) {', '.join(t + suggestion(t) for t in unknown)}" if unknown else "no target given"
+        raise ValueError(f"{named}; expected 'all' or some of {', '.join(TARGETS)} or GPU names ({', '.join(GPUS)})")
+    return list(TARGETS) if "all" in names else list(dict.fromkeys(canonical(t) for t in names))
 
 
 def plan(kernels: list[str], targets, signature: dict | None = None, constexprs: dict | None = None,

@@ -160,3 +160,13 @@ def test_a_goal_is_met_within_the_spread_of_one_versions_timings():
     assert gpu_cells(within[1])[-1] == ">= 1.0 ok (noise 3.0%)"
     beyond = judge([row("hybrid", [1.10, 1.11]), row("triton", [1.00, 1.00])], {"triton": 1.0})
     assert not beyond[1]["meets_goal"] and not beyond[0]["meets_goal"]   # 0.905, noise 0.9%
+
+
+def test_cli_startup_benchmark_runs(tmp_path):
+    out = tmp_path / "cli.json"
+    proc = _run("bench/cli_startup.py", "--repeats", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["command"] for r in rows] == ["python -c pass", "hybrid --help", "hybrid --version",
+                                            "hybrid build (argument error)", "hybrid profile (no GPU)"]
+    assert all(0 < r["min_s"] <= r["median_s"] <= r["max_s"] for r in rows) and "start-up" in proc.stdout

@@ -80,7 +80,7 @@ NEEDS_CRYPTOGRAPHY = pytest.mark.skipif(importlib.util.find_spec("cryptography")
 def test_a_bad_command_is_one_line_and_exit_status_2(files, capsys, argv, message, monkeypatch):
     monkeypatch.chdir(ROOT)
     started = []
-    monkeypatch.setattr(cli, "build", lambda *a, **k: started.append(a))   # nothing may start building
+    monkeypatch.setattr(cli, "_build", lambda *a, **k: started.append(a))   # nothing may start building
     with pytest.raises(SystemExit) as exit_info:
         cli.main([a.replace("{tmp}", str(files)) for a in argv])
     err = capsys.readouterr().err

@@ -207,7 +207,7 @@ def test_cli_writes_the_port_and_says_how_to_run_its_test(tmp_path, capsys):
     assert exit_.value.code == 2 and error.startswith("hybrid: error: which kernel calls tests.port_kernels.orphan?")
     with pytest.raises(SystemExit):
         cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm75"])
-    assert "invalid choice: 'sm75'" in capsys.readouterr().err
+    assert "--target: unknown target 'sm75'" in capsys.readouterr().err
 
 
 def test_a_kernel_without_problem_and_run_ports_from_its_ir_with_the_arguments_given(tmp_path, capsys):

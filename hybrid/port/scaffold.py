@@ -20,7 +20,7 @@ from types import ModuleType
 
 from triton.runtime import JITFunction
 
-from interop.targets import TARGETS
+from interop.targets import TARGETS, canonical, unknown
 
 from .errors import PortError, shown, where
 from .from_ttgir import TtgirPort, port
@@ -67,8 +67,9 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     without them the kernel is built as the module's ``run()`` launches it on ``problem()``.
     Raises ``PortError`` before writing anything."""
     given = given or Given()
-    if target not in TARGETS:
-        raise PortError(f"unknown target {target!r}: expected one of {', '.join(TARGETS)}")
+    if canonical(target) is None:
+        raise PortError(unknown(target))
+    target = canonical(target)
     if num_warps < 1 or num_warps & (num_warps - 1):
         raise PortError(f"--num-warps {num_warps}: expected a power of two (1, 2, 4, 8, ...)")
     module_ref, _, name = spec.rpartition(":")

@@ -38,8 +38,9 @@ def check_kernel(kernel) -> JITFunction:
 
 
 def check_target(target, kernel: JITFunction | None = None) -> GPUTarget:
-    """The ``GPUTarget`` for a target name or a ``GPUTarget`` whose warp size is its backend's;
-    an error names ``kernel`` (its name and ``file:line``) where one is given."""
+    """The ``GPUTarget`` for a target or GPU name (``interop.targets.resolve``) or a ``GPUTarget``
+    whose warp size is its backend's; an error names ``kernel`` (its name and ``file:line``) where
+    one is given."""
     where = f"{kernel_site(kernel)}: " if kernel is not None else ""
     if isinstance(target, GPUTarget):
         expected = arch.WARP_SIZE.get(target.backend)
@@ -51,11 +52,12 @@ def check_target(target, kernel: JITFunction | None = None) -> GPUTarget:
                                f"{target.warp_size}; use GPUTarget({target.backend!r}, {target.arch!r}, {expected})")
         return target
     if not isinstance(target, str) or not target:
-        raise RequestTypeError(f"{where}target={target!r}: expected one of {', '.join(TARGETS)} or a GPUTarget")
+        raise RequestTypeError(f"{where}target={target!r}: expected one of {', '.join(TARGETS)}, a GPU name or a "
+                               f"GPUTarget")
     try:
         return resolve(target)
     except ValueError as exc:
-        raise RequestError(f"{where}target={target!r}: {exc}{_close(target, TARGETS)}") from None
+        raise RequestError(f"{where}target={target!r}: {exc}") from None
 
 
 def kernel_site(kernel: JITFunction) -> str:
