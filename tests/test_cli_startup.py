@@ -12,10 +12,11 @@ import pytest
 from hybrid.cli import gpu_here
 
 ROOT = Path(__file__).resolve().parents[1]
-#: runs the command in-process, then prints which heavy modules it imported
+#: runs the command in-process, then prints which heavy modules it imported (the scheduler package
+#: itself loads nothing: ``scheduler.version`` gives ``hybrid.__version__``)
 PROBE = ("import json, sys\nfrom hybrid.cli import main\ntry:\n    code = main(sys.argv[1:])\nexcept SystemExit as exc:\n"
          "    code = exc.code\nprint(json.dumps({'code': code, 'loaded': sorted(m for m in ('torch', 'triton', "
-         "'interop', 'scheduler') if m in sys.modules)}))")
+         "'interop', 'scheduler.planning', 'scheduler.cache') if m in sys.modules)}))")
 
 
 def run(*argv: str) -> tuple[dict, str]:
