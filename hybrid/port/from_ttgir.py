@@ -12,7 +12,6 @@ before it is returned, so a port that does not compile is never handed out.
 """
 from __future__ import annotations
 
-import ast
 import linecache
 import os
 import re
@@ -32,7 +31,7 @@ from .compare import as_hybrid, figures, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .inlined import Inlined, read as read_inlined
-from .names import jit_function
+from .names import jit_function, returns_value
 from .ttgir_text import parse, uses
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
@@ -80,10 +79,8 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
     params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
     names = ", ".join(p.name for p in fn.params)
-    returns = any(isinstance(node, ast.Return) and node.value is not None
-                  for node in ast.walk(ast.parse(textwrap.dedent(fn.src))))
     converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
-    call = f"{'return ' if returns else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
+    call = f"{'return ' if returns_value(fn) else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
               f"@gluon.jit\ndef {PROBE}({params}):\n{converts}    {call}\n")
     path = Path(f"<{PROBE} of {fn.__name__}>")

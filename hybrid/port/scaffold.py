@@ -25,7 +25,7 @@ from interop.targets import TARGETS
 from .errors import PortError, shown, where
 from .from_ttgir import TtgirPort, port
 from .launch import Given, build_for
-from .names import is_triton, jit_callees, jit_function, qualified
+from .names import is_triton, jit_callees, jit_function, qualified, returns_value
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
 from .whole_kernel import write_kernel_port
@@ -79,7 +79,8 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
         raise PortError(f"{spec!r}: expected path/to/module.py:function or package.module:function")
     module = load(module_ref)
     fn = _function(module, name)
-    whole = kernel == name or kernel is None and not _called(module, fn)   # a kernel: ported whole, the last step
+    # a kernel (it returns nothing, and no function calls it): ported whole, the last step
+    whole = kernel == name or kernel is None and not returns_value(fn) and not _called(module, fn)
     host = fn if whole else _kernel(module, fn, kernel)
     out_dir = Path(out_dir)
     port_name = f"{name}_gluon_{target}"   # per target: ports of one function for two targets live side by side
