@@ -68,6 +68,7 @@ def write_kernel_port(ctx: Context, given: Given) -> KernelPort:
                         f"({type(exc).__name__}: {exc}); pass its arguments with --signature and --constexpr") from exc
     ported = port_kernel(ctx.kernel, build.signature, build.constexprs, ctx.target, name=ctx.port_path.stem,
                          path=ctx.port_path, written_by=ctx.command, **build.options)
+    ctx = replace(ctx, num_warps=build.options["num_warps"])   # the build's, which the port's layouts are for
     ctx.port_path.parent.mkdir(parents=True, exist_ok=True)
     ctx.port_path.write_text(ported.source)
     ctx.test_path.write_text(compare_test_source(ported.name, ctx))
