@@ -2,6 +2,7 @@
 own TritonGPU IR (``hybrid port start MODULE:KERNEL``), with no Triton region left and the
 kernel's machine code; ``hybrid port status`` following a port to that step; and port start,
 port status and ``hybrid report`` counting one kernel's instructions alike."""
+import re
 from pathlib import Path
 
 import pytest
@@ -98,7 +99,7 @@ def test_port_start_port_status_and_report_count_one_kernel_alike(tmp_path):
 def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, capsys):
     """Ported and swapped in (the kernel calls the @gluon.jit port), a helper is Gluon, its combine
     functions counted with it; with only the kernel's body left, status says to port it whole, and
-    that port, the Gluon calls inlined as Triton inlined them, builds to the kernel's machine code."""
+    that port, which calls the Gluon port as the kernel does, builds to the kernel's machine code."""
     start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path)
     source = Path(softmax.__file__).read_text()
     body = source.index("def softmax_triton(")
@@ -118,6 +119,16 @@ def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, cap
     assert files.whole_kernel and files.machine["port"] == files.machine["original"]
     port = files.port.read_text()
     assert "@triton.jit" not in port and "triton.language" not in port
+    assert "from row_stats_gluon_sm90a import row_stats_gluon_sm90a" in port
+    assert re.search(r"\n    m, s = row_stats_gluon_sm90a\(\w+, n_cols, BN\)\n", port)   # the call kept
+    swapped = load(str(tmp_path / "softmax_swapped.py"))
+    with capture_launch(swapped, "softmax_triton") as recorder:
+        swapped.run("triton", swapped.problem(40, 97, device="cpu"), "sm90a")
+    launch = recorder.launch
+    result = compare(swapped.softmax_triton, candidate=load_port(port, files.port.stem, files.port),
+                     grid=launch.grid, args=launch.args, kwargs=launch.kwargs, interpret=True, target="sm90a",
+                     machine_code_report=False)
+    assert result.ok and result.outputs, result.report()
 
 
 def test_status_suggests_the_next_function_by_its_real_name(capsys):

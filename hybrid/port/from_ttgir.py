@@ -12,6 +12,7 @@ before it is returned, so a port that does not compile is never handed out.
 """
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import re
@@ -106,25 +107,19 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     caveats: tuple[str, ...] = ()
     original = kernel
     kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
-    always = os.environ.get("TRITON_ALWAYS_COMPILE")
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
-        with triton_regions.recording_lowerings() as recorded:
-            built = hybrid.compile(kernel, signature, constexprs, target, **options)
-        unported = built   # a Gluon kernel with the Triton region is the kernel as written
-        if probed:
-            unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
-            built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
-                                                    signature, constexprs, target, options)
+        with always_compiling():
+            with triton_regions.recording_lowerings() as recorded:
+                built = hybrid.compile(kernel, signature, constexprs, target, **options)
+            unported = built   # a Gluon kernel with the Triton region is the kernel as written
+            if probed:
+                unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
+                built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
+                                                        signature, constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
                         f"{_root_cause(exc)}; nothing was written") from exc
-    finally:
-        if always is None:
-            os.environ.pop("TRITON_ALWAYS_COMPILE")
-        else:
-            os.environ["TRITON_ALWAYS_COMPILE"] = always
     for call in recorded:
         if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn:
             region = next((r.index for r in built.regions
@@ -135,6 +130,21 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
                                            made_in_place(built.boundaries, region)), caveats, unported, site)
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
+
+
+@contextlib.contextmanager
+def always_compiling():
+    """Within the block Triton compiles even what it has cached: a cache hit would not run code
+    generation, so there would be nothing to record."""
+    always = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        yield
+    finally:
+        if always is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE")
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = always
 
 
 def _as_unported(original, original_built, kernel, fn, built, recorded: list, signature: dict, constexprs: dict,
