@@ -6,11 +6,13 @@ import re
 from pathlib import Path
 
 import pytest
+import triton
+import triton.language as tl
 
 import hybrid
 from examples import attention, matmul, softmax
 from hybrid import cli
-from hybrid.port import capture_launch, compare, start
+from hybrid.port import PortError, capture_launch, compare, start
 from hybrid.port.compare import as_hybrid, figures
 from hybrid.port.from_ttgir import load_port
 from hybrid.port.scaffold import load
@@ -138,3 +140,17 @@ def test_status_suggests_the_next_function_by_its_real_name(capsys):
     assert ("next: hybrid port start examples/softmax.py:row_stats --target gfx942 --kernel softmax_triton "
             "(or the whole kernel at once: hybrid port start examples/softmax.py:softmax_triton --target gfx942)") in out
     assert "built as: gfx942, num_warps=4, BM=16, BN=128" in out
+
+
+@triton.jit
+def _histogram_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.histogram(tl.load(x_ptr + offs), BLOCK))
+
+
+def test_a_kernel_with_an_op_the_port_cannot_write_is_refused_naming_it(tmp_path):
+    with pytest.raises(PortError, match=r"_histogram_kernel cannot be written as Gluon for sm80: tt\.histogram at "
+                                        r"\S*test_port_whole\.py:\d+: .* Nothing was written"):
+        port_kernel(_histogram_kernel, {"x_ptr": "*i32", "y_ptr": "*i32"}, {"BLOCK": 128}, "sm80",
+                    path=tmp_path / "histogram.py", num_warps=4)
+    assert not list(tmp_path.iterdir())
