@@ -500,9 +500,9 @@ def _port_status(args, out: Console) -> int:
                   soft_wrap=True)
     else:
         left = found.to_port
+        at_once = f" (or the whole kernel at once: {whole})" if found.functions[0].language == "triton" else ""
         out.print(f"still Triton: {', '.join(left)}; next: hybrid port start {module_ref}:{left[0].rpartition('.')[2]} "
-                  f"--target {found.target} --kernel {name} (or the whole kernel at once: {whole})",
-                  highlight=False, soft_wrap=True)
+                  f"--target {found.target} --kernel {name}{at_once}", highlight=False, soft_wrap=True)
     return 0
 
 

@@ -140,6 +140,9 @@ def test_status_suggests_the_next_function_by_its_real_name(capsys):
     assert ("next: hybrid port start examples/softmax.py:row_stats --target gfx942 --kernel softmax_triton "
             "(or the whole kernel at once: hybrid port start examples/softmax.py:softmax_triton --target gfx942)") in out
     assert "built as: gfx942, num_warps=4, BM=16, BN=128" in out
+    assert cli.main(["port", "status", "examples/softmax.py:softmax_kernel", "--target", "gfx942"]) == 0
+    out = " ".join(capsys.readouterr().out.split())   # a Gluon kernel: its Triton function, never a whole-kernel port
+    assert out.endswith("next: hybrid port start examples/softmax.py:row_stats --target gfx942 --kernel softmax_kernel")
 
 
 @triton.jit
