@@ -468,6 +468,8 @@ def _port_start(args, out: Console) -> int:
               highlight=False, soft_wrap=True)
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
+    if files.calls:
+        out.print(f"calls, as the kernel does: {', '.join(files.calls)}", highlight=False, soft_wrap=True)
     for caveat in files.caveats:
         out.print(f"caveat: {caveat}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)

@@ -117,9 +117,12 @@ def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, cap
     out = capsys.readouterr().out
     assert "triton (kernel body)" in out and "triton (to port)" not in out
     assert f"the last step ports it whole: hybrid port start {spec} --target sm90a" in " ".join(out.split())
-    files = start(spec, "sm90a", out_dir=tmp_path / "whole")
-    assert files.whole_kernel and files.machine["port"] == files.machine["original"]
-    port = files.port.read_text()
+    assert cli.main(["port", "start", spec, "--target", "sm90a", "-o", str(tmp_path / "whole")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "as softmax_swapped.softmax_triton does" in out   # the same machine code
+    assert "calls, as the kernel does: row_stats_gluon_sm90a" in out
+    written = tmp_path / "whole" / "softmax_triton_gluon_sm90a.py"
+    port = written.read_text()
     assert "@triton.jit" not in port and "triton.language" not in port
     assert "from row_stats_gluon_sm90a import row_stats_gluon_sm90a" in port
     assert re.search(r"\n    m, s = row_stats_gluon_sm90a\(\w+, n_cols, BN\)\n", port)   # the call kept
@@ -127,7 +130,7 @@ def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, cap
     with capture_launch(swapped, "softmax_triton") as recorder:
         swapped.run("triton", swapped.problem(40, 97, device="cpu"), "sm90a")
     launch = recorder.launch
-    result = compare(swapped.softmax_triton, candidate=load_port(port, files.port.stem, files.port),
+    result = compare(swapped.softmax_triton, candidate=load_port(port, written.stem, written),
                      grid=launch.grid, args=launch.args, kwargs=launch.kwargs, interpret=True, target="sm90a",
                      machine_code_report=False)
     assert result.ok and result.outputs, result.report()

@@ -49,6 +49,7 @@ class PortFiles:
     machine: dict = field(default_factory=dict)   # the kernel's figures with and without the IR port
     whole_kernel: bool = False           # the kernel itself ported (``whole_kernel``): the last step
     built_as: str = ""                   # the build the figures are of (target, options, constexprs, inputs)
+    calls: tuple[str, ...] = ()          # a whole kernel's port: the @gluon.jit functions it calls, as the kernel does
 
     @property
     def files(self) -> list[Path]:
@@ -96,7 +97,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
         ported = write_kernel_port(ctx, given)
         return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(fn),
                          target=target, num_warps=ported.num_warps, inputs="stub" if ctx.variant is None else "problem",
-                         machine=ported.machine, whole_kernel=True, built_as=ported.built_as)
+                         machine=ported.machine, whole_kernel=True, built_as=ported.built_as, calls=ported.calls)
     ported, translated_because, built_as = (None, "--translator was given", "") if translator else \
         _from_ir(ctx, port_name, given)
     port_text = ported.source if ported else None
