@@ -1,12 +1,12 @@
 """Static per-region report of a fused kernel: what each region costs inside the one binary.
 
-Every op keeps the source line it came from through Triton's and Gluon's passes, and the final
-PTX/AMDGCN carries them as ``.loc`` line info. A region is known by the lines of its own
-lowering (``Region.lines``, its helpers' lines included); every other known line is the host's
-(its own helpers and library calls too). A line several regions share (a library helper both
-use) counts as ``shared``; code with no line (constants, conversions a pass created) as
-``unattributed``. A library line a region and the host both use counts for the region. The
-buckets add up to the kernel's totals by construction.
+Every op keeps the source line it came from through Triton's and Gluon's passes, and the binary
+carries them as line info (each SASS instruction's, read by nvdisasm; the AMDGCN's ``.loc``). A
+region is known by the lines of its own lowering (``Region.lines``, its helpers' lines included);
+every other known line is the host's (its own helpers and library calls too). A line several
+regions share (a library helper both use) counts as ``shared``; code with no line (constants,
+conversions a pass created) as ``unattributed``. A library line a region and the host both use
+counts for the region. The buckets add up to the kernel's totals by construction.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Iterator
 from interop.boundary import TAG
 from interop.locations import op_lines
 from interop.region import Region
-from interop.instrumentation.resources import resources
+from interop.instrumentation.resources import resources, sass_lines
 
 from .report import Report
 
@@ -94,6 +94,16 @@ def code_by_line(fb) -> dict[str, LineCode]:
     return code
 
 
+def machine_line_instructions(fb) -> Counter:
+    """Machine instructions of a build per source ``file:line``: SASS on NVIDIA (the cubin's line
+    info), AMDGCN on AMD, so that they add up to the kernel's instructions as
+    ``resources.instructions`` counts them (what ``hybrid port`` measures ports by): one figure
+    for ``hybrid report``, ``hybrid port start`` and ``hybrid port status``. The PTX's where
+    nvdisasm is missing."""
+    found = sass_lines(fb.asm["cubin"]) if "cubin" in fb.asm else None
+    return Counter(found) if found is not None else line_instructions(fb.assembly, fb.name)
+
+
 def by_owner(per_line: Counter, owner) -> Counter:
     """Per-line instruction counts (``line_instructions``) summed per ``owner`` of each line."""
     counts: Counter = Counter()
@@ -135,7 +145,7 @@ def report(fb) -> Report:
     """The data behind ``FusedBinary.report()`` (a JSON-able dict, schema version 1, that prints as a table)."""
     owner = Owners(fb.regions)
     ops = ttgir_ops(fb.asm["ttgir"], owner)
-    per_line = line_instructions(fb.assembly, fb.name)   # none before the first .loc: ``unattributed``
+    per_line = machine_line_instructions(fb)   # none before the first line: ``unattributed``
     insts = by_owner(per_line, owner)
     figures = resources(fb.asm, fb.metadata)
     by_region = {bucket(r): [b.to_json() for b in fb.boundaries if b.region == r.index] for r in fb.regions}
@@ -148,7 +158,7 @@ def report(fb) -> Report:
     lines = sorted({*filter(None, per_line), *(line for r in fb.regions for line in r.lines)}, key=_line_key)
     return Report({"schema": 1, "kernel": fb.name, "target": fb.target, "rows": rows,
                    "lines": [{"where": w, "owner": owner(w), "instructions": per_line.get(w, 0)} for w in lines],
-            "totals": {"ttgir_ops": sum(ops.values()), "instructions": kernel_instructions(fb.assembly, fb.name),
+            "totals": {"ttgir_ops": sum(ops.values()), "instructions": sum(per_line.values()),
                        "registers": figures["registers"], "spills": figures["spills"],
                        "shared_bytes": figures["shared_bytes"], "num_warps": fb.metadata.get("num_warps"),
                        "binary_bytes": figures["binary_bytes"]}})

@@ -611,21 +611,29 @@ def _port_start(args, out: Console) -> int:
     from hybrid.port import start
     files = start(args.function, args.target, args.kernel, Path(args.out), args.num_warps, args.translator,
                   _given(args))
-    how = ("from the IR Triton's passes produced for its call"
+    how = ("from the IR Triton's passes produced for it" if files.whole_kernel else
+           "from the IR Triton's passes produced for its call"
            if files.method == "ir" else f"translated by upstream's translator (layouts to tune by hand), since "
                                         f"{files.translated_because}")
-    out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
-              f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
+    out.print(f"wrote {files.port}: {files.function} as a @gluon.jit {'kernel' if files.whole_kernel else 'function'} "
+              f"for {files.target} (num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
+    if files.built_as:
+        out.print(f"built as: {files.built_as}", highlight=False, soft_wrap=True)
     if files.machine:
         from hybrid.port.from_ttgir import measured
-        out.print(measured(files.machine, files.target, files.kernel, files.caveats, files.differs), highlight=False,
+        from hybrid.port.whole_kernel import said
+        out.print(said(files.machine, files.target, files.kernel) if files.whole_kernel else
+                  measured(files.machine, files.target, files.kernel, files.caveats, files.differs), highlight=False,
                   soft_wrap=True)
     inputs = ("inputs from the module's problem() and run()" if files.inputs == "problem"
               else "fill in its inputs() first")
-    out.print(f"wrote {files.test}: compares {files.kernel} with and without it ({inputs})",
+    out.print(f"wrote {files.test}: compares {files.kernel} {'and its port' if files.whole_kernel else 'with and without it'} "
+              f"({inputs})",
               highlight=False, soft_wrap=True)
     if files.still_triton:
         out.print(f"still Triton inside the port: {', '.join(files.still_triton)}", highlight=False, soft_wrap=True)
+    if files.calls:
+        out.print(f"calls, as the kernel does: {', '.join(files.calls)}", highlight=False, soft_wrap=True)
     for caveat in files.caveats:
         out.print(f"caveat: {caveat}", highlight=False, soft_wrap=True)
     out.print(f"run: {files.command}", highlight=False, soft_wrap=True)
@@ -644,16 +652,24 @@ def _port_status(args, out: Console) -> int:
     table = Table(title=f"{found.kernel} on {found.target}: {found.instructions} instructions")
     for column in ("function", "language", "lines", "instructions", "share"):
         table.add_column(column, justify="right" if column in ("instructions", "share") else "left")
-    for f in found.functions:
-        table.add_row(f.function, f.language if f.language == "gluon" else "triton (to port)", f.where,
-                      str(f.instructions), f"{f.instructions / max(found.instructions, 1):.0%}")
+    for k, f in enumerate(found.functions):
+        language = f.language if f.language == "gluon" else "triton (kernel body)" if k == 0 else "triton (to port)"
+        table.add_row(f.function, language, f.where, str(f.instructions), f"{f.instructions / max(found.instructions, 1):.0%}")
     table.add_row("other (library code, constants, conversions)", "", "", str(found.unattributed),
                   f"{found.unattributed / max(found.instructions, 1):.0%}")
     out.print(table)
-    left = [f.function for f in found.functions if f.language == "triton"]
-    out.print("all Gluon: the kernel builds as a plain @gluon.jit kernel" if not left else
-              f"still Triton: {', '.join(left)} (hybrid port start MODULE:FUNCTION --target {found.target})",
-              highlight=False, soft_wrap=True)
+    out.print(f"built as: {found.built_as}", highlight=False, soft_wrap=True)
+    whole = f"hybrid port start {module_ref}:{name} --target {found.target}"
+    if found.done:
+        out.print("all Gluon: the kernel builds as a plain @gluon.jit kernel", highlight=False, soft_wrap=True)
+    elif found.body_left:
+        out.print(f"only the kernel's own body is Triton; the last step ports it whole: {whole}", highlight=False,
+                  soft_wrap=True)
+    else:
+        left = found.to_port
+        at_once = f" (or the whole kernel at once: {whole})" if found.functions[0].language == "triton" else ""
+        out.print(f"still Triton: {', '.join(left)}; next: hybrid port start {module_ref}:{left[0].rpartition('.')[2]} "
+                  f"--target {found.target} --kernel {name}{at_once}", highlight=False, soft_wrap=True)
     return 0
 
 

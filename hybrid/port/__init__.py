@@ -1,6 +1,7 @@
 """Porting a Triton kernel to Gluon one function at a time.
 
-``start`` writes a first Gluon version of one ``@triton.jit`` function and a compare test;
+``start`` writes a first Gluon version of one ``@triton.jit`` function and a compare test (of a
+kernel, the whole kernel as a ``@gluon.jit`` kernel: ``whole_kernel``, the last step);
 ``compare`` runs a kernel as written and with one of its functions replaced by a candidate;
 ``from_ttgir.port`` writes the Gluon Triton's passes produced for one call (machine-code parity).
 """

@@ -93,10 +93,11 @@ def as_hybrid(kernel: JITFunction, fn=None) -> JITFunction:
     return hybrid_jit(decorate(fn if fn is not None else kernel.fn))
 
 
-def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
+def compare(kernel, *, region=None, candidate, grid, args: tuple, kwargs: dict | None = None, atol: float = 1e-4,
             rtol: float = 1e-3, interpret: bool | None = None, target: str | None = None,
             machine_code_report: bool = True, relative_tolerance: float | None = None) -> Comparison:
-    """Run ``kernel`` as written and with ``region`` replaced by ``candidate``; compare outputs. An
+    """Run ``kernel`` as written and with ``region`` replaced by ``candidate`` (no ``region``: the
+    whole kernel replaced by ``candidate``, launched with the same arguments); compare outputs. An
     autotuned kernel runs its JIT function with the constexprs in ``kwargs`` (one config's).
     ``machine_code_report``: also build both for the target and report their machine code.
     ``relative_tolerance``: judge each output by ``||candidate - original|| / ||original||`` instead
@@ -105,7 +106,8 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
     import torch
     kernel, kwargs = jit_function(kernel), dict(kwargs or {})
     on_gpu = torch.cuda.is_available() if interpret is None else not interpret
-    original, swapped = as_hybrid(kernel), with_region(kernel, region, candidate)
+    original = as_hybrid(kernel)
+    swapped = as_hybrid(jit_function(candidate)) if region is None else with_region(kernel, region, candidate)
     runs = {}
     for version, k in (("original", original), ("candidate", swapped)):
         run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -117,7 +119,7 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
     build_target = target or interp.default_target()
     mode = "gpu" if on_gpu else f"interpreter ({build_target})"
     machine = machine_code(original, swapped, args, kwargs, build_target) if machine_code_report else {}
-    return Comparison(region.__name__, candidate.__name__, mode, outputs, times, machine)
+    return Comparison((region or kernel).__name__, candidate.__name__, mode, outputs, times, machine)
 
 
 def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> dict:

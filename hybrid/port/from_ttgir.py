@@ -12,7 +12,7 @@ before it is returned, so a port that does not compile is never handed out.
 """
 from __future__ import annotations
 
-import ast
+import contextlib
 import linecache
 import os
 import re
@@ -32,7 +32,7 @@ from .compare import as_hybrid, figures, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .inlined import Inlined, read as read_inlined
-from .names import jit_function
+from .names import jit_function, returns_value
 from .ttgir_text import parse, uses
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
@@ -80,10 +80,8 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
     params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
     names = ", ".join(p.name for p in fn.params)
-    returns = any(isinstance(node, ast.Return) and node.value is not None
-                  for node in ast.walk(ast.parse(textwrap.dedent(fn.src))))
     converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
-    call = f"{'return ' if returns else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
+    call = f"{'return ' if returns_value(fn) else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
               f"@gluon.jit\ndef {PROBE}({params}):\n{converts}    {call}\n")
     path = Path(f"<{PROBE} of {fn.__name__}>")
@@ -109,25 +107,19 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
     caveats: tuple[str, ...] = ()
     original = kernel
     kernel = with_region(jit_function(kernel), fn, probe(fn)) if probed else as_hybrid(jit_function(kernel))
-    always = os.environ.get("TRITON_ALWAYS_COMPILE")
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"   # a cache hit would not run code generation, nothing to record
     try:
-        with triton_regions.recording_lowerings() as recorded:
-            built = hybrid.compile(kernel, signature, constexprs, target, **options)
-        unported = built   # a Gluon kernel with the Triton region is the kernel as written
-        if probed:
-            unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
-            built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
-                                                    signature, constexprs, target, options)
+        with always_compiling():
+            with triton_regions.recording_lowerings() as recorded:
+                built = hybrid.compile(kernel, signature, constexprs, target, **options)
+            unported = built   # a Gluon kernel with the Triton region is the kernel as written
+            if probed:
+                unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
+                built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
+                                                        signature, constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
                         f"{_root_cause(exc)}; nothing was written") from exc
-    finally:
-        if always is None:
-            os.environ.pop("TRITON_ALWAYS_COMPILE")
-        else:
-            os.environ["TRITON_ALWAYS_COMPILE"] = always
     for call in recorded:
         if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn:
             region = next((r.index for r in built.regions
@@ -138,6 +130,21 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
                                            made_in_place(built.boundaries, region)), caveats, unported, site)
     raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
                     f"Triton's IR is written for a call that the kernel makes directly")
+
+
+@contextlib.contextmanager
+def always_compiling():
+    """Within the block Triton compiles even what it has cached: a cache hit would not run code
+    generation, so there would be nothing to record."""
+    always = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        yield
+    finally:
+        if always is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE")
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = always
 
 
 def _as_unported(original, original_built, kernel, fn, built, recorded: list, signature: dict, constexprs: dict,

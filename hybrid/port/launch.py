@@ -227,3 +227,32 @@ def build_arguments_for(module: ModuleType, kernel, target: str, given: Given, v
     if given or variant is None:
         return build_as_given(module, kernel, target, given.signature, given.constexprs, given.options)
     return build_for_problem(module, jit_function(kernel).__name__, variant, target)
+
+
+@dataclass(frozen=True)
+class Build:
+    """One build configuration of a kernel, the one ``hybrid port start`` and ``hybrid port status``
+    measure it in, and where it comes from: said on screen with every figure of it."""
+    signature: dict
+    constexprs: dict
+    options: dict
+    source: str            # "examples.softmax.run('triton') on problem(1000, 97)", or the module's defaults
+
+    def said(self, target: str) -> str:
+        """``sm90a, num_warps=4, BM=16, BN=128 (as examples.softmax.run('triton') ...)``."""
+        shown = {**{k: v for k, v in self.options.items() if k != "divisible"}, **self.constexprs}
+        values = ", ".join(f"{k}={v!r}" if len(repr(v)) <= 24 else f"{k}=<{type(v).__name__}>"
+                           for k, v in shown.items())
+        divisible = f", {'/'.join(self.options['divisible'])} multiples of 16" if self.options.get("divisible") else ""
+        return f"{target}, {values}{divisible} ({self.source})"
+
+
+def build_for(module: ModuleType, kernel, target: str, given: Given, variant: str | None, num_warps: int = 4) -> Build:
+    """``build_arguments_for``, with where they come from; ``num_warps`` where nothing gives it."""
+    signature, constexprs, options = build_arguments_for(module, kernel, target, given, variant)
+    options.setdefault("num_warps", num_warps)
+    source = (f"as {module.__name__}.run({variant!r}) launches it on problem{tuple(module.CHECK_SIZE)}"
+              if variant is not None and not given else
+              f"{module.__name__}'s SIGNATURE, constexprs(target) and options(target), as hybrid build and report "
+              f"build it{', with the flags given' if given else ''}")
+    return Build(signature, constexprs, options, source)

@@ -62,6 +62,11 @@ def jit_callees(fn) -> dict[str, JITFunction]:
             if isinstance(value, JITFunction) and value is not fn and not is_library(value)}
 
 
+def returns_value(fn) -> bool:
+    """Whether a JIT function returns a value (a helper; a kernel returns nothing)."""
+    return any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(source_tree(fn)))
+
+
 def qualified(fn) -> str:
     py = getattr(fn, "fn", fn)
     return f"{py.__module__}.{py.__name__}"

@@ -73,8 +73,11 @@ def compare_test_source(name: str, ctx: Context) -> str:
     root = f'HERE / "{Path(os.path.relpath(root, here)).as_posix()}"' if here.is_relative_to(root) else f'Path("{root}")'
     inputs, mode_doc = _inputs(ctx)
     capture = "" if ctx.variant is None else "from hybrid.port import capture_launch  # noqa: E402\n"
-    about = textwrap.fill(f"Runs {module}.{kernel} as written and with {fn} replaced by {name}, on the same "
-                          f"inputs, and checks that every tensor it writes agrees. {mode_doc}", 100)
+    whole = ctx.fn is ctx.kernel   # the whole kernel ported: the test runs the port in its place
+    replaced = f"{name}, its port," if whole else f"{module}.{kernel} with {fn} replaced by {name}"
+    about = textwrap.fill(f"Runs {module}.{kernel} as written and {replaced} on the same inputs, and checks that "
+                          f"every tensor they write agrees. {mode_doc}", 100)
+    region = "" if whole else f"region=original.{fn}, "
     return f'''"""Compare test of {name}, the port of {qualified(ctx.fn)}.
 
 {about}
@@ -107,7 +110,7 @@ def test_{name}_matches_{fn}():
     assert kwargs.get("num_warps", 4) == NUM_WARPS, (
         f"{module}.{kernel} is launched with num_warps={{kwargs.get('num_warps', 4)}} but the port's layouts are for "
         f"{{NUM_WARPS}}: write the port again with `hybrid port start ... --num-warps N`")
-    result = compare(original.{kernel}, region=original.{fn}, candidate={name}, grid=grid, args=args,
+    result = compare(original.{kernel}, {region}candidate={name}, grid=grid, args=args,
                      kwargs=kwargs, target=TARGET)
     print(result.report())   # results, and the machine code with and without the port (pytest -s shows it)
     assert result.ok, result.report()

@@ -24,10 +24,11 @@ from interop.targets import TARGETS, canonical, unknown
 
 from .errors import PortError, shown, where
 from .from_ttgir import TtgirPort, port
-from .launch import Given, build_arguments_for
-from .names import is_triton, jit_callees, jit_function, qualified
+from .launch import Given, build_for
+from .names import is_triton, jit_callees, jit_function, qualified, returns_value
 from .render import Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
+from .whole_kernel import write_kernel_port
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class PortFiles:
     caveats: tuple[str, ...] = ()        # what the kernel with the IR port does differently (``TtgirPort``)
     differs: str = ""                    # why its machine code differs, where the port knows (``TtgirPort``)
     machine: dict = field(default_factory=dict)   # the kernel's figures with and without the IR port
+    whole_kernel: bool = False           # the kernel itself ported (``whole_kernel``): the last step
+    built_as: str = ""                   # the build the figures are of (target, options, constexprs, inputs)
+    calls: tuple[str, ...] = ()          # a whole kernel's port: the @gluon.jit functions it calls, as the kernel does
 
     @property
     def files(self) -> list[Path]:
@@ -77,7 +81,9 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
         raise PortError(f"{spec!r}: expected path/to/module.py:function or package.module:function")
     module = load(module_ref)
     fn = _function(module, name)
-    host = _kernel(module, fn, kernel)
+    # a kernel (it returns nothing, and no function calls it): ported whole, the last step
+    whole = kernel == name or kernel is None and not returns_value(fn) and not _called(module, fn)
+    host = fn if whole else _kernel(module, fn, kernel)
     out_dir = Path(out_dir)
     port_name = f"{name}_gluon_{target}"   # per target: ports of one function for two targets live side by side
     ctx = Context(module=module, fn=fn, kernel=host, target=target, warp_size=TARGETS[target].warp_size,
@@ -85,7 +91,16 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                   test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
                           f"--num-warps {num_warps}{given.flags()}", variant=inputs_variant(module, host.fn.__name__))
-    ported, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name, given)
+    if whole:
+        if translator:
+            raise PortError(f"--translator: upstream's translator writes one function; the kernel {name} "
+                            f"({where(fn)}) is ported whole from Triton's IR (leave --translator out)")
+        ported = write_kernel_port(ctx, given)
+        return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(fn),
+                         target=target, num_warps=ported.num_warps, inputs="stub" if ctx.variant is None else "problem",
+                         machine=ported.machine, whole_kernel=True, built_as=ported.built_as, calls=ported.calls)
+    ported, translated_because, built_as = (None, "--translator was given", "") if translator else \
+        _from_ir(ctx, port_name, given)
     port_text = ported.source if ported else None
     still_triton: tuple[str, ...] = ()
     if port_text is None:   # the translator serves what the IR port cannot (yet)
@@ -100,34 +115,35 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                      target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
                      still_triton=still_triton, method="translator" if translated_because else "ir",
                      translated_because=translated_because, caveats=ported.caveats if ported else (),
-                     differs=ported.differs if ported else "", machine=ported.machine if ported else {})
+                     differs=ported.differs if ported else "", machine=ported.machine if ported else {},
+                     built_as=built_as)
 
 
-def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str]:
+def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str, str]:
     """The port written from Triton's IR (``from_ttgir``) for the kernel built with ``given``
     arguments (over the module's defaults) or, with none given, for its launch on the module's
-    ``problem()``; or None and why not."""
+    ``problem()``; or None and why not; and that build in words (``Build.said``)."""
     try:
-        signature, constexprs, options = build_arguments_for(ctx.module, ctx.kernel, ctx.target, given, ctx.variant)
+        build = build_for(ctx.module, ctx.kernel, ctx.target, given, ctx.variant, ctx.num_warps)
     except PortError as exc:
         if given:   # arguments the command was given must build: a mistake there is the user's to fix
             raise
         if ctx.variant is None:
             return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
-                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr")
-        return None, str(exc)
+                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr"), ""
+        return None, str(exc), ""
     except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
         return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
-                      f"({type(exc).__name__}: {exc})")
-    options.setdefault("num_warps", ctx.num_warps)
+                      f"({type(exc).__name__}: {exc})"), ""
+    signature, constexprs, options = build.signature, build.constexprs, build.options
     try:
         ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
                       written_by=ctx.command, **options)
     except PortError as exc:
-        return None, str(exc)
+        return None, str(exc), ""
     except Exception as exc:   # a build of the kernel on this machine: the translator still serves
-        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})"
-    return ported, ""
+        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})", ""
+    return ported, "", build.said(ctx.target)
 
 
 def load(module_ref: str) -> ModuleType:
@@ -189,6 +205,12 @@ def _kernel(module: ModuleType, fn: JITFunction, name: str | None) -> JITFunctio
         raise PortError(f"which kernel calls {qualified(fn)}? Of the JIT functions in {shown(module.__file__)}, {found}. "
                         f"{'Pass --kernel NAME' if kernels else 'Port a function that a kernel of its module calls'}.")
     return next(iter(kernels.values()))
+
+
+def _called(module: ModuleType, fn: JITFunction) -> bool:
+    """Whether another JIT function of ``module`` calls ``fn`` (directly or through its helpers)."""
+    return any(_reaches(v, fn, set()) for v in (jit_function(v) for v in vars(module).values())
+               if isinstance(v, JITFunction) and v is not fn and _defined_in(v, module))
 
 
 def _reaches(caller: JITFunction, fn: JITFunction, seen: set[int]) -> bool:

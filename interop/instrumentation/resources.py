@@ -37,21 +37,42 @@ def instructions(asm: dict) -> int | None:
     ``cuobjdump`` is missing."""
     if "cubin" not in asm:
         return len(re.findall(r"^\s+(?:s_|v_|ds_|global_|buffer_|flat_|scratch_|exp\b)", asm["amdgcn"], re.M))
-    out = _cuobjdump(asm["cubin"], "-sass")
+    out = _run_tool(asm["cubin"], "-sass")
     if out is None:
         return None
-    return len([op for op in re.findall(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", out, re.M)
-                if op != "NOP"])
+    return len([op for op in _SASS.findall(out) if op != "NOP"])
 
 
-def _cuobjdump(cubin: bytes, flag: str) -> str | None:
-    tool = compat.nvidia_tool("cuobjdump")
-    if tool is None:
+#: A SASS instruction as cuobjdump and nvdisasm print it (``/*0040*/  @!P0 BRA ...``): its opcode.
+_SASS = re.compile(r"^\s+/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", re.M)
+_SASS_LINE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)', re.M)
+
+
+def sass_lines(cubin: bytes) -> list[str | None] | None:
+    """The source ``file:line`` of each SASS instruction ``instructions`` counts (NOPs left out), in
+    order, from the cubin's line info (``nvdisasm -g``; None for one before any line); None where
+    nvdisasm is missing. Counted per line, they add up to ``instructions``."""
+    out = _run_tool(cubin, "-g", "-c", tool="nvdisasm")
+    if out is None:
+        return None
+    lines, where = [], None
+    for text in out.splitlines():
+        if found := _SASS_LINE.match(text):
+            where = f"{found.group(1)}:{found.group(2)}"
+        elif (op := _SASS.match(text)) and op.group(1) != "NOP":
+            lines.append(where)
+    return lines
+
+
+def _run_tool(cubin: bytes, *flags: str, tool: str = "cuobjdump") -> str | None:
+    """What a CUDA tool of Triton's wheel prints for ``cubin``; None where it is missing."""
+    path = compat.nvidia_tool(tool)
+    if path is None:
         return None
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        return subprocess.run([str(tool), flag, f.name], capture_output=True, text=True).stdout
+        return subprocess.run([str(path), *flags, f.name], capture_output=True, text=True).stdout
 
 
 def registers_and_spills(asm: dict) -> tuple[int | None, int | None]:
@@ -60,7 +81,7 @@ def registers_and_spills(asm: dict) -> tuple[int | None, int | None]:
 
 
 def _cubin_usage(cubin: bytes) -> tuple[int | None, int | None]:
-    out = _cuobjdump(cubin, "--dump-resource-usage")
+    out = _run_tool(cubin, "--dump-resource-usage")
     if out is None:
         return None, None
     match = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out, re.S)

@@ -10,6 +10,8 @@ places the loop and kernel Proton scopes when regions are instrumented (``instru
 """
 from __future__ import annotations
 
+import contextlib
+
 from . import arch, buffer_access, convert_in, host_relayout
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner
@@ -20,10 +22,29 @@ from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
 
 
+#: Within ``recording_spliced``: each Triton host's module as printed once its Gluon regions are
+#: spliced in, before they are inlined (the kernel still calls each one).
+_spliced: list[str] | None = None
+
+
+@contextlib.contextmanager
+def recording_spliced():
+    """Within the block, the text of every Triton host with Gluon calls is appended, as ``assemble``
+    gets it, to the list this yields: what a whole-kernel port keeps those calls from."""
+    global _spliced
+    outer, _spliced = _spliced, []
+    try:
+        yield _spliced
+    finally:
+        _spliced = outer
+
+
 @timing.timed("stitching")
 def assemble(cc, module) -> None:
     """Inline every spliced region of ``module``, connect results, fold boundary conversions,
     verify, plan, and set ``cc.boundaries``."""
+    if _spliced is not None and cc.host_language == "triton" and cc.regions:
+        _spliced.append(str(module))
     try:
         stitch.inline(module, cc.context)
         stitch.connect_results(module, cc.context)
