@@ -960,10 +960,22 @@ def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
     tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
 
 
-def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
+def test_a_triton_kernels_descriptors_enter_the_port_of_its_k_loop_as_tma_descriptors(tmp_path):
+    """The tutorial's K loop taking the descriptors a Triton kernel made on the device: on sm90a its
+    port takes them as Gluon's TMA descriptors and builds to the same machine code (the
+    accumulator's conversion for the store, all-Triton's too, is the boundary's)."""
+    from hybrid.port.compare import as_hybrid
+    ported, before, after = _parity(pp.k_loop_desc, as_hybrid(_descriptor_kernel), *PERSISTENT, "sm90a", tmp_path,
+                                    num_warps=4)
+    assert after[:3] == before[:3], (before, after)
+    assert re.search(r"tma\.(async_load|async_copy_global_to_shared)\(a_desc, \[", ported.source)   # (3.9, 3.6)
+    assert "tma.make_tensor_descriptor(" not in ported.source
+
+
+def test_without_tma_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
     with pytest.raises(PortError) as caught:
-        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm90a", num_warps=4)
-    assert "'a_desc' is a tensor descriptor, which a Triton kernel cannot pass into a Gluon region" \
+        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm80", num_warps=4)
+    assert "'a_desc' is a tensor descriptor: on sm80 Triton lowers it to a pointer, shape and strides" \
         in str(caught.value), caught.value
 
 

@@ -55,6 +55,14 @@ class TMADescriptor:
         ptrs, inside = self._addresses(coord, data.shape)
         upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
+    @staticmethod
+    def of_triton(handle) -> "TMADescriptor":
+        """The view of upstream's descriptor ``handle`` (a Triton kernel's), for a Gluon region's copies."""
+        nan = handle.padding == upstream.padding_option("nan")
+        return TMADescriptor(int(handle.base.data.item()), [int(n.data.item()) for n in handle.shape],
+                             [int(s.data.item()) for s in handle.strides], handle.base.dtype.element_ty,
+                             "nan" if nan else "zero")
+
     def for_triton(self, block_shape: list[int]):
         """Upstream's descriptor of the same view, for a Triton region's ``desc.load``/``store``."""
         import triton.language as tl
