@@ -145,9 +145,8 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         _check_descriptors(fn, args, kwargs, region)
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
-    if crossing and language == "gluon":
+    elif crossing:   # into a Gluon function
         _check_tma(fn, args, kwargs)
-    elif crossing:
         region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:
