@@ -539,7 +539,8 @@ def _mma_a_operand(target: str) -> dict:
 # -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
 #    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
 #    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
-#    taking descriptors as arguments cannot be a region: bench/RESULTS.md, port parity, says why.)
+#    taking a Triton kernel's descriptors is a Gluon region on sm90a/sm100a only, where Gluon has
+#    TMA descriptors: tests/test_port_ttgir.py ports k_loop_desc so.)
 @triton.jit
 def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
     """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
