@@ -9,7 +9,7 @@ from triton.experimental.gluon import language as gl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import hybrid
-from interop.errors import RegionError
+from interop.errors import LayoutError, RegionError
 from tests import region_descriptor_kernels as k
 
 LINE = k.double_tiles.fn.__code__.co_firstlineno + 6   # the call of load_tile (after two decorators)
@@ -86,7 +86,8 @@ def test_without_tma_the_descriptor_is_refused_alike_naming_the_target(target):
 
 
 def test_a_buffer_in_another_layout_than_the_descriptors_is_refused_naming_both():
-    """Refused on every Triton: 3.6 does not verify the layouts of a TMA copy and would build it."""
+    """Refused on every Triton (3.6 does not verify the layouts of a TMA copy and would build it),
+    and by the interpreter, at the copy's line."""
     with pytest.raises(RegionError) as caught:
         hybrid.compile(k.load_into_another_layout, k.SIGNATURE, _constexprs("sm90a"), "sm90a", num_warps=4,
                        divisible=("M", "N"))
@@ -95,6 +96,13 @@ def test_a_buffer_in_another_layout_than_the_descriptors_is_refused_naming_both(
     assert "descriptor in #ttg.nvmma_shared<{swizzlingByteWidth = 128" in text
     assert "shared buffer in #ttg.nvmma_shared<{swizzlingByteWidth = 64" in text
     assert "allocate the buffers a descriptor's copies use in desc.layout" in text
+    with pytest.raises(LayoutError) as interpreted:
+        _interpreted(k.load_into_another_layout, "sm90a")
+    text = str(interpreted.value)
+    copy_line = k.load_tile_swizzled_64.fn.__code__.co_firstlineno + 7
+    assert f"region_descriptor_kernels.py:{copy_line} in load_tile_swizzled_64" in text, text
+    assert "descriptor in NVMMASharedLayout(swizzle_byte_width=128" in text
+    assert "shared buffer in NVMMASharedLayout(swizzle_byte_width=64" in text and "the layouts must be the same" in text
 
 
 @pytest.mark.parametrize("target", ["sm90a", "sm100a"])

@@ -88,7 +88,7 @@ def into(language: str, value, origin: str, semantic=None, given: list | None = 
     if language == "gluon" and isinstance(value, tl.tensor_descriptor):   # Gluon's TMA descriptor of the view
         block = value.block_type
         layout = gl.NVMMASharedLayout.get_default_for(list(block.shape), block.element_ty)   # as Triton lays it out
-        return tma.tensor_descriptor(TMADescriptor.of_triton(value.handle), value.shape, value.strides,
+        return tma.tensor_descriptor(TMADescriptor.of_triton(value.handle, layout), value.shape, value.strides,
                                      gl.block_type(block.element_ty, list(block.shape)), layout)
     if not isinstance(value, tl.tensor) or not isinstance(value.type, tl.block_type):
         return value

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interop.errors import LayoutError
 from interop.triton import interpreter as upstream
+
+from .errors import user_site
 
 
 def _host_descriptor_class():
@@ -32,6 +35,7 @@ class TMADescriptor:
     strides: list[int]      # in elements
     dtype: object           # Triton element type
     padding: str
+    layout: object = None   # its shared layout, where known (a host's, or Triton code's: ``check_copy``)
 
     def _addresses(self, coord: list[int], block: tuple) -> tuple[np.ndarray, np.ndarray]:
         index = np.indices(block)
@@ -55,13 +59,21 @@ class TMADescriptor:
         ptrs, inside = self._addresses(coord, data.shape)
         upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
+    def check_copy(self, buffer) -> None:
+        """A copy between this descriptor and ``buffer`` (a shared ``MemoryHandle``) of another layout
+        is refused, as Triton's verifier refuses it (and the compiler in a Gluon region)."""
+        if self.layout is not None and buffer.layout != self.layout:
+            raise LayoutError(f"{user_site()}: a TMA copy through a tensor descriptor in {self.layout} uses a shared "
+                              f"buffer in {buffer.layout}: the layouts must be the same (allocate it in desc.layout)")
+
     @staticmethod
-    def of_triton(handle) -> "TMADescriptor":
-        """The view of upstream's descriptor ``handle`` (a Triton kernel's), for a Gluon region's copies."""
+    def of_triton(handle, layout) -> "TMADescriptor":
+        """The view of upstream's descriptor ``handle`` (a Triton kernel's), for a Gluon region's
+        copies through it in ``layout``."""
         nan = handle.padding == upstream.padding_option("nan")
         return TMADescriptor(int(handle.base.data.item()), [int(n.data.item()) for n in handle.shape],
                              [int(s.data.item()) for s in handle.strides], handle.base.dtype.element_ty,
-                             "nan" if nan else "zero")
+                             "nan" if nan else "zero", layout)
 
     def for_triton(self, block_shape: list[int]):
         """Upstream's descriptor of the same view, for a Triton region's ``desc.load``/``store``."""
@@ -81,7 +93,8 @@ def device_descriptor(desc):
     from interop.triton.frontend import mangle_type
 
     dtype = tl.str_to_ty(mangle_type(desc.base), None).element_ty
-    handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding)
+    handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding,
+                           desc.layout)
     shape = [upstream.implicit_cvt(int(s)) for s in desc.shape]
     strides = [upstream.implicit_cvt(int(s)) for s in desc.strides]
     return tma.tensor_descriptor(handle, shape, strides, gl.block_type(dtype, list(desc.block_shape)), desc.layout)
