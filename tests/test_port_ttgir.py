@@ -960,8 +960,9 @@ def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
     tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
 
 
-@pytest.mark.parametrize("name, call", [("k_loop_desc", r"tma\.(async_load|async_copy_global_to_shared)\(a_desc, \["),
-                                        ("store_tile_desc", r"tma\.(async_store|async_copy_shared_to_global)\(c_desc, \[")])
+@pytest.mark.parametrize("name, call", [
+    ("k_loop_desc", r"tma\.(async_load|async_copy_global_to_shared)\(a_desc, \["),
+    ("store_tile_desc", r"tma\.(async_store|async_copy_shared_to_global)\(c_desc, \[")])
 def test_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers_as_tma_descriptors(name, call, tmp_path):
     """The persistent matmul all Triton, its descriptors made on the device: on sm90a the K loop's
     and the epilogue's ports take them as Gluon's TMA descriptors (3.6's names, 3.9's), the K
