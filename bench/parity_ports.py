@@ -539,7 +539,8 @@ def _mma_a_operand(target: str) -> dict:
 # -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
 #    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
 #    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
-#    taking descriptors as arguments cannot be a region: bench/RESULTS.md, port parity, says why.)
+#    taking a Triton kernel's descriptors is a Gluon region on sm90a/sm100a only, where Gluon has
+#    TMA descriptors: tests/test_port_ttgir.py ports k_loop_desc so.)
 @triton.jit
 def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
     """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
@@ -626,6 +627,27 @@ def matmul_descriptor_persistent_gluon_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: gl.
     c_desc = tma.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN], c_layout)
     num_pid_in_group = GROUP_M * num_pid_n
     for tile_id in range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        acc = k_loop_desc(a_desc, b_desc, pid_m * BM, pid_n * BN, k_tiles, BM, BN, BK)
+        store_tile_desc(c_desc, acc, pid_m * BM, pid_n * BN)
+
+
+@triton.jit
+def matmul_descriptor_persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                     BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """``matmul_descriptor_persistent_gluon_tma`` all Triton: the kernel makes the descriptors on the
+    device and hands them to the K loop and the epilogue (whose ports take them as Gluon's TMA
+    descriptors on sm90a and sm100a)."""
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
         pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
         acc = k_loop_desc(a_desc, b_desc, pid_m * BM, pid_n * BN, k_tiles, BM, BN, BK)
         store_tile_desc(c_desc, acc, pid_m * BM, pid_n * BN)

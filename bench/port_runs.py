@@ -180,6 +180,7 @@ INPUTS: dict[object, Callable[..., Inputs]] = {
     pp.matmul_k_loop: _matmul_k_loop, pp.softmax_rows: _softmax_rows, pp.softmax_rows_by_loop: _softmax_rows,
     pp.attention_gluon_host: _attention, pp.matmul_descriptor_persistent_gluon_host: _persistent,
     pp.matmul_descriptor_persistent: _persistent, pp.matmul_descriptor_persistent_gluon_tma: _persistent,
+    pp.matmul_descriptor_persistent_tma: _persistent,
 }
 
 

@@ -60,6 +60,17 @@ def host_descriptor_into_region(function: str, call_site: str, name: str, host: 
                        "Gluon host")
 
 
+def descriptor_without_tma(function: str, call_site: str, name: str, target: str) -> RegionError:
+    """A Triton kernel's tensor descriptor ``name`` passed into a Gluon function on a ``target``
+    without TMA, where Triton lowers it to a pointer, shape and strides and Gluon has no descriptor
+    to take it as: the compiler and the interpreter refuse it with this one error."""
+    return RegionError(function, call_site,
+                       f"'{name}' is a tensor descriptor: on {target} Triton lowers it to a pointer, shape and "
+                       "strides, and a Gluon function takes a descriptor only as a TMA descriptor (sm90a, sm100a)",
+                       "pass the base pointer, shape and strides to the Gluon function instead and load through "
+                       "them, or keep the code that uses the descriptor in Triton")
+
+
 class NoResultError(RegionError):
     """The result of a Triton region that returns nothing, used as a value."""
 

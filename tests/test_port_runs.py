@@ -22,6 +22,8 @@ CHECKED = (
     "tile_pids@parity_ports.matmul_descriptor_persistent_gluon_tma",
     "k_loop_desc@parity_ports.matmul_descriptor_persistent_gluon_tma",
     "store_tile_desc@parity_ports.matmul_descriptor_persistent_gluon_tma",
+    "k_loop_desc@parity_ports.matmul_descriptor_persistent_tma",
+    "store_tile_desc@parity_ports.matmul_descriptor_persistent_tma",
     "tile_matmul@tile_matmul.matmul_kernel", "scaled_rows@mma_handoff.mma_kernel",
 )
 RUNS = {run.name: run for run in runs(TARGET)}

@@ -960,10 +960,26 @@ def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
     tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
 
 
-def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
+@pytest.mark.parametrize("name, call", [
+    ("k_loop_desc", r"tma\.(async_load|async_copy_global_to_shared)\(a_desc, \["),
+    ("store_tile_desc", r"tma\.(async_store|async_copy_shared_to_global)\(c_desc, \[")])
+def test_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers_as_tma_descriptors(name, call, tmp_path):
+    """The persistent matmul all Triton, its descriptors made on the device: on sm90a the K loop's
+    and the epilogue's ports take them as Gluon's TMA descriptors (3.6's names, 3.9's), the K
+    loop at the kernel's machine code, the epilogue 3 instructions and a 32 KiB buffer under it
+    (its store stages through one buffer, not the kernel's two)."""
+    from hybrid.port.compare import as_hybrid
+    ported, before, after = _parity(getattr(pp, name), as_hybrid(pp.matmul_descriptor_persistent_tma), *PERSISTENT,
+                                    "sm90a", tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
+    assert after[0] <= before[0] and after[1] == before[1] and after[2] <= before[2] and after[3] == 0, \
+        (before, after)
+    assert re.search(call, ported.source) and "tma.make_tensor_descriptor(" not in ported.source
+
+
+def test_without_tma_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
     with pytest.raises(PortError) as caught:
-        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm90a", num_warps=4)
-    assert "'a_desc' is a tensor descriptor, which a Triton kernel cannot pass into a Gluon region" \
+        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm80", num_warps=4)
+    assert "'a_desc' is a tensor descriptor: on sm80 Triton lowers it to a pointer, shape and strides" \
         in str(caught.value), caught.value
 
 

@@ -23,6 +23,7 @@ from interop.triton.language import core as tl
 from . import layouts
 from . import program as prog
 from .layouts import RegionLayout
+from .tma import TMADescriptor
 
 #: The ``TritonSemantic`` builders of ops Triton's ``RemoveLayoutConversions`` takes layouts from
 #: (besides function arguments): memory accesses, dots, gathers; a region that runs one may return
@@ -84,6 +85,11 @@ def into(language: str, value, origin: str, semantic=None, given: list | None = 
         block = value.block_type
         return tl.tensor_descriptor(value.handle.for_triton(list(block.shape)), value.shape, value.strides,
                                     tl.block_type(block.element_ty, list(block.shape)))
+    if language == "gluon" and isinstance(value, tl.tensor_descriptor):   # Gluon's TMA descriptor of the view
+        block = value.block_type
+        layout = gl.NVMMASharedLayout.get_default_for(list(block.shape), block.element_ty)   # as Triton lays it out
+        return tma.tensor_descriptor(TMADescriptor.of_triton(value.handle, layout), value.shape, value.strides,
+                                     gl.block_type(block.element_ty, list(block.shape)), layout)
     if not isinstance(value, tl.tensor) or not isinstance(value.type, tl.block_type):
         return value
     ty = value.type

@@ -326,6 +326,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     # -- TMA -----------------------------------------------------------------------------------
     def create_async_tma_copy_global_to_local(self, desc, coord, bar, result, pred=None, *rest):
+        desc.check_copy(result)
         if not _pred(pred):
             return
         result.data[...] = desc.read([int(_scalar(c)) for c in coord], result.data.shape)
@@ -345,6 +346,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
                                  [int(_scalar(s)) for s in strides], base.dtype.element_ty, pad)
 
     def create_async_tma_copy_local_to_global(self, desc, coord, src, *rest):
+        desc.check_copy(src)
         desc.write([int(_scalar(c)) for c in coord], src.data)
 
     def create_async_tma_store_wait(self, pendings, *rest):

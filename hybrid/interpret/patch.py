@@ -24,7 +24,9 @@ from triton.runtime import JITFunction
 
 import hybrid
 from interop.lowering import arch
-from interop.errors import NoResult, RegionError, TargetError, host_descriptor_into_region, nested_region
+from interop.errors import (NoResult, RegionError, TargetError, descriptor_without_tma, host_descriptor_into_region,
+                            nested_region)
+from interop.targets import TARGETS
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
 from interop.triton.language import LAYOUT_TO_IR, gluon_core, normalize_tuple
@@ -118,6 +120,17 @@ def _check_descriptors(fn: JITFunction, args: tuple, kwargs: dict, region: str) 
                                                   str(value.layout), str(chosen))
 
 
+def _check_tma(fn: JITFunction, args: tuple, kwargs: dict) -> None:
+    """A Triton descriptor enters a Gluon function only where Gluon has TMA descriptors, as the
+    compiler refuses it elsewhere (``gluon_regions.GluonRegions.call``)."""
+    target = prog.program().target
+    if TARGETS[target] in arch.SM90_UP:
+        return
+    for name, value in (*zip(fn.arg_names, args), *kwargs.items()):
+        if isinstance(value, tl.tensor_descriptor):
+            raise descriptor_without_tma(fn.__name__, user_site().split(" in ")[0], name, target)
+
+
 def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | None = None, partition: str | None = None):
     """Run ``fn``'s body as the interpreter: in its own language, or its caller's for
     ``triton.language`` library functions (as compiled code inlines them)."""
@@ -132,7 +145,8 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
         _check_descriptors(fn, args, kwargs, region)
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
-    elif crossing:
+    elif crossing:   # into a Gluon function
+        _check_tma(fn, args, kwargs)
         region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:

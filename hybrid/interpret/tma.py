@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from interop.errors import LayoutError
 from interop.triton import interpreter as upstream
 
 from . import bounds
+from .errors import user_site
 
 
 def _host_descriptor_class():
@@ -34,6 +36,7 @@ class TMADescriptor:
     strides: list[int]      # in elements
     dtype: object           # Triton element type
     padding: str
+    layout: object = None   # its shared layout, where known (a host's, or Triton code's: ``check_copy``)
 
     def _addresses(self, coord: list[int], block: tuple) -> tuple[np.ndarray, np.ndarray]:
         index = np.indices(block)
@@ -59,6 +62,22 @@ class TMADescriptor:
         bounds.check_addresses(ptrs, inside, self.dtype, "TMA store")
         upstream.store(ptrs, np.ascontiguousarray(data), inside)
 
+    def check_copy(self, buffer) -> None:
+        """A copy between this descriptor and ``buffer`` (a shared ``MemoryHandle``) of another layout
+        is refused, as Triton's verifier refuses it (and the compiler in a Gluon region)."""
+        if self.layout is not None and buffer.layout != self.layout:
+            raise LayoutError(f"{user_site()}: a TMA copy through a tensor descriptor in {self.layout} uses a shared "
+                              f"buffer in {buffer.layout}: the layouts must be the same (allocate it in desc.layout)")
+
+    @staticmethod
+    def of_triton(handle, layout) -> "TMADescriptor":
+        """The view of upstream's descriptor ``handle`` (a Triton kernel's), for a Gluon region's
+        copies through it in ``layout``."""
+        nan = handle.padding == upstream.padding_option("nan")
+        return TMADescriptor(int(handle.base.data.item()), [int(n.data.item()) for n in handle.shape],
+                             [int(s.data.item()) for s in handle.strides], handle.base.dtype.element_ty,
+                             "nan" if nan else "zero", layout)
+
     def for_triton(self, block_shape: list[int]):
         """Upstream's descriptor of the same view, for a Triton region's ``desc.load``/``store``."""
         import triton.language as tl
@@ -77,7 +96,8 @@ def device_descriptor(desc):
     from interop.triton.frontend import mangle_type
 
     dtype = tl.str_to_ty(mangle_type(desc.base), None).element_ty
-    handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding)
+    handle = TMADescriptor(desc.base.data_ptr(), list(desc.shape), list(desc.strides), dtype, desc.padding,
+                           desc.layout)
     shape = [upstream.implicit_cvt(int(s)) for s in desc.shape]
     strides = [upstream.implicit_cvt(int(s)) for s in desc.strides]
     return tma.tensor_descriptor(handle, shape, strides, gl.block_type(dtype, list(desc.block_shape)), desc.layout)

@@ -32,13 +32,26 @@ def gluon_layout_of(layout: str, shape, dtype: str, num_warps: int, warp_size: i
     """The Gluon layout object of ``layout`` (ttgir attribute text) for a ``shape`` x ``dtype``
     tensor, parsed by MLIR in ``context``; ``ValueError`` for text that is not a layout Triton knows."""
     tensor = f"tensor<{'x'.join(map(str, shape))}x{dtype}, {layout}>"
+    module = _taking(tensor, num_warps, warp_size, context)
+    return builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
+
+
+def gluon_shared_layout_of(layout: str, shape, dtype: str, num_warps: int, warp_size: int, builder, context):
+    """``gluon_layout_of`` for a shared layout (of a ``shape`` x ``dtype`` buffer)."""
+    buffer = f"!ttg.memdesc<{'x'.join(map(str, shape))}x{dtype}, {layout}, #ttg.shared_memory>"
+    module = _taking(buffer, num_warps, warp_size, context)
+    return builder.get_gluon_layout_from_memdesc(module.get_function("f").args(0))
+
+
+def _taking(ir_type: str, num_warps: int, warp_size: int, context):
+    """A module of one function ``f`` taking an ``ir_type``, parsed by MLIR in ``context``."""
     text = (f'module attributes {{"ttg.num-warps" = {num_warps} : i32, "ttg.threads-per-warp" = {warp_size} : i32, '
-            f'"ttg.num-ctas" = 1 : i32}} {{\n  tt.func public @f(%a: {tensor}) {{ tt.return }}\n}}\n')
+            f'"ttg.num-ctas" = 1 : i32}} {{\n  tt.func public @f(%a: {ir_type}) {{ tt.return }}\n}}\n')
     try:
         module = parse_module(text, context)
     except Exception as exc:   # MLIR's parse error: not a layout this Triton knows
-        raise ValueError(f"cannot parse {tensor}: {exc}") from None
-    return builder.get_gluon_layout_from_tensor(module.get_function("f").args(0))
+        raise ValueError(f"cannot parse {ir_type}: {exc}") from None
+    return module
 
 
 class NotDistributed(ValueError):

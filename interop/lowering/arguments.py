@@ -54,13 +54,18 @@ def leaf_types(types: list) -> list:
 
 
 def with_leaf_types(types: list, new_leaves) -> list:
-    """``types`` with each runtime leaf replaced by the next of ``new_leaves`` (same order)."""
+    """``types`` with each runtime leaf replaced by the next of ``new_leaves`` (same order; a
+    descriptor by the leaf of its handle)."""
     out = []
     for ty in types:
         if isinstance(ty, tl.tuple_type):
             out.append(tl.tuple_type(with_leaf_types(ty.types, new_leaves), ty.fields))
         elif isinstance(ty, tl.constexpr_type) or ty is tl.constexpr:
             out.append(ty)
+        elif is_descriptor(ty):   # its handle's leaf; its shape's and strides' leaves are in that type
+            out.append(next(new_leaves))
+            for _ in range(len(ty.shape_type.types) + len(ty.strides_type.types)):
+                next(new_leaves)
         else:
             out.append(next(new_leaves))
     return out

@@ -25,7 +25,8 @@ from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble
 from ..boundary import TAG, is_shared
-from ..errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
+from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
+                      raised_within)
 from ..region import CallSite
 from ..triton import compat
 from ..triton.bindings import gluon_ir
@@ -34,8 +35,6 @@ from ..triton.language import core as tl
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
          "convert them explicitly inside the Gluon function to the layouts it needs")
-_DESCRIPTOR_HINT = ("make the descriptor inside the Gluon function from the pointer, shape and strides "
-                    "(tma.make_tensor_descriptor), or keep the code that uses it in Triton")
 _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
                "either given directly or as the name of a constexpr parameter holding it")
 
@@ -60,10 +59,8 @@ class GluonRegions:
         args = arguments.bind(fn, args, kwargs)
         described = next((value_name for value_name, leaf in arguments.leaves(args, fn.arg_names)
                           if arguments.is_descriptor(leaf.type)), None)
-        if described is not None:
-            raise RegionError(name, str(call_site), f"'{described}' is a tensor descriptor, which a Triton kernel "
-                              f"cannot pass into a Gluon region (Gluon has no descriptor on sm80 or AMD, where "
-                              f"Triton lowers it to pointers)", _DESCRIPTOR_HINT)
+        if described is not None and self.cc.target not in arch.SM90_UP:
+            raise descriptor_without_tma(name, str(call_site), described, arch.target_label(self.cc.target))
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
         named_leaves = arguments.leaves(args, fn.arg_names)
@@ -94,8 +91,8 @@ class GluonRegions:
                 [entry.get(leaf_name) if leaf_name not in wants else None for leaf_name, _ in named_leaves]
                 + [None] * len(loaded), hoists))
             enable = opaque.enable_flag(gen.builder, opaque.GLUON_ENABLE)
-            results = triton_host.emit_boundary(gen.builder, region.index, [v.handle for v in leaves + loaded],
-                                                ir_types, enable)
+            results = triton_host.emit_boundary(gen.builder, gen.module, self.cc.context, region.index,
+                                                [v.handle for v in leaves + loaded], ir_types, enable)
         if ret_type in (None, tl.void):
             return None
         return next(_cg.unflatten_ir_values(results, [ret_type]))
@@ -117,6 +114,7 @@ class GluonRegions:
             if inner is not None:   # a region inside this one (nested regions): its own error names it
                 raise RegionError(inner.function, inner.call_site, inner.reason, inner.hint) from None
             raise RegionError(name, str(call_site), describe(exc), _HINT) from exc
+        _check_tma_copies(name, call_site, probe_module)
         errors = diagnostics.verify(probe_module)
         if errors:
             raise RegionError(name, str(call_site), f"the Gluon function does not verify for "
@@ -192,6 +190,7 @@ class GluonRegions:
                 produced = triton_host.splice(call, function, wants, ports, self.cc.context,
                                               profiled=self.cc.scopes.around_region(module, call.region,
                                                                                     ports.last_sink))
+                triton_host.release_descriptor_sinks(module, ports, self.cc.context)
             self._plan_boundaries(call, wants, plans, copies[-1], produced)
         stitch.set_flags(module, opaque.GLUON_ENABLE, True, self.cc.context)
         self.cc.regions = [r for r in self.cc.regions if r.index not in dropped]
@@ -223,7 +222,8 @@ class GluonRegions:
                     wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(produced), False)
         leaf_types = [want.gluon_type(t) if want else
                       gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
-                      if isinstance(t, tl.block_type) else t
+                      if isinstance(t, tl.block_type) else
+                      self._descriptor_type(t, v, gluon_builder) if arguments.is_descriptor(t) else t
                       for t, v, want in zip(call.leaf_types, ports.operands, wants)]
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
@@ -237,10 +237,22 @@ class GluonRegions:
             function, _ = lower_gluon.build_gluon_function(call.fn, call.args, arg_types, module=module,
                                                            context=cc.context, options=cc.options, target=cc.target,
                                                            name=name)
+        if any(arguments.is_descriptor(t) for t in call.leaf_types):   # in the layouts Triton's passes gave them
+            _check_tma_copies(call.region.function, call.region.call_site, module)
         loaded = caller_loads.take(module, function, gluon_builder, [h.index for h in call.hoists])
         for k in range(leaves, leaves + len(loaded)):   # the host's load, in the layout of the one it replaced
             wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(function.args(k)), False)
         return function, wants, plans
+
+    def _descriptor_type(self, ty, value, builder):
+        """Gluon's descriptor type for a Triton descriptor ``value`` of type ``ty``, in the shared
+        layout Triton's passes gave it (none given: the default one, as the probe took it)."""
+        shape, dtype, layout = triton_host.descriptor_layout(str(value.get_type()))
+        if layout is None:
+            return lower_gluon.placeholder_type(ty, self.cc.options)
+        options = self.cc.options
+        return lower_gluon.gluon_descriptor_type(ty, layout_views.gluon_shared_layout_of(
+            layout, shape, dtype, options.num_warps, options.warp_size, builder, self.cc.context))
 
     def operands_of(self, gen) -> dict[int, int]:
         """While ``gen`` builds a Gluon region of this Triton host: its arguments' value ids ->
@@ -300,6 +312,17 @@ def finish_triton_host(cc, module) -> None:
     cc.keep_called(module)
     cc.triton.splice_all(module)
     assemble(cc, module)
+
+
+def _check_tma_copies(function: str, call_site, module) -> None:
+    """A TMA copy between a descriptor and a buffer of another shared layout, refused alike on every
+    Triton (3.6 would build it, the bytes swizzled wrong)."""
+    mismatch = triton_host.mismatched_tma_copy(module)
+    if mismatch is not None:
+        raise RegionError(function, str(call_site), f"a TMA copy through a tensor descriptor in {mismatch[0]} uses "
+                          f"a shared buffer in {mismatch[1]}: the layouts must be the same",
+                          "allocate the buffers a descriptor's copies use in desc.layout (a descriptor from Triton "
+                          "code comes in the shared layout Triton's passes gave it)")
 
 
 def _verify_hint(errors: str) -> str:

@@ -8,7 +8,9 @@ host's ``make_ttgir`` with the layouts Triton's passes gave the arguments.
 from __future__ import annotations
 
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
 
+from .arguments import is_descriptor
 from ..boundaries.movement import linear
 from ..instrumentation import timing
 from ..triton import compat
@@ -47,7 +49,7 @@ def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[obj
     module.set_attr("ttg.num-warps", builder.get_int32_attr(options.num_warps))
     module.set_attr("ttg.num-ctas", builder.get_int32_attr(options.num_ctas))
     module.set_attr("ttg.threads-per-warp", builder.get_int32_attr(options.warp_size))
-    placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else _placeholder_type(arg.type, options)
+    placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else placeholder_type(arg.type, options)
                          for name, arg in zip(fn.arg_names, args)]
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
                                        target=target, name=PROBE)
@@ -57,18 +59,29 @@ def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[obj
 def linear_placeholder(ty: tl.block_type, options, builder):
     """The placeholder layout of a tile of type ``ty`` as a linear layout: the same placement,
     written as no code writes a layout by chance (``handoff.entry_layouts``)."""
-    return linear(builder, _placeholder_type(ty, options).layout, list(ty.shape))
+    return linear(builder, placeholder_type(ty, options).layout, list(ty.shape))
 
 
-def _placeholder_type(ty, options):
+def placeholder_type(ty, options):
+    """The type a probe builds a parameter of Triton type ``ty`` for: a tile in a blocked layout, a
+    tensor descriptor in the default NVMMA layout of its block."""
     if isinstance(ty, tl.tuple_type):
-        return tl.tuple_type([_placeholder_type(t, options) for t in ty.types], ty.fields)
+        return tl.tuple_type([placeholder_type(t, options) for t in ty.types], ty.fields)
     if isinstance(ty, tl.block_type):
         rank = len(ty.shape)
         layout = gl.BlockedLayout([1] * rank, [1] * (rank - 1) + [options.warp_size],
                                   [1] * (rank - 1) + [options.num_warps], list(reversed(range(rank))))
         return gl.distributed_type(ty.element_ty, ty.shape, layout)
+    if is_descriptor(ty):
+        return gluon_descriptor_type(ty, gl.NVMMASharedLayout.get_default_for(list(ty.block_type.shape),
+                                                                             ty.block_type.element_ty))
     return ty
+
+
+def gluon_descriptor_type(ty, layout):
+    """Gluon's TMA descriptor type for a Triton tensor descriptor type ``ty``, in shared ``layout``
+    (the NVMMA layout Triton's passes gave the descriptor; a probe takes the default one)."""
+    return tma.tensor_descriptor_type(ty.block_type, ty.shape_type, ty.strides_type, layout)
 
 
 def to_triton_type(ty):

@@ -8,6 +8,9 @@ During the host's code generation each Gluon call becomes::
         scf.yield %p...
     } else { scf.yield poison... }
 
+A tensor descriptor's sink is a call of an empty function kept from inlining (an inline asm cannot
+take a descriptor); the function is let go once the Gluon call replaces it (``release_descriptor_sinks``).
+
 Triton's own ``make_ttir``/``make_ttgir`` then lower the host with the call kept opaque and give
 its operands and results layouts (they may also copy, reorder or fill the boundary; see
 ``Ports``). ``splice`` calls the Gluon function, built for the operands' final layouts, in each
@@ -20,13 +23,15 @@ from dataclasses import dataclass
 
 from ..instrumentation import instrument, timing
 from ..stitching import opaque
-from ..boundary import TAG, is_shared, shape_and_dtype, tag
+from ..boundary import TAG, is_shared, layout_of, shape_and_dtype, tag
 from ..region import Region
-from ..triton.bindings import gluon_ir
+from ..triton.bindings import gluon_ir, ir
 
 SINK = "hybrid.gluon.in."
 PRODUCER = "hybrid.gluon.out."
 _INLINE_ASM = "tt.elementwise_inline_asm"
+DESCRIPTOR = "!tt.tensordesc"
+_DESCRIPTOR_SINK = SINK.replace(".", "_")
 
 
 @dataclass
@@ -43,7 +48,8 @@ class GluonCall:
     hoists: list            # the function's loads the host issues (``caller_loads``): operands after the leaves
 
 
-def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types: list, enable) -> list:
+def emit_boundary(builder, module, context, call_index: int, leaf_handles: list, result_ir_types: list,
+                  enable) -> list:
     """The opaque ``scf.if`` above, at ``builder``'s insertion point; returns its results.
 
     (An ``scf.if`` without results is created with its ``scf.yield`` ops already in place.)
@@ -52,7 +58,10 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
     after = builder.get_insertion_point()   # not the block's end: a loop's body may hold its yield already
     builder.set_insertion_point_to_start(if_op.get_then_block())
     for k, handle in enumerate(leaf_handles):
-        builder.create_inline_asm(f"{SINK}{call_index}.{k}", "=r,r", [handle], [handle.get_type()], False, 1)
+        if str(handle.get_type()).startswith(DESCRIPTOR):
+            builder.call(_descriptor_sink(module, context, f"{SINK}{call_index}.{k}", handle.get_type()), [handle])
+        else:
+            builder.create_inline_asm(f"{SINK}{call_index}.{k}", "=r,r", [handle], [handle.get_type()], False, 1)
     if result_ir_types:
         produced = [_produce(builder, ty, f"{PRODUCER}{call_index}.{j}") for j, ty in enumerate(result_ir_types)]
         builder.create_yield_op(produced)
@@ -60,6 +69,69 @@ def emit_boundary(builder, call_index: int, leaf_handles: list, result_ir_types:
         builder.create_yield_op([builder.create_poison(ty) for ty in result_ir_types])
     builder.restore_insertion_point(after)
     return [if_op.get_result(j) for j in range(len(result_ir_types))]
+
+
+def _descriptor_sink(module, context, marker: str, ty):
+    """A tensor descriptor's sink: a call of an empty function that is not inlined, as an inline asm
+    cannot take a descriptor. Triton's passes give the descriptor its shared layout through it."""
+    name = marker.replace(".", "_")   # (``_descriptor_marker`` reads it back)
+    if module.has_function(name):   # (a call visited twice: a loop body's dry visit)
+        return module.get_function(name)
+    detached = ir.builder(context)   # a fresh builder creates the function detached
+    sink = detached.get_or_insert_function(module, name, detached.get_function_ty([ty], []), "private", True)
+    module.push_back(sink)
+    detached.set_insertion_point_to_start(sink.add_entry_block())
+    detached.ret([])
+    return sink
+
+
+def descriptor_layout(ir_type: str) -> tuple[list[int], str, str | None]:
+    """A tensor descriptor's IR type (``!tt.tensordesc<64x64xf16, #enc>``, on 3.6 with the block as
+    ``tensor<...>``) read as (block shape, element type, shared layout text or None)."""
+    inner = ir_type.removeprefix(DESCRIPTOR + "<")[:-1]
+    if inner.startswith("tensor<"):
+        inner = inner[len("tensor<"):-1]
+    block, _, layout = inner.partition(", ")
+    *shape, dtype = block.split("x")
+    return [int(n) for n in shape], dtype, layout or None
+
+
+def mismatched_tma_copy(module) -> tuple[str, str] | None:
+    """(descriptor layout, buffer layout) of the first TMA copy in ``module`` between a descriptor
+    and a shared buffer of another layout, or None. Triton 3.8 on refuses such a copy as it verifies
+    (``TMA descriptor layout must match shared layout``); 3.6 builds it, the bytes swizzled wrong."""
+    found = []
+
+    def visit(op):
+        if found or not op.get_name().startswith("ttng.async_tma_copy"):
+            return
+        types = [str(op.get_operand(i).get_type()) for i in range(op.get_num_operands())]
+        descriptor = next((t for t in types if t.startswith(DESCRIPTOR)), None)
+        if descriptor is None:
+            return
+        shape, dtype, layout = descriptor_layout(descriptor)
+        for ty in types:
+            if ty.startswith("!ttg.memdesc") and shape_and_dtype(ty) == (tuple(shape), dtype) \
+                    and layout is not None and layout_of(ty) != layout:
+                found.append((layout, layout_of(ty)))
+
+    module.walk(visit)
+    return found[0] if found else None
+
+
+def _descriptor_marker(call) -> str:
+    """The sink marker a call of a descriptor's sink function stands for, or ""."""
+    callee = call.get_flat_symbol_ref_attr("callee")
+    return callee.replace("_", ".") if callee.startswith(_DESCRIPTOR_SINK) else ""
+
+
+def release_descriptor_sinks(module, ports: "Ports", context) -> None:
+    """The descriptor sinks of ``ports`` made inlinable: their empty bodies go with the regions' inlining."""
+    builder = ir.builder(context)
+    for marker in ports.markers:
+        if marker.get_name() == "tt.call":
+            sink = module.get_function(marker.get_flat_symbol_ref_attr("callee"))
+            sink.set_attr("noinline", builder.get_bool_attr(False))
 
 
 def _produce(builder, ty, marker: str):
@@ -100,7 +172,8 @@ def find_ports(module, call_index: int) -> list[Ports]:
         return copies.setdefault(op.get_block().id(), Ports([], None, [], []))
 
     def visit(op):
-        marker = (op.get_str_attr("asm_string") or "") if op.get_name() == _INLINE_ASM else ""
+        marker = (op.get_str_attr("asm_string") or "") if op.get_name() == _INLINE_ASM else \
+            _descriptor_marker(op) if op.get_name() == "tt.call" else ""
         if marker.startswith(f"{SINK}{call_index}."):
             port(op).markers.append(op)
             port(op).last_sink = op
@@ -139,7 +212,8 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
             value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
         producer.replace_all_uses_with(value)
     for marker in ports.markers:
-        marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
+        if marker.get_name() == _INLINE_ASM:   # (a descriptor's sink: ``release_descriptor_sinks``)
+            marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
 
 

@@ -1,0 +1,123 @@
+"""A Triton kernel's tensor descriptor passed into a Gluon function: on sm90a and sm100a the
+function takes it as Gluon's TMA descriptor, in the shared layout Triton's passes gave it (made
+on the device, or a ``TensorDescriptor`` argument), compiled to one kernel and interpreted as the
+all-Triton kernel; on sm80 and AMD, where Triton lowers it to a pointer, shape and strides, the
+compiler and the interpreter refuse it alike, naming the target."""
+import pytest
+import torch
+from triton.experimental.gluon import language as gl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+import hybrid
+from interop.errors import LayoutError, RegionError
+from tests import region_descriptor_kernels as k
+
+LINE = k.double_tiles.fn.__code__.co_firstlineno + 6   # the call of load_tile (after two decorators)
+TMA_OPS = ("ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_local_to_global")
+HOST_SIGNATURE = {"x_desc": "tensordesc<fp16[64, 64]>", "y_desc": "tensordesc<fp16[64, 64]>"}
+
+
+def _layout(target: str):
+    lanes = [8, 8] if target.startswith("gfx") else [4, 8]
+    return gl.BlockedLayout([1, 8], lanes, [4, 1], [1, 0])
+
+
+def _constexprs(target: str) -> dict:
+    return {"BM": k.BM, "BN": k.BN, "L": _layout(target)}
+
+
+def _interpreted(kernel, target: str) -> tuple:
+    x = torch.randn(128, 64).half()
+    y = torch.zeros_like(x)
+    with hybrid.interpreting(target):
+        kernel[(2, )](x, y, 128, 64, **_constexprs(target), num_warps=4)
+    return x, y
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_a_device_descriptor_enters_a_gluon_region_as_a_tma_descriptor(target):
+    built = hybrid.compile(k.double_tiles, k.SIGNATURE, _constexprs(target), target, num_warps=4,
+                           divisible=("M", "N"))
+    ttgir = built.asm["ttgir"]
+    assert built.kernel_entries == 1 and "tt.call" not in ttgir and "hybrid_gluon_in" not in ttgir
+    assert all(op in ttgir for op in TMA_OPS) and ttgir.count("ttng.tensormap_create") == 2
+    # the region's buffers are in the descriptor's layout: the one Triton's passes gave it
+    assert "64x64xf16, #shared>" in ttgir.split("ttng.reinterpret_tensor_descriptor")[1].split("\n")[0]
+    assert "!ttg.memdesc<64x64xf16, #shared, #smem, mutable>" in ttgir
+    x, y = _interpreted(k.double_tiles, target)
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_the_interpreter_agrees_with_the_all_triton_kernel(target):
+    torch.manual_seed(0)
+    _, hybrid_out = _interpreted(k.double_tiles, target)
+    torch.manual_seed(0)
+    _, triton_out = _interpreted(k.double_tiles_triton, target)
+    torch.testing.assert_close(hybrid_out, triton_out, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_a_host_tensor_descriptor_argument_enters_a_gluon_region(target):
+    constexprs = {"BM": k.BM, "L": _layout(target)}
+    built = hybrid.compile(k.double_host_tiles, HOST_SIGNATURE, constexprs, target, num_warps=4)
+    ttgir = built.asm["ttgir"]
+    assert built.kernel_entries == 1 and all(op in ttgir for op in TMA_OPS) and "ttng.tensormap_create" not in ttgir
+    x = torch.randn(128, 64).half()
+    y = torch.zeros_like(x)
+    with hybrid.interpreting(target):
+        k.double_host_tiles[(2, )](TensorDescriptor.from_tensor(x, [64, 64]), TensorDescriptor.from_tensor(y, [64, 64]),
+                                   **constexprs, num_warps=4)
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_without_tma_the_descriptor_is_refused_alike_naming_the_target(target):
+    with pytest.raises(RegionError) as compiled:
+        hybrid.compile(k.double_tiles, k.SIGNATURE, _constexprs(target), target, num_warps=4, divisible=("M", "N"))
+    with pytest.raises(RegionError) as interpreted:
+        _interpreted(k.double_tiles, target)
+    for caught in (compiled, interpreted):
+        text = str(caught.value)
+        assert f"'desc' is a tensor descriptor: on {target} Triton lowers it to a pointer, shape and strides" in text
+        assert f"region_descriptor_kernels.py:{LINE}" in text and "pass the base pointer, shape and strides" in text
+        assert "sm80 or AMD" not in text
+    assert compiled.value.function == interpreted.value.function == "load_tile"
+
+
+def test_a_buffer_in_another_layout_than_the_descriptors_is_refused_naming_both():
+    """Refused on every Triton (3.6 does not verify the layouts of a TMA copy and would build it),
+    and by the interpreter, at the copy's line."""
+    with pytest.raises(RegionError) as caught:
+        hybrid.compile(k.load_into_another_layout, k.SIGNATURE, _constexprs("sm90a"), "sm90a", num_warps=4,
+                       divisible=("M", "N"))
+    text = str(caught.value)
+    assert caught.value.function == "load_tile_swizzled_64" and "the layouts must be the same" in text
+    assert "descriptor in #ttg.nvmma_shared<{swizzlingByteWidth = 128" in text
+    assert "shared buffer in #ttg.nvmma_shared<{swizzlingByteWidth = 64" in text
+    assert "allocate the buffers a descriptor's copies use in desc.layout" in text
+    with pytest.raises(LayoutError) as interpreted:
+        _interpreted(k.load_into_another_layout, "sm90a")
+    text = str(interpreted.value)
+    copy_line = k.load_tile_swizzled_64.fn.__code__.co_firstlineno + 7
+    assert f"region_descriptor_kernels.py:{copy_line} in load_tile_swizzled_64" in text, text
+    assert "descriptor in NVMMASharedLayout(swizzle_byte_width=128" in text
+    assert "shared buffer in NVMMASharedLayout(swizzle_byte_width=64" in text and "the layouts must be the same" in text
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_a_descriptor_enters_a_gluon_region_in_a_loop_as_the_all_triton_kernel_loads_it(target):
+    """Attention's inner loop: the Gluon function loads a block through the descriptor each iteration."""
+    built = hybrid.compile(k.row_block_sums, k.SIGNATURE, _constexprs(target), target, num_warps=4,
+                           divisible=("M", "N"))
+    ttgir = built.asm["ttgir"]
+    assert built.kernel_entries == 1 and "hybrid_gluon_in" not in ttgir
+    assert ttgir.count("ttng.async_tma_copy_global_to_local") == 1 and "scf.for" in ttgir
+    x = torch.randn(128, 256).half()
+    outs = []
+    for kernel in (k.row_block_sums, k.row_block_sums_triton):
+        outs.append(torch.zeros(128, 64).half())
+        with hybrid.interpreting(target):
+            kernel[(2, )](x, outs[-1], 128, 256, **_constexprs(target), num_warps=4)
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
+    assert outs[0].abs().sum() > 0
