@@ -517,11 +517,15 @@ def _report(jobs: list, args, out: Console) -> int:
 
     from . import report, report_html
     from .attribution import code_by_line
+    from .port.launch import Build
     reports, code, baseline_code = [], [], []
     for job in jobs:
         spec = resolve(job)
         fb = hybrid.compile(spec.fn, spec.signature, spec.constexprs, target=job.target, **spec.options)
         rep = fb.report()
+        built = Build(spec.signature, spec.constexprs, {"num_warps": fb.metadata.get("num_warps"), **spec.options},
+                      "module defaults and command line")
+        out.print(f"built as: {escape(built.said(job.target))}", highlight=False, soft_wrap=True)
         if args.baseline:
             base = _baseline(spec, args.baseline, job.target)
             base_rep = base.report()

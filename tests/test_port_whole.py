@@ -3,6 +3,8 @@ own TritonGPU IR (``hybrid port start MODULE:KERNEL``), with no Triton region le
 kernel's machine code; ``hybrid port status`` following a port to that step; and port start,
 port status and ``hybrid report`` counting one kernel's instructions alike."""
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from interop.targets import TARGETS
 from interop.triton.frontend import GluonJITFunction
 from scheduler.planning import plan, resolve
 
+ROOT = Path(__file__).resolve().parents[1]
 #: Upstream-style kernels: the tutorial's matmul (a tl.dot K loop), attention forward (two dots per
 #: KV block, online softmax); each module's all-Triton kernel, built as its benchmark builds it.
 KERNELS = {matmul: "matmul_triton", attention: "attention_triton"}
@@ -96,6 +99,10 @@ def test_port_start_port_status_and_report_count_one_kernel_alike(tmp_path):
     assert files.machine["original"]["instructions"] == found.instructions == report["totals"]["instructions"]
     assert files.built_as == found.built_as and found.built_as.startswith("sm90a, num_warps=4, BM=16, BN=128 (")
     assert sum(f.instructions for f in found.functions) + found.unattributed == found.instructions
+    shown = subprocess.run([sys.executable, "-m", "hybrid.cli", "report", "examples/softmax.py:softmax_triton",
+                            "--target", "sm90a"], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert f"built as: {found.built_as.split(' (')[0]} (" in shown   # report says the build it counted
+    assert f"{found.instructions} instructions" in shown
 
 
 def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, capsys):
