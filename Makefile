@@ -106,6 +106,13 @@ bench: $(BIN)/.ready  ## compile time, kernel, boundary, parity, port parity, pr
 gpu-check:   ## on a GPU machine, with its own python3/torch/Triton 3.6+: GPU tests + benchmark -> one table
 	$(PYTHON) bench/gpu_check.py
 
+# Ports swept across real kernel libraries from the package registry (bench-only dependencies,
+# bench/sweep_libraries.py): every helper at every call site and every kernel whole, five targets.
+.PHONY: port-sweep
+port-sweep: $(BIN)/.ready
+	$(BIN)/python -m pip install liger-kernel==0.8.5 fla-core==0.6.0 einops
+	$(BIN)/python bench/port_sweep.py --targets all --json bench/port_sweep.json
+
 .PHONY: bench-build
 bench-build: $(BIN)/.ready  ## build scaling: serial vs parallel, cold vs warm cache (+ launch overhead on a GPU)
 	$(BIN)/python bench/build_scaling.py

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-#: the packages the sweep installs (PyPI names), bench-only
-PACKAGES = ("liger-kernel==0.8.5", "fla-core==0.6.0", "einops")
 
 
 @dataclass(frozen=True)
