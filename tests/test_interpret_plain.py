@@ -91,3 +91,29 @@ def test_a_plain_gluon_kernel_runs_in_the_interpreter():
 def test_outside_the_block_a_plain_kernel_is_upstreams_launch():
     with pytest.raises(RuntimeError, match="active drivers"):
         masked_softmax[(1,)](torch.randn(1, 8), torch.empty(1, 8), 8, BN=8)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def autotuned_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, 2 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.heuristics({"BLOCK": lambda args: 32 if args["n"] < 100 else 128})
+@triton.jit
+def heuristic_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, 3 * tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def test_autotuned_and_heuristics_kernels_run_in_the_block_as_under_triton_interpret():
+    """An autotuned kernel times no config on a GPU in the block: it runs the interpreter's config
+    (the first, as ``hybrid.interpret.launch`` runs it); a heuristics kernel gets its values."""
+    x = torch.randn(300)
+    y, z = torch.zeros(300), torch.zeros(300)
+    with hybrid.interpreting(target="sm90a"):
+        autotuned_scale[lambda meta: (triton.cdiv(300, meta["BLOCK"]), )](x, y, 300)
+        heuristic_scale[lambda meta: (triton.cdiv(300, meta["BLOCK"]), )](x, z, 300)
+    torch.testing.assert_close(y, 2 * x)
+    torch.testing.assert_close(z, 3 * x)

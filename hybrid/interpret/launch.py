@@ -16,7 +16,7 @@ from typing import Iterator
 import numpy as np
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
-from triton.runtime import JITFunction
+from triton.runtime import Autotuner, Heuristics, JITFunction
 
 from interop.entry import request
 from interop.errors import LayoutError, RegionError, SharedMemoryError, TargetError
@@ -92,23 +92,28 @@ _routing = threading.Lock()
 
 
 def _route_plain_kernels() -> None:
-    """Wrap upstream's ``JITFunction.run`` (once per process) so that ``kernel[grid](...)`` of a
-    kernel not marked ``@hybrid.jit`` comes to ``launch`` while an ``interpreting()`` block is
-    active in the launching context; anywhere else it is upstream's launch, untouched. Upstream
-    decides ``TRITON_INTERPRET`` when a kernel is decorated, so a block cannot switch it."""
+    """Wrap upstream's ``run`` of JIT, autotuned and heuristics kernels (once per process) so
+    that ``kernel[grid](...)`` of a kernel not marked ``@hybrid.jit`` comes to ``launch`` while an
+    ``interpreting()`` block is active in the launching context (an autotuned one runs the config
+    ``autotune.py`` picks, timing nothing on a GPU); anywhere else it is upstream's launch,
+    untouched. Upstream decides ``TRITON_INTERPRET`` when a kernel is decorated, so a block cannot
+    switch it."""
     with _routing:
-        upstream_run = JITFunction.run
-        if getattr(upstream_run, "routes_to_interpreter", False):
-            return
+        for kind in (JITFunction, Autotuner, Heuristics):
+            if not getattr(kind.run, "routes_to_interpreter", False):
+                kind.run = _routed(kind.run)
 
-        def run(self, *args, grid, warmup, **kwargs):
-            if _switch.get() is None:
-                return upstream_run(self, *args, grid=grid, warmup=warmup, **kwargs)
-            if not warmup:
-                launch(self, grid, *args, **kwargs)
-            return None
-        run.routes_to_interpreter = True
-        JITFunction.run = run
+
+def _routed(upstream_run):
+    def run(self, *args, **kwargs):
+        if _switch.get() is None:
+            return upstream_run(self, *args, **kwargs)
+        grid, warmup = kwargs.pop("grid"), kwargs.pop("warmup", False)
+        if not warmup:
+            launch(self, grid, *args, **kwargs)
+        return None
+    run.routes_to_interpreter = True
+    return run
 
 
 def launch(kernel, grid, *args, target: str | GPUTarget | _DefaultTarget = DEFAULT_TARGET, **kwargs) -> None:
