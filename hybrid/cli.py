@@ -453,6 +453,8 @@ def _port_start(args, out: Console) -> int:
                                         f"{files.translated_because}")
     out.print(f"wrote {files.port}: {files.function} as a @gluon.jit function for {files.target} "
               f"(num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
+    for site in files.sites:   # a port per specialization, each site's picked where the kernel calls it
+        out.print(f"call site {site}", highlight=False, soft_wrap=True)
     if files.machine:
         from hybrid.port.from_ttgir import measured
         out.print(measured(files.machine, files.target, files.kernel, files.caveats, files.differs), highlight=False,

@@ -46,6 +46,7 @@ class PortFiles:
     caveats: tuple[str, ...] = ()        # what the kernel with the IR port does differently (``TtgirPort``)
     differs: str = ""                    # why its machine code differs, where the port knows (``TtgirPort``)
     machine: dict = field(default_factory=dict)   # the kernel's figures with and without the IR port
+    sites: tuple[str, ...] = ()          # sites Triton lowers differently, each with its port (``TtgirPort.sites``)
 
     @property
     def files(self) -> list[Path]:
@@ -104,7 +105,8 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                      target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
                      still_triton=still_triton, method="translator" if translated_because else "ir",
                      translated_because=translated_because, caveats=ported.caveats if ported else (),
-                     differs=ported.differs if ported else "", machine=ported.machine if ported else {})
+                     differs=ported.differs if ported else "", machine=ported.machine if ported else {},
+                     sites=ported.sites if ported else ())
 
 
 def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str]:

@@ -1,0 +1,94 @@
+"""A function its kernel calls at sites Triton lowers differently (other constexprs, other tile
+shapes) is ported per specialization, each site calling its own port; one port written for the
+first site cannot reach the second; sites Gluon cannot tell apart are refused, each named
+(tests/multisite_port_kernels.py)."""
+import re
+
+import pytest
+import torch
+
+import hybrid
+from hybrid.port import PortError, compare, from_ttgir, start, with_region
+from tests import multisite_port_kernels as m
+from tests.port_kernels import run_generated_test
+
+KERNELS = "tests/multisite_port_kernels.py"
+
+
+def _loaded(ported, name: str, tmp_path):
+    return from_ttgir.load_port(ported.source, name, tmp_path / f"{ported.name}.py")
+
+
+def _compare(kernel, fn, candidate, args: tuple, constexprs: dict, target: str):
+    return compare(kernel, region=fn, candidate=candidate, grid=(1, ), args=args,
+                   kwargs={**constexprs, "num_warps": 4}, interpret=True, target=target, machine_code_report=False)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(target, tmp_path):
+    """Upstream's attention backward pattern: MASK=True on 16-row tiles, then MASK=False on 32-row
+    tiles. Each site gets the port of its own IR, picked by BLOCK_M; the kernel with it computes both
+    sites' sums (one output each) as the Triton function does. The first site's port alone, as
+    written before, is a compile error at the second site naming the value it was written for;
+    without its guards it computes another sum there (these inputs tell the ports apart)."""
+    ported = from_ttgir.port(m.k_two_phase, m.accumulate_rows, m.SIGNATURE, m.CONSTEXPRS, target, num_warps=4)
+    name, source = ported.name, ported.source
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:36", f"{KERNELS}:39"]
+    assert "MASK=True" in ported.sites[0] and "BLOCK_M=16" in ported.sites[0] and ported.sites[0].endswith(f"{name}_0")
+    assert "MASK=False" in ported.sites[1] and "BLOCK_M=32" in ported.sites[1] and ported.sites[1].endswith(f"{name}_1")
+    assert f"    if (BLOCK_M == 16):\n        return {name}_0(" in source
+    assert f"    elif (BLOCK_M == 32):\n        return {name}_1(" in source
+    assert "gl.static_assert(MASK == True" in source and "gl.static_assert(MASK == False" in source
+    assert "gl.arange(0, 16," in source and "gl.arange(0, 32," in source   # each site's own tile
+
+    p = m.problem(*m.CHECK_SIZE)
+    args = (p["x"], p["y1"], p["y2"])
+    result = _compare(m.k_two_phase, m.accumulate_rows, _loaded(ported, name, tmp_path), args, m.CONSTEXPRS, target)
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+
+    first_only = _loaded(ported, f"{name}_0", tmp_path)   # what was swapped into both sites before
+    with pytest.raises(Exception, match=f"{name}_0 was written for start == 0"):
+        hybrid.compile(with_region(m.k_two_phase, m.accumulate_rows, first_only), m.SIGNATURE, m.CONSTEXPRS, target,
+                       num_warps=4)
+    unguarded = re.sub(r"\n    gl\.static_assert\([^\n]*", "", source)
+    old = from_ttgir.load_port(unguarded, f"{name}_0", tmp_path / f"{name}_unguarded.py")
+    wrong = _compare(m.k_two_phase, m.accumulate_rows, old, args, m.CONSTEXPRS, target)
+    assert [o.ok for o in wrong.outputs] == [True, False], wrong.report()
+
+
+def test_a_helper_called_on_two_tile_shapes_is_ported_per_site(tmp_path):
+    """No constexpr at all: the sites differ in the tile's shape, which picks the port."""
+    ported = from_ttgir.port(m.k_two_shapes, m.scale_by_row_sums, m.SIGNATURE, {"N": 32}, "sm90a", num_warps=4)
+    name = ported.name
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:56", f"{KERNELS}:57"]
+    assert "x: tensor<16x32xf32" in ported.sites[0] and "x: tensor<32x32xf32" in ported.sites[1]
+    assert f"    if (x.shape[0] == 16):\n        return {name}_0(x)" in ported.source
+    assert f"    elif (x.shape[0] == 32):\n        return {name}_1(x)" in ported.source
+    args = (torch.randn(32, 32), torch.full((16, 32), float("nan")), torch.full((32, 32), float("nan")))
+    result = _compare(m.k_two_shapes, m.scale_by_row_sums, _loaded(ported, name, tmp_path), args, {"N": 32}, "sm90a")
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+
+
+def test_sites_gluon_cannot_tell_apart_are_refused_each_named():
+    """The two sites differ only in a dtype constexpr (folded into the IR, no literal to test):
+    refused, naming both calls and what each passes."""
+    with pytest.raises(PortError) as info:
+        from_ttgir.port(m.k_two_roundings, m.rounded, m.SIGNATURE, {"N": 64}, "sm80", num_warps=4)
+    message = str(info.value)
+    assert message.startswith(f"rounded ({KERNELS}:78) is called at 2 sites that Triton lowers in 2 different ways")
+    assert f"{KERNELS}:87 (DT=" in message and f"{KERNELS}:88 (DT=" in message
+    assert "DT=triton.language.float16" in message and "DT=triton.language.bfloat16" in message
+    assert "Nothing was written" in message
+
+
+def test_port_start_writes_a_port_per_site_and_its_test_runs_both(tmp_path, capsys):
+    """``hybrid port start`` end to end: the port module with a port per specialization, the
+    command's line per call site, the generated test run in the interpreter."""
+    from hybrid import cli
+    assert cli.main(["port", "start", f"{KERNELS}:accumulate_rows", "--target", "sm80", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"call site {KERNELS}:36 (" in out and "accumulate_rows_gluon_sm80_0" in out
+    assert f"call site {KERNELS}:39 (" in out and "accumulate_rows_gluon_sm80_1" in out
+    files = start(f"{KERNELS}:accumulate_rows", "sm80", None, tmp_path, 4)
+    assert files.method == "ir" and len(files.sites) == 2
+    run_generated_test(files, "test_accumulate_rows_gluon_sm80_matches_accumulate_rows")
