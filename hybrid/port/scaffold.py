@@ -87,8 +87,10 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                           f"--num-warps {num_warps}{given.flags()}", variant=inputs_variant(module, host.fn.__name__))
     ported, translated_because = (None, "--translator was given") if translator else _from_ir(ctx, port_name, given)
     if ported is None and not translator:   # never a silent fallback: the translator's port is asked for
+        said = translated_because.rstrip(". ") + ("" if "nothing was written" in translated_because.lower() else
+                                                   ". Nothing was written")
         raise PortError(f"no port of {qualified(fn)} ({where(fn)}) from Triton's IR for {host.fn.__name__} on {target}: "
-                        f"{translated_because}. Nothing was written. Pass the kernel's arguments (--signature, "
+                        f"{said}. Pass the kernel's arguments (--signature, "
                         f"--constexpr, --num-stages) or give its module problem()/run(); or pass --translator for "
                         f"upstream's translation (correct, not the kernel's machine code)")
     port_text = ported.source if ported else None
