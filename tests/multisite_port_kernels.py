@@ -6,6 +6,10 @@ a port written for the first site alone and swapped into both is wrong at the se
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
 
 SIGNATURE = {"x_ptr": "*fp32", "y1_ptr": "*fp32", "y2_ptr": "*fp32"}
 CONSTEXPRS = {"BLOCK_N": 32, "MASK_BLOCK": 16, "BLOCK_M": 32}
@@ -38,6 +42,19 @@ def k_two_phase(x_ptr, y1_ptr, y2_ptr, BLOCK_N: tl.constexpr, MASK_BLOCK: tl.con
     tl.store(y1_ptr + cols, acc)
     acc = accumulate_rows(tl.zeros([BLOCK_N], dtype=tl.float32), x_ptr, BLOCK_N, 2, BLOCK_M, BLOCK_N, False)
     tl.store(y2_ptr + cols, acc)
+
+
+@hybrid.jit
+@gluon.jit
+def k_two_phase_gluon(x_ptr, y1_ptr, y2_ptr, BLOCK_N: gl.constexpr, MASK_BLOCK: gl.constexpr, BLOCK_M: gl.constexpr):
+    """``k_two_phase`` with a Gluon host: each call a Triton region (32-thread warps, 4 warps)."""
+    L: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    cols = gl.arange(0, BLOCK_N, layout=L)
+    acc = accumulate_rows(gl.zeros([BLOCK_N], gl.float32, layout=L), x_ptr, 0, BLOCK_N // MASK_BLOCK, MASK_BLOCK,
+                          BLOCK_N, True)
+    gl.store(y1_ptr + cols, gl.convert_layout(acc, L))
+    acc = accumulate_rows(gl.zeros([BLOCK_N], gl.float32, layout=L), x_ptr, BLOCK_N, 2, BLOCK_M, BLOCK_N, False)
+    gl.store(y2_ptr + cols, gl.convert_layout(acc, L))
 
 
 @triton.jit

@@ -3,12 +3,13 @@ shapes) is ported per specialization, each site calling its own port; one port w
 first site cannot reach the second; sites Gluon cannot tell apart are refused, each named
 (tests/multisite_port_kernels.py)."""
 import re
+import types
 
 import pytest
 import torch
 
 import hybrid
-from hybrid.port import PortError, compare, from_ttgir, start, with_region
+from hybrid.port import PortError, compare, from_ttgir, with_region
 from tests import multisite_port_kernels as m
 from tests.port_kernels import run_generated_test
 
@@ -19,21 +20,29 @@ def _loaded(ported, name: str, tmp_path):
     return from_ttgir.load_port(ported.source, name, tmp_path / f"{ported.name}.py")
 
 
+def _chain(exc: BaseException | None) -> str:
+    """The messages of ``exc`` and of the exceptions it was raised from (a Gluon kernel's compile
+    error names the host's line, and the port's static assert under it)."""
+    return "" if exc is None else f"{exc}\n{_chain(exc.__cause__ or exc.__context__)}"
+
+
 def _compare(kernel, fn, candidate, args: tuple, constexprs: dict, target: str):
     return compare(kernel, region=fn, candidate=candidate, grid=(1, ), args=args,
                    kwargs={**constexprs, "num_warps": 4}, interpret=True, target=target, machine_code_report=False)
 
 
-@pytest.mark.parametrize("target", ["sm80", "gfx942"])
-def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(target, tmp_path):
+@pytest.mark.parametrize("kernel, target, lines", [
+    ("k_two_phase", "sm80", (40, 43)), ("k_two_phase", "gfx942", (40, 43)), ("k_two_phase_gluon", "sm90a", (53, 56))])
+def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(kernel, target, lines, tmp_path):
     """Upstream's attention backward pattern: MASK=True on 16-row tiles, then MASK=False on 32-row
     tiles. Each site gets the port of its own IR, picked by BLOCK_M; the kernel with it computes both
     sites' sums (one output each) as the Triton function does. The first site's port alone, as
     written before, is a compile error at the second site naming the value it was written for;
     without its guards it computes another sum there (these inputs tell the ports apart)."""
-    ported = from_ttgir.port(m.k_two_phase, m.accumulate_rows, m.SIGNATURE, m.CONSTEXPRS, target, num_warps=4)
+    kernel = getattr(m, kernel)   # a Triton kernel (the function through a probe region), or a Gluon one
+    ported = from_ttgir.port(kernel, m.accumulate_rows, m.SIGNATURE, m.CONSTEXPRS, target, num_warps=4)
     name, source = ported.name, ported.source
-    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:36", f"{KERNELS}:39"]
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:{line}" for line in lines]
     assert "MASK=True" in ported.sites[0] and "BLOCK_M=16" in ported.sites[0] and ported.sites[0].endswith(f"{name}_0")
     assert "MASK=False" in ported.sites[1] and "BLOCK_M=32" in ported.sites[1] and ported.sites[1].endswith(f"{name}_1")
     assert f"    if (BLOCK_M == 16):\n        return {name}_0(" in source
@@ -43,16 +52,17 @@ def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(t
 
     p = m.problem(*m.CHECK_SIZE)
     args = (p["x"], p["y1"], p["y2"])
-    result = _compare(m.k_two_phase, m.accumulate_rows, _loaded(ported, name, tmp_path), args, m.CONSTEXPRS, target)
+    result = _compare(kernel, m.accumulate_rows, _loaded(ported, name, tmp_path), args, m.CONSTEXPRS, target)
     assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
 
     first_only = _loaded(ported, f"{name}_0", tmp_path)   # what was swapped into both sites before
-    with pytest.raises(Exception, match=f"{name}_0 was written for start == 0"):
-        hybrid.compile(with_region(m.k_two_phase, m.accumulate_rows, first_only), m.SIGNATURE, m.CONSTEXPRS, target,
+    with pytest.raises(Exception) as refused:
+        hybrid.compile(with_region(kernel, m.accumulate_rows, first_only), m.SIGNATURE, m.CONSTEXPRS, target,
                        num_warps=4)
+    assert f"{name}_0 was written for start == 0" in _chain(refused.value)
     unguarded = re.sub(r"\n    gl\.static_assert\([^\n]*", "", source)
     old = from_ttgir.load_port(unguarded, f"{name}_0", tmp_path / f"{name}_unguarded.py")
-    wrong = _compare(m.k_two_phase, m.accumulate_rows, old, args, m.CONSTEXPRS, target)
+    wrong = _compare(kernel, m.accumulate_rows, old, args, m.CONSTEXPRS, target)
     assert [o.ok for o in wrong.outputs] == [True, False], wrong.report()
 
 
@@ -60,7 +70,7 @@ def test_a_helper_called_on_two_tile_shapes_is_ported_per_site(tmp_path):
     """No constexpr at all: the sites differ in the tile's shape, which picks the port."""
     ported = from_ttgir.port(m.k_two_shapes, m.scale_by_row_sums, m.SIGNATURE, {"N": 32}, "sm90a", num_warps=4)
     name = ported.name
-    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:56", f"{KERNELS}:57"]
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:73", f"{KERNELS}:74"]
     assert "x: tensor<16x32xf32" in ported.sites[0] and "x: tensor<32x32xf32" in ported.sites[1]
     assert f"    if (x.shape[0] == 16):\n        return {name}_0(x)" in ported.source
     assert f"    elif (x.shape[0] == 32):\n        return {name}_1(x)" in ported.source
@@ -75,8 +85,8 @@ def test_sites_gluon_cannot_tell_apart_are_refused_each_named():
     with pytest.raises(PortError) as info:
         from_ttgir.port(m.k_two_roundings, m.rounded, m.SIGNATURE, {"N": 64}, "sm80", num_warps=4)
     message = str(info.value)
-    assert message.startswith(f"rounded ({KERNELS}:78) is called at 2 sites that Triton lowers in 2 different ways")
-    assert f"{KERNELS}:87 (DT=" in message and f"{KERNELS}:88 (DT=" in message
+    assert message.startswith(f"rounded ({KERNELS}:95) is called at 2 sites that Triton lowers in 2 different ways")
+    assert f"{KERNELS}:104 (DT=" in message and f"{KERNELS}:105 (DT=" in message
     assert "DT=triton.language.float16" in message and "DT=triton.language.bfloat16" in message
     assert "Nothing was written" in message
 
@@ -85,10 +95,12 @@ def test_port_start_writes_a_port_per_site_and_its_test_runs_both(tmp_path, caps
     """``hybrid port start`` end to end: the port module with a port per specialization, the
     command's line per call site, the generated test run in the interpreter."""
     from hybrid import cli
-    assert cli.main(["port", "start", f"{KERNELS}:accumulate_rows", "--target", "sm80", "-o", str(tmp_path)]) == 0
+    assert cli.main(["port", "start", f"{KERNELS}:accumulate_rows", "--target", "sm80", "--kernel", "k_two_phase",
+                     "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"call site {KERNELS}:36 (" in out and "accumulate_rows_gluon_sm80_0" in out
-    assert f"call site {KERNELS}:39 (" in out and "accumulate_rows_gluon_sm80_1" in out
-    files = start(f"{KERNELS}:accumulate_rows", "sm80", None, tmp_path, 4)
-    assert files.method == "ir" and len(files.sites) == 2
+    assert f"call site {KERNELS}:40 (" in out and "accumulate_rows_gluon_sm80_0" in out
+    assert f"call site {KERNELS}:43 (" in out and "accumulate_rows_gluon_sm80_1" in out
+    assert "from the IR Triton's passes produced for its call" in out
+    files = types.SimpleNamespace(port=tmp_path / "accumulate_rows_gluon_sm80.py",
+                                  test=tmp_path / "test_port_accumulate_rows_sm80.py")
     run_generated_test(files, "test_accumulate_rows_gluon_sm80_matches_accumulate_rows")

@@ -972,11 +972,32 @@ def _descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.co
     tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BN)[None, :], acc.to(tl.float16))
 
 
-def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why():
+@pytest.mark.parametrize("target, why", [
+    ("sm90a", "on sm90a a Gluon descriptor is a TMA descriptor typed by its shared layout"),
+    ("sm80", "Gluon has no tensor descriptor on sm80, where Triton lowers one to pointer loads and stores"),
+])
+def test_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and_says_why(target, why):
     with pytest.raises(PortError) as caught:
-        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm90a", num_warps=4)
+        from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, target, num_warps=4)
     assert "'a_desc' is a tensor descriptor, which a Triton kernel cannot pass into a Gluon region" \
         in str(caught.value), caught.value
+    assert why in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_helper_returning_a_descriptor_it_makes_is_refused_cleanly(target, capfd):
+    """``tl.make_tensor_descriptor`` in a helper whose caller loads through the descriptor: no
+    port (a region returns tensors and scalars), said with the function, its line and the target,
+    and no MLIR diagnostics on stderr."""
+    from tests import descriptor_port_kernels as dk
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(dk.k_descriptor_copy, dk.tile_descriptor, dk.SIGNATURE, dk.CONSTEXPRS, target, num_warps=4)
+    message = str(caught.value)
+    assert message.startswith(f"tile_descriptor (tests/descriptor_port_kernels.py:10) cannot be lowered for its call "
+                              f"in k_descriptor_copy on {target}"), message
+    assert f"tile_descriptor returns a tensor descriptor, which a Triton region cannot return to the code calling it " \
+           f"on {target}" in message and "does not verify" not in message
+    assert "error:" not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])

@@ -12,7 +12,6 @@ before it is returned, so a port that does not compile is never handed out.
 """
 from __future__ import annotations
 
-import ast
 import linecache
 import os
 import re

@@ -36,6 +36,17 @@ _HINT = ("the Gluon function is built with the layouts the Triton host gives its
          "convert them explicitly inside the Gluon function to the layouts it needs")
 _DESCRIPTOR_HINT = ("make the descriptor inside the Gluon function from the pointer, shape and strides "
                     "(tma.make_tensor_descriptor), or keep the code that uses it in Triton")
+
+
+def _no_descriptor(target) -> str:
+    """Why a Triton kernel's tensor descriptor cannot be a Gluon function's argument on ``target``."""
+    label = arch.target_label(target)
+    if target.backend == "cuda" and target.arch >= 90:
+        return (f"on {label} a Gluon descriptor is a TMA descriptor typed by its shared layout, which a Triton "
+                f"kernel's descriptor does not have where the call is made: Triton's passes choose it later")
+    return f"Gluon has no tensor descriptor on {label}, where Triton lowers one to pointer loads and stores"
+
+
 _TAKES_HINT = ("@hybrid.takes maps tensor parameters to a distributed layout or hybrid.shared(shared layout), "
                "either given directly or as the name of a constexpr parameter holding it")
 
@@ -62,8 +73,7 @@ class GluonRegions:
                           if arguments.is_descriptor(leaf.type)), None)
         if described is not None:
             raise RegionError(name, str(call_site), f"'{described}' is a tensor descriptor, which a Triton kernel "
-                              f"cannot pass into a Gluon region (Gluon has no descriptor on sm80 or AMD, where "
-                              f"Triton lowers it to pointers)", _DESCRIPTOR_HINT)
+                              f"cannot pass into a Gluon region ({_no_descriptor(self.cc.target)})", _DESCRIPTOR_HINT)
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
         named_leaves = arguments.leaves(args, fn.arg_names)
