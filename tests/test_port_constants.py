@@ -66,6 +66,7 @@ def test_port_start_writes_the_bf16_helper_from_the_ir(tmp_path, capsys):
 ])
 def test_low_precision_bits_read_as_their_values(bits, element, value):
     got = low_precision(bits, element)
-    assert (math.isnan(got) and math.isnan(value)) or (got == value and math.copysign(1, got) == math.copysign(1, value))
+    assert (math.isnan(got) and math.isnan(value)) or \
+        (got == value and math.copysign(1, got) == math.copysign(1, value))
     if element.startswith("f8"):
         assert encoded(got, element) == bits or math.isnan(value)

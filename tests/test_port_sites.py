@@ -104,3 +104,24 @@ def test_port_start_writes_a_port_per_site_and_its_test_runs_both(tmp_path, caps
     files = types.SimpleNamespace(port=tmp_path / "accumulate_rows_gluon_sm80.py",
                                   test=tmp_path / "test_port_accumulate_rows_sm80.py")
     run_generated_test(files, "test_accumulate_rows_gluon_sm80_matches_accumulate_rows")
+
+
+def test_attentions_kv_loop_under_a_causal_mask_is_ported_per_site_through_its_caller(tmp_path):
+    """The examples' attention with CAUSAL=True: its kernel calls ``attention_loop``, which calls
+    ``kv_loop`` twice (unmasked blocks, then the diagonal ones masked). Both calls are found
+    through the function between, each gets its port, and the kernel with them computes the
+    output the kernel without them does (interpreter)."""
+    from examples import attention
+    target, constexprs = "sm90a", attention.constexprs("sm90a", 64, True)
+    options = attention.options(target)
+    ported = from_ttgir.port(attention.attention_kernel, attention.kv_loop, attention.SIGNATURE, constexprs, target,
+                             divisible=attention.DIVISIBLE, **options)
+    assert [site.split(" (")[0] for site in ported.sites] == ["examples/attention.py:96", "examples/attention.py:98"]
+    assert "    if (MASK == False):" in ported.source and "    elif (MASK == True):" in ported.source
+    p = attention.problem(1, 1, 256, 64, True, device="cpu")
+    candidate = _loaded(ported, ported.name, tmp_path)
+    result = compare(attention.attention_kernel, region=attention.kv_loop, candidate=candidate, grid=(2, 1),
+                     args=(p["q"], p["k"], p["v"], p["o"], p["sm_scale"], 256),
+                     kwargs={**constexprs, **options}, interpret=True, target=target, machine_code_report=False,
+                     atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()

@@ -17,7 +17,7 @@ from triton.runtime import JITFunction
 from interop.triton.frontend import GluonJITFunction
 
 from .. import jit as hybrid_jit
-from .names import jit_function
+from .names import jit_callees, jit_function
 
 
 @dataclass(frozen=True)
@@ -62,20 +62,39 @@ class Comparison:
 
 
 def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction) -> JITFunction:
-    """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead."""
-    fn = kernel.fn
+    """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead: its own
+    calls, and those of the JIT functions it reaches (each such function copied likewise)."""
+    copy = _swapped(kernel.fn, region, candidate, {})
+    if copy is None:
+        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
+                         f"a module it imports, nor do the JIT functions it calls; compare swaps the names their own "
+                         f"source uses (call the region directly)")
+    return as_hybrid(kernel, copy)
+
+
+def _swapped(fn, region: JITFunction, candidate: JITFunction, copies: dict):
+    """A copy of the Python function ``fn`` whose global names for ``region`` (directly, as a
+    module's attribute, or inside a JIT function it calls, copied in turn) name ``candidate``;
+    None where it reaches no call of ``region``. ``copies``: JIT function id -> its copy (or None)."""
     names = {name: candidate for name, value in fn.__globals__.items() if value is region}
     names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
                   if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
+    for name, callee in jit_callees(fn).items():
+        if callee is region or callee is candidate or not isinstance(callee.fn, types.FunctionType):
+            continue
+        if id(callee) not in copies:
+            copies[id(callee)] = None   # (a recursive call reaches nothing new)
+            inner = _swapped(callee.fn, region, candidate, copies)
+            decorate = gluon.jit if isinstance(callee, GluonJITFunction) else triton.jit
+            copies[id(callee)] = None if inner is None else decorate(inner, noinline=callee.noinline)
+        if copies[id(callee)] is not None:
+            names.update({n: copies[id(callee)] for n, value in fn.__globals__.items() if value is callee})
     if not names:
-        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
-                         f"a module it imports; compare swaps the names the kernel's own source uses (call the "
-                         f"region directly from the kernel)")
-    scope = {**fn.__globals__, **names}
-    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+        return None
+    copy = types.FunctionType(fn.__code__, {**fn.__globals__, **names}, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
-    return as_hybrid(kernel, copy)
+    return copy
 
 
 def _module_with(module: types.ModuleType, region, candidate) -> types.ModuleType:

@@ -535,8 +535,8 @@ def _per_specialization(kernel, fn: JITFunction, groups: list, target: str, name
         parts += [*helpers, function]
         imports |= written.imports
         made.append(written.constants)
-    constant = {p.name for p in fn.params if p.is_constexpr} | set.intersection(*(set(s.call.specialized) for s in specs))
-    parts.append(dispatcher(fn, name, specs, constant))
+    constant = set.intersection(*(set(s.call.specialized) for s in specs))   # (at every site: a constexpr)
+    parts.append(dispatcher(fn, name, specs, constant | {p.name for p in fn.params if p.is_constexpr}))
     sites = tuple(f"{site.described()}: {name}_{k}" for k, spec in enumerate(specs) for site in spec.sites)
     said = "\n\n" + textwrap.fill(
         f"{kernel.__name__} calls {fn.__name__} at {len(sites)} sites that Triton lowers in {len(specs)} ways, so each "
