@@ -103,3 +103,15 @@ def k_two_roundings(x_ptr, y1_ptr, y2_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + offs)
     tl.store(y1_ptr + offs, rounded(x, tl.float16))
     tl.store(y2_ptr + offs, rounded(x, tl.bfloat16))
+
+
+@triton.jit
+def k_two_shapes_maybe(x_ptr, y1_ptr, y2_ptr, whole, N: tl.constexpr):
+    """``k_two_shapes`` whose second site runs only where ``whole`` is set (at run time)."""
+    cols = tl.arange(0, N)
+    half = tl.arange(0, N // 2)
+    a = tl.load(x_ptr + half[:, None] * N + cols[None, :])
+    tl.store(y1_ptr + half[:, None] * N + cols[None, :], scale_by_row_sums(a))
+    if whole != 0:
+        b = tl.load(x_ptr + cols[:, None] * N + cols[None, :])
+        tl.store(y2_ptr + cols[:, None] * N + cols[None, :], scale_by_row_sums(b))

@@ -54,6 +54,7 @@ def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(k
     args = (p["x"], p["y1"], p["y2"])
     result = _compare(kernel, m.accumulate_rows, _loaded(ported, name, tmp_path), args, m.CONSTEXPRS, target)
     assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+    assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}   # each site ran its own port
 
     first_only = _loaded(ported, f"{name}_0", tmp_path)   # what was swapped into both sites before
     with pytest.raises(Exception) as refused:
@@ -125,3 +126,16 @@ def test_attentions_kv_loop_under_a_causal_mask_is_ported_per_site_through_its_c
                      kwargs={**constexprs, **options}, interpret=True, target=target, machine_code_report=False,
                      atol=1e-2, rtol=1e-2)
     assert result.ok, result.report()
+
+
+def test_the_comparison_fails_where_a_sites_port_never_ran(tmp_path):
+    """A site the inputs do not reach compares nothing: the comparison says so and is not ok."""
+    signature = {**m.SIGNATURE, "whole": "i32"}
+    ported = from_ttgir.port(m.k_two_shapes_maybe, m.scale_by_row_sums, signature, {"N": 32}, "sm80", num_warps=4)
+    candidate = _loaded(ported, ported.name, tmp_path)
+    for whole, runs in ((1, 1), (0, 0)):
+        args = (torch.randn(32, 32), torch.full((16, 32), float("nan")), torch.full((32, 32), float("nan")), whole)
+        result = _compare(m.k_two_shapes_maybe, m.scale_by_row_sums, candidate, args, {"N": 32}, "sm80")
+        assert result.site_runs == {f"{ported.name}_0": 1, f"{ported.name}_1": runs}
+        assert result.ok == bool(runs), result.report()
+    assert f"{ported.name}_1: NEVER RAN: its call site was not compared" in result.report()

@@ -7,8 +7,12 @@ be checked on any machine.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import types
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import triton
 from triton.experimental import gluon
@@ -38,10 +42,14 @@ class Comparison:
     #: {"target": ..., "original": {...}, "candidate": {...}}: instructions, registers, shared_bytes of
     #: each build for the target (no GPU needed); {"error": ...} where a build failed
     machine: dict = field(default_factory=dict)
+    #: A candidate written per call site (``<candidate>_<k>``, as ``hybrid port`` writes a function
+    #: its kernel calls at sites Triton lowers differently): how often each ran (interpreter only).
+    site_runs: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return bool(self.outputs) and all(o.ok for o in self.outputs)
+        """Every output agrees, and every per-site port ran (else its site was not compared)."""
+        return bool(self.outputs) and all(o.ok for o in self.outputs) and all(self.site_runs.values())
 
     def report(self) -> str:
         lines = [f"{self.region} -> {self.candidate} ({self.mode}): {'same results' if self.ok else 'DIFFERENT'}"]
@@ -50,6 +58,9 @@ class Comparison:
         for o in self.outputs:
             lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g}, relative {o.relative:.2g} "
                          f"{'ok' if o.ok else 'MISMATCH'}")
+        for port, runs in self.site_runs.items():
+            lines.append(f"  {port}: ran {runs} times" if runs else
+                         f"  {port}: NEVER RAN: its call site was not compared; give the kernel inputs where it runs")
         for version, ms in self.times_ms.items():
             lines.append(f"  {version}: {ms:.4f} ms")
         if "error" in self.machine:
@@ -128,7 +139,8 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
     runs = {}
     for version, k in (("original", original), ("candidate", swapped)):
         run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        _launch(k, grid, run_args, kwargs, on_gpu, target)
+        with _counting(per_site(candidate) if version == "candidate" and not on_gpu else []) as site_runs:
+            _launch(k, grid, run_args, kwargs, on_gpu, target)
         runs[version] = run_args
     outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol, relative_tolerance)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
@@ -136,7 +148,38 @@ def compare(kernel, *, region, candidate, grid, args: tuple, kwargs: dict | None
     build_target = target or interp.default_target()
     mode = "gpu" if on_gpu else f"interpreter ({build_target})"
     machine = machine_code(original, swapped, args, kwargs, build_target) if machine_code_report else {}
-    return Comparison(region.__name__, candidate.__name__, mode, outputs, times, machine)
+    return Comparison(region.__name__, candidate.__name__, mode, outputs, times, machine, dict(site_runs))
+
+
+def per_site(candidate: JITFunction) -> list[JITFunction]:
+    """The ports ``candidate`` picks among, one per call site's specialization (``<name>_<k>``
+    in its module), in order; none for a port of one specialization."""
+    pattern = re.compile(rf"{re.escape(candidate.__name__)}_(\d+)")
+    found = {int(m.group(1)): value for name, value in candidate.fn.__globals__.items()
+             if (m := pattern.fullmatch(name)) and isinstance(value, JITFunction)}
+    return [found[k] for k in sorted(found)]
+
+
+@contextlib.contextmanager
+def _counting(functions: list[JITFunction]) -> Iterator[Counter]:
+    """How often the interpreter runs each of ``functions`` in the block (by name)."""
+    counts = Counter({fn.__name__: 0 for fn in functions})
+    if not functions:
+        yield counts
+        return
+    from hybrid.interpret import patch
+    original = patch.call_jit
+
+    def counted(fn, args, kwargs, **options):
+        if any(fn is f for f in functions):
+            counts[fn.__name__] += 1
+        return original(fn, args, kwargs, **options)
+
+    patch.call_jit = counted   # (the patched JITFunction.__call__ looks it up at each call)
+    try:
+        yield counts
+    finally:
+        patch.call_jit = original
 
 
 def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> dict:
