@@ -21,7 +21,7 @@ from triton.runtime import JITFunction
 from interop.triton.frontend import GluonJITFunction
 
 from .. import jit as hybrid_jit
-from .names import jit_callees, jit_function
+from .names import jit_callees, jit_function, references
 
 
 @dataclass(frozen=True)
@@ -86,25 +86,37 @@ def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction
 def _swapped(fn, region: JITFunction, candidate: JITFunction, copies: dict):
     """A copy of the Python function ``fn`` whose global names for ``region`` (directly, as a
     module's attribute, or inside a JIT function it calls, copied in turn) name ``candidate``;
-    None where it reaches no call of ``region``. ``copies``: JIT function id -> its copy (or None)."""
-    names = {name: candidate for name, value in fn.__globals__.items() if value is region}
-    names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
-                  if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
+    None where its source reaches no call of ``region``. ``copies``: JIT function id -> its copy
+    (or None)."""
+    names = {}
     for name, callee in jit_callees(fn).items():
         if callee is region or callee is candidate or not isinstance(callee.fn, types.FunctionType):
             continue
         if id(callee) not in copies:
             copies[id(callee)] = None   # (a recursive call reaches nothing new)
-            inner = _swapped(callee.fn, region, candidate, copies)
-            decorate = gluon.jit if isinstance(callee, GluonJITFunction) else triton.jit
-            copies[id(callee)] = None if inner is None else decorate(inner, noinline=callee.noinline)
+            copies[id(callee)] = _jit_copy(callee, _swapped(callee.fn, region, candidate, copies))
         if copies[id(callee)] is not None:
             names.update({n: copies[id(callee)] for n, value in fn.__globals__.items() if value is callee})
-    if not names:
+    if not names and not any(value is region for _, value in references(fn)):
         return None
+    names.update({name: candidate for name, value in fn.__globals__.items() if value is region})
+    names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
+                  if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
     copy = types.FunctionType(fn.__code__, {**fn.__globals__, **names}, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
+    return copy
+
+
+def _jit_copy(callee: JITFunction, fn) -> JITFunction | None:
+    """``callee`` decorated again around ``fn`` (None: none), with what was set on it since
+    (``@hybrid.takes`` declarations)."""
+    if fn is None:
+        return None
+    decorate = gluon.jit if isinstance(callee, GluonJITFunction) else triton.jit
+    copy = decorate(fn, noinline=callee.noinline)
+    for key, value in vars(callee).items():
+        vars(copy).setdefault(key, value)
     return copy
 
 
