@@ -154,8 +154,8 @@ def parser() -> argparse.ArgumentParser:
                          description="Writes one @triton.jit function that a kernel calls as a @gluon.jit function "
                                      "from the TritonGPU IR Triton's passes produced for that call (the kernel built "
                                      "as its module's run() launches it, or with --signature/--constexpr), so that "
-                                     "swapped in it gives the same machine code; where that cannot serve, upstream's "
-                                     "translator writes it. Also writes a pytest file comparing the kernel with and "
+                                     "swapped in it gives the same machine code; where that cannot serve, it says why and "
+                                     "writes nothing (--translator: upstream's translation instead). Also writes a pytest file comparing the kernel with and "
                                      "without it. Example: hybrid port start examples/softmax.py:row_stats --target "
                                      "sm90a --kernel softmax_triton")
     s.add_argument("function", metavar="MODULE:FUNCTION", help="path/to/module.py:fn or package.module:fn")
@@ -164,7 +164,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
     _kernel_arguments(s)
     s.add_argument("--translator", action="store_true",
-                   help="write upstream's translation (one layout per rank) even where the port from Triton's IR serves")
+                   help="write upstream's translation (one layout per rank: correct, not the kernel's machine code) "
+                        "instead of the port from Triton's IR")
     s.add_argument("-o", "--out", default="ports", help="folder for the port and its test (default: ports/)")
     st = steps.add_parser("status", help="which of a kernel's functions are still Triton, each one's instructions",
                           description="Builds the kernel as its module's run() launches it on problem(*CHECK_SIZE) "
@@ -623,6 +624,8 @@ def _port_start(args, out: Console) -> int:
               f"for {files.target} (num_warps={files.num_warps}), {how}", highlight=False, soft_wrap=True)
     if files.built_as:
         out.print(f"built as: {files.built_as}", highlight=False, soft_wrap=True)
+    for site in files.sites:   # a port per specialization, each site's picked where the kernel calls it
+        out.print(f"call site {site}", highlight=False, soft_wrap=True)
     if files.machine:
         from hybrid.port.from_ttgir import measured
         from hybrid.port.whole_kernel import said

@@ -177,12 +177,20 @@ def test_run_variant_and_capture_launch():
                                             r"\(examples/softmax.py:\d+\). Pass --kernel NAME"),
     ("tests/port_kernels.py:halve", "k_dot", r"--kernel k_dot: tests.port_kernels.k_dot \(tests/port_kernels.py:\d+\) "
                                              r"does not call halve; JIT functions that do: centered_square, k_centered"),
-    ("tests/port_kernels.py:tile_dot", None, r"tl.dot at tests/port_kernels.py:41 has no port here: the translator "
-                                             r"writes it as `tl_dot`.*move it into a @triton.jit helper"),
+    ("tests/port_kernels.py:tile_dot", None, r"no port of tests.port_kernels.tile_dot \(tests/port_kernels.py:40\) "
+                                             r"from Triton's IR for k_dot on sm90a: .*no value for constexpr B.*"
+                                             r"pass --translator"),
 ])
 def test_errors_say_what_and_where_and_write_nothing(tmp_path, spec, kernel, expected):
     with pytest.raises(PortError, match=expected):
         start(spec, "sm90a", kernel, tmp_path / "out", 4)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_translators_own_refusal_when_it_is_asked_for(tmp_path):
+    with pytest.raises(PortError, match=r"tl.dot at tests/port_kernels.py:41 has no port here: the translator "
+                                        r"writes it as `tl_dot`.*move it into a @triton.jit helper"):
+        start("tests/port_kernels.py:tile_dot", "sm90a", None, tmp_path / "out", 4, translator=True)
     assert not (tmp_path / "out").exists()
 
 
@@ -195,9 +203,10 @@ def test_bad_target_and_num_warps(tmp_path):
 
 def test_cli_writes_the_port_and_says_how_to_run_its_test(tmp_path, capsys):
     assert cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "gfx942",
-                     "--num-warps", "8", "-o", str(tmp_path)]) == 0
+                     "--num-warps", "8", "--translator", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"wrote {tmp_path / 'centered_square_gluon_gfx942.py'}" in out and "for gfx942 (num_warps=8)" in out
+    assert "translated by upstream's translator (layouts to tune by hand), since --translator was given" in out
     assert "fill in its inputs() first" in out and "still Triton inside the port: tests.port_kernels.halve" in out
     assert f"run: pytest {tmp_path / 'test_port_centered_square_gfx942.py'}" in out
     assert "NUM_WARPS = gl.constexpr(8)" in (tmp_path / "centered_square_gluon_gfx942.py").read_text()

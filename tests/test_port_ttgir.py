@@ -526,11 +526,23 @@ def test_a_port_loading_its_tile_in_the_next_calls_layout_computes_what_the_func
     run_generated_test(files, "test_load_rows_gluon_sm80_matches_load_rows")
 
 
-def test_port_start_falls_back_to_the_translator_and_says_why(tmp_path):
-    from hybrid.port import start
-    files = start("tests/port_kernels.py:centered_square", "sm90a", None, tmp_path, 4)
-    assert files.method == "translator"
-    assert "problem()" in files.translated_because   # the module gives no launch to build the kernel for
+def test_port_start_never_falls_back_to_the_translator_silently(tmp_path, capsys):
+    """Without --translator, a port the IR cannot give is refused with the IR port's own reason
+    (here: the module has no problem()/run() and the kernel's constexprs were not given), what
+    to do and where; with it, the translation is written and the command says it was asked for."""
+    from hybrid import cli
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm90a", "-o", str(tmp_path)])
+    error, = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and error.startswith("hybrid: error: no port of tests.port_kernels.centered_square "
+                                                      "(tests/port_kernels.py:18) from Triton's IR for k_centered on sm90a")
+    assert "has no problem()/run() launching k_centered" in error and "no value for constexpr" in error
+    assert "--signature" in error and "--constexpr" in error and "--translator" in error
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+    assert cli.main(["port", "start", "tests/port_kernels.py:centered_square", "--target", "sm90a", "--translator",
+                     "-o", str(tmp_path)]) == 0
+    assert "translated by upstream's translator" in capsys.readouterr().out
+    assert "triton_to_gluon" in (tmp_path / "centered_square_gluon_sm90a.py").read_text()
 
 
 def test_port_status_lists_each_function_with_its_language_and_instructions():
@@ -981,6 +993,22 @@ def test_without_tma_a_triton_kernels_descriptor_cannot_enter_a_gluon_region_and
         from_ttgir.port(_descriptor_kernel, pp.k_loop_desc, *PERSISTENT, "sm80", num_warps=4)
     assert "'a_desc' is a tensor descriptor: on sm80 Triton lowers it to a pointer, shape and strides" \
         in str(caught.value), caught.value
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_a_helper_returning_a_descriptor_it_makes_is_refused_cleanly(target, capfd):
+    """``tl.make_tensor_descriptor`` in a helper whose caller loads through the descriptor: no
+    port (a region returns tensors and scalars), said with the function, its line and the target,
+    and no MLIR diagnostics on stderr."""
+    from tests import descriptor_port_kernels as dk
+    with pytest.raises(PortError) as caught:
+        from_ttgir.port(dk.k_descriptor_copy, dk.tile_descriptor, dk.SIGNATURE, dk.CONSTEXPRS, target, num_warps=4)
+    message = str(caught.value)
+    assert message.startswith(f"tile_descriptor (tests/descriptor_port_kernels.py:10) cannot be lowered for its call "
+                              f"in k_descriptor_copy on {target}"), message
+    assert f"tile_descriptor returns a tensor descriptor, which a Triton region cannot return to the code calling it " \
+           f"on {target}" in message and "does not verify" not in message
+    assert "error:" not in capfd.readouterr().err
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])

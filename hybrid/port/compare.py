@@ -7,8 +7,12 @@ be checked on any machine.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import types
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import triton
 from triton.experimental import gluon
@@ -17,7 +21,7 @@ from triton.runtime import JITFunction
 from interop.triton.frontend import GluonJITFunction
 
 from .. import jit as hybrid_jit
-from .names import jit_function
+from .names import jit_callees, jit_function, references
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,14 @@ class Comparison:
     #: {"target": ..., "original": {...}, "candidate": {...}}: instructions, registers, shared_bytes of
     #: each build for the target (no GPU needed); {"error": ...} where a build failed
     machine: dict = field(default_factory=dict)
+    #: A candidate written per call site (``<candidate>_<k>``, as ``hybrid port`` writes a function
+    #: its kernel calls at sites Triton lowers differently): how often each ran (interpreter only).
+    site_runs: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return bool(self.outputs) and all(o.ok for o in self.outputs)
+        """Every output agrees, and every per-site port ran (else its site was not compared)."""
+        return bool(self.outputs) and all(o.ok for o in self.outputs) and all(self.site_runs.values())
 
     def report(self) -> str:
         lines = [f"{self.region} -> {self.candidate} ({self.mode}): {'same results' if self.ok else 'DIFFERENT'}"]
@@ -50,6 +58,9 @@ class Comparison:
         for o in self.outputs:
             lines.append(f"  {o.name}: max abs diff {o.max_abs:.3g}, relative {o.relative:.2g} "
                          f"{'ok' if o.ok else 'MISMATCH'}")
+        for port, runs in self.site_runs.items():
+            lines.append(f"  {port}: ran {runs} times" if runs else
+                         f"  {port}: NEVER RAN: its call site was not compared; give the kernel inputs where it runs")
         for version, ms in self.times_ms.items():
             lines.append(f"  {version}: {ms:.4f} ms")
         if "error" in self.machine:
@@ -62,20 +73,51 @@ class Comparison:
 
 
 def with_region(kernel: JITFunction, region: JITFunction, candidate: JITFunction) -> JITFunction:
-    """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead."""
-    fn = kernel.fn
-    names = {name: candidate for name, value in fn.__globals__.items() if value is region}
+    """A mixed copy of ``kernel`` whose calls to ``region`` call ``candidate`` instead: its own
+    calls, and those of the JIT functions it reaches (each such function copied likewise)."""
+    copy = _swapped(kernel.fn, region, candidate, {})
+    if copy is None:
+        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
+                         f"a module it imports, nor do the JIT functions it calls; compare swaps the names their own "
+                         f"source uses (call the region directly)")
+    return as_hybrid(kernel, copy)
+
+
+def _swapped(fn, region: JITFunction, candidate: JITFunction, copies: dict):
+    """A copy of the Python function ``fn`` whose global names for ``region`` (directly, as a
+    module's attribute, or inside a JIT function it calls, copied in turn) name ``candidate``;
+    None where its source reaches no call of ``region``. ``copies``: JIT function id -> its copy
+    (or None)."""
+    names = {}
+    for name, callee in jit_callees(fn).items():
+        if callee is region or callee is candidate or not isinstance(callee.fn, types.FunctionType):
+            continue
+        if id(callee) not in copies:
+            copies[id(callee)] = None   # (a recursive call reaches nothing new)
+            copies[id(callee)] = _jit_copy(callee, _swapped(callee.fn, region, candidate, copies))
+        if copies[id(callee)] is not None:
+            names.update({n: copies[id(callee)] for n, value in fn.__globals__.items() if value is callee})
+    if not names and not any(value is region for _, value in references(fn)):
+        return None
+    names.update({name: candidate for name, value in fn.__globals__.items() if value is region})
     names.update({name: _module_with(value, region, candidate) for name, value in fn.__globals__.items()
                   if isinstance(value, types.ModuleType) and region in vars(value).values()})   # module.region(...)
-    if not names:
-        raise ValueError(f"{kernel.__name__} does not call {region.__name__} by a global name or as an attribute of "
-                         f"a module it imports; compare swaps the names the kernel's own source uses (call the "
-                         f"region directly from the kernel)")
-    scope = {**fn.__globals__, **names}
-    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy = types.FunctionType(fn.__code__, {**fn.__globals__, **names}, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     copy.__annotations__, copy.__kwdefaults__ = dict(fn.__annotations__), fn.__kwdefaults__   # constexpr marks
-    return as_hybrid(kernel, copy)
+    return copy
+
+
+def _jit_copy(callee: JITFunction, fn) -> JITFunction | None:
+    """``callee`` decorated again around ``fn`` (None: none), with what was set on it since
+    (``@hybrid.takes`` declarations)."""
+    if fn is None:
+        return None
+    decorate = gluon.jit if isinstance(callee, GluonJITFunction) else triton.jit
+    copy = decorate(fn, noinline=callee.noinline)
+    for key, value in vars(callee).items():
+        vars(copy).setdefault(key, value)
+    return copy
 
 
 def _module_with(module: types.ModuleType, region, candidate) -> types.ModuleType:
@@ -111,7 +153,8 @@ def compare(kernel, *, region=None, candidate, grid, args: tuple, kwargs: dict |
     runs = {}
     for version, k in (("original", original), ("candidate", swapped)):
         run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-        _launch(k, grid, run_args, kwargs, on_gpu, target)
+        with _counting(per_site(candidate) if version == "candidate" and not on_gpu else []) as site_runs:
+            _launch(k, grid, run_args, kwargs, on_gpu, target)
         runs[version] = run_args
     outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol, relative_tolerance)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
@@ -119,7 +162,38 @@ def compare(kernel, *, region=None, candidate, grid, args: tuple, kwargs: dict |
     build_target = target or interp.default_target()
     mode = "gpu" if on_gpu else f"interpreter ({build_target})"
     machine = machine_code(original, swapped, args, kwargs, build_target) if machine_code_report else {}
-    return Comparison((region or kernel).__name__, candidate.__name__, mode, outputs, times, machine)
+    return Comparison((region or kernel).__name__, candidate.__name__, mode, outputs, times, machine, dict(site_runs))
+
+
+def per_site(candidate: JITFunction) -> list[JITFunction]:
+    """The ports ``candidate`` picks among, one per call site's specialization (``<name>_<k>``
+    in its module), in order; none for a port of one specialization."""
+    pattern = re.compile(rf"{re.escape(candidate.__name__)}_(\d+)")
+    found = {int(m.group(1)): value for name, value in candidate.fn.__globals__.items()
+             if (m := pattern.fullmatch(name)) and isinstance(value, JITFunction)}
+    return [found[k] for k in sorted(found)]
+
+
+@contextlib.contextmanager
+def _counting(functions: list[JITFunction]) -> Iterator[Counter]:
+    """How often the interpreter runs each of ``functions`` in the block (by name)."""
+    counts = Counter({fn.__name__: 0 for fn in functions})
+    if not functions:
+        yield counts
+        return
+    from hybrid.interpret import patch
+    original = patch.call_jit
+
+    def counted(fn, args, kwargs, **options):
+        if any(fn is f for f in functions):
+            counts[fn.__name__] += 1
+        return original(fn, args, kwargs, **options)
+
+    patch.call_jit = counted   # (the patched JITFunction.__call__ looks it up at each call)
+    try:
+        yield counts
+    finally:
+        patch.call_jit = original
 
 
 def machine_code(original, swapped, args: tuple, kwargs: dict, target: str) -> dict:

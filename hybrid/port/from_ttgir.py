@@ -33,6 +33,7 @@ from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .inlined import Inlined, read as read_inlined
 from .names import jit_function, returns_value
+from .sites import Site, dispatch, dispatcher, literal, specializations, suffixed
 from .ttgir_text import parse, uses
 
 HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
@@ -68,6 +69,9 @@ class TtgirPort:
     machine: dict = field(default_factory=dict)
     #: Where they differ, why, as far as the port knows (the docstring says it too).
     differs: str = ""
+    #: Where the kernel calls the function at sites Triton lowers differently: each site, what sets
+    #: it apart, and the port written for it (``<name>_<k>``, which ``<name>`` picks there).
+    sites: tuple[str, ...] = ()
 
 
 PROBE = "hybrid_port_probe"
@@ -80,6 +84,7 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
     params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
     names = ", ".join(p.name for p in fn.params)
+    returns = returns_value(fn)
     converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
     call = f"{'return ' if returns_value(fn) else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"
@@ -96,12 +101,15 @@ class Capture:
     caveats: tuple[str, ...]
     original: object   # the kernel as written, built (``hybrid.FusedBinary``): what the port is measured against
     site: tuple[str, int] | None = None   # a Triton kernel's call of the function (file, line), which it inlines
+    sites: tuple[Site, ...] = ()          # every call of the function in the kernel, in call order
 
 
 def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str, **options) -> Capture:
-    """The recorded lowering of ``kernel``'s first call of ``fn``. In a Gluon kernel the call is
-    a Triton region already; in a Triton kernel ``fn`` is called through ``probe``, so that it is
-    lowered for the layouts Triton's passes give the call's operands in that kernel."""
+    """The recorded lowering of each of ``kernel``'s calls of ``fn`` (``Capture.sites``; the
+    first's also as ``call``). In a Gluon kernel a call is a Triton region already; in a Triton
+    kernel ``fn`` is called through ``probe``, so that it is lowered for the layouts Triton's passes
+    give the call's operands in that kernel. A Triton kernel's single specialization is lowered
+    again as the kernel without the probe has its tiles (``_as_unported``)."""
     import hybrid
     probed = not isinstance(jit_function(kernel), GluonJITFunction)
     caveats: tuple[str, ...] = ()
@@ -114,22 +122,20 @@ def capture(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: 
             unported = built   # a Gluon kernel with the Triton region is the kernel as written
             if probed:
                 unported = hybrid.compile(as_hybrid(jit_function(original)), signature, constexprs, target, **options)
-                built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built, recorded,
-                                                        signature, constexprs, target, options)
+                if len(specializations(_sites(built, recorded, fn, probed))) == 1:   # (read at the first call only)
+                    built, recorded, caveats = _as_unported(jit_function(original), unported, kernel, fn, built,
+                                                            recorded, signature, constexprs, target, options)
     except Exception as exc:
         raise PortError(f"{fn.__name__} ({where(fn)}) cannot be lowered for its call in {kernel.__name__} on {target}"
                         f"{' (through a Gluon probe region, for a Triton kernel)' if probed else ''}: "
                         f"{_root_cause(exc)}; nothing was written") from exc
-    for call in recorded:
-        if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn:
-            region = next((r.index for r in built.regions
-                           if r.language == "triton" and r.function == fn.__name__), None)
-            site = next(((r.call_site.file, r.call_site.line) for r in built.regions
-                         if probed and r.language == "gluon" and r.function == PROBE), None)
-            return Capture(call, Crossings(shared_handoffs(built.asm["ttgir"], region),
-                                           made_in_place(built.boundaries, region)), caveats, unported, site)
-    raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
-                    f"Triton's IR is written for a call that the kernel makes directly")
+    sites = _sites(built, recorded, fn, probed)
+    if not sites:
+        raise PortError(f"{kernel.__name__} does not call {fn.__name__} when built for {target}: a port from "
+                        f"Triton's IR is written for a call that the kernel makes directly")
+    site = next(((r.call_site.file, r.call_site.line) for r in built.regions
+                 if probed and r.language == "gluon" and r.function == PROBE), None)
+    return Capture(sites[0].call, sites[0].crossings, caveats, unported, site, sites)
 
 
 @contextlib.contextmanager
@@ -145,6 +151,21 @@ def always_compiling():
             os.environ.pop("TRITON_ALWAYS_COMPILE")
         else:
             os.environ["TRITON_ALWAYS_COMPILE"] = always
+
+
+def _sites(built, recorded: list, fn: JITFunction, probed: bool) -> tuple[Site, ...]:
+    """Each call of ``fn`` in the ``built`` kernel, in call order: where the kernel makes it (a
+    Triton kernel's probe region; a Gluon kernel's Triton region), its recorded lowering, and how
+    the kernel moved its inputs there."""
+    calls = [call for call in recorded if call.fn is fn or getattr(call.fn, "fn", None) is fn.fn]
+    regions = [r for r in built.regions if r.language == "triton" and r.function == fn.__name__]
+    callers = [r for r in built.regions if r.language == "gluon" and r.function == PROBE] if probed else regions
+    if len(regions) != len(calls) or len(callers) != len(calls):   # calls and regions are made in the same order
+        regions, callers = [None] * len(calls), [None] * len(calls)
+    return tuple(Site(f"{shown(caller.call_site.file)}:{caller.call_site.line}" if caller else f"call {k + 1}", call,
+                      Crossings(shared_handoffs(built.asm["ttgir"], region.index if region else None),
+                                made_in_place(built.boundaries, region.index if region else None)))
+                 for k, (call, region, caller) in enumerate(zip(calls, regions, callers)))
 
 
 def _as_unported(original, original_built, kernel, fn, built, recorded: list, signature: dict, constexprs: dict,
@@ -301,10 +322,38 @@ def shared_handoffs(ttgir: str, region: int | None) -> dict[int, str]:
     return {int(m.group(1)): aliases.get(m.group(2), m.group(2)) for m in found}
 
 
+@dataclass(frozen=True)
+class Written:
+    """One port function as ``written_function`` writes it, before the module around it."""
+    function: str                # its source, ``@gluon.jit`` and all
+    helpers: list[str]           # the functions it calls (combine functions, while conditions)
+    imports: set[str]
+    constants: dict[str, str]    # the parameters made in place (``TtgirPort.made_in_place``)
+
+
 def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kernel_name: str, num_warps: int,
          written_by: str = "", crossings: Crossings | None = None, inlined: Inlined | None = None,
          caller_loads: bool = False) -> tuple[str, dict[str, str]]:
-    """The port's source: ``fn``'s parameters, the lowered region's ops, its results returned;
+    """The port's module (``written_function``, and the header) and its constants."""
+    written = written_function(fn, call, target, port_name, kernel_name, crossings, inlined, caller_loads)
+    return module_source(fn, target, num_warps, kernel_name, written_by, written.imports,
+                         [*written.helpers, written.function]), written.constants
+
+
+def module_source(fn: JITFunction, target: str, num_warps: int, kernel_name: str, written_by: str, imports: set[str],
+                  parts: list[str], sites: str = "") -> str:
+    """The port's module: its header (``sites``: a paragraph on its several ports), then ``parts``."""
+    header = HEADER.rstrip("\n").format(
+        function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
+        claim=CLAIM, written=sites + CAVEATS + (f"\n\nWritten by: {written_by}" if written_by else ""),
+        imports="\n".join(sorted(imports)))
+    return "\n\n\n".join(part for part in [header, *parts] if part) + "\n"
+
+
+def written_function(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kernel_name: str,
+                     crossings: Crossings | None = None, inlined: Inlined | None = None,
+                     caller_loads: bool = False) -> Written:
+    """The port: ``fn``'s parameters, the lowered region's ops, its results returned;
     and, per parameter the kernel passes as a splat constant, the layout the port computes it in
     (a Gluon expression: made there by the caller, it costs no conversion).
     ``crossings``: how the kernel moved each input across the boundary; an input handed over
@@ -342,16 +391,12 @@ def emit(fn: JITFunction, call: RecordedCall, target: str, port_name: str, kerne
     signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
     body = [f"    gl.static_assert({name} == {value!r}, \"{port_name} was written for {name} == {value!r}, the "
             f"constant {kernel_name} passes: port the function again for another value\")"
-            for name, value in call.specialized.items()] + body
-    header = HEADER.rstrip("\n").format(
-        function=f"{fn.fn.__module__}.{fn.__name__}", target=target, num_warps=num_warps, kernel=kernel_name,
-        claim=CLAIM,
-        written=CAVEATS + (f"\n\nWritten by: {written_by}" if written_by else ""),
-        imports="\n".join(sorted(emitter.imports | emitter.layouts.imports)))
-    parts = [header,
-             *emitter.helpers,
-             f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"])]
-    return "\n\n\n".join(part for part in parts if part) + "\n", constants
+            for name, value in call.specialized.items()] + \
+        [f"    gl.static_assert({name} == {value!r}, \"{port_name} was written for {name} == {value!r}, as "
+         f"{kernel_name} calls it: port the function again for another value\")"   # its ops hold it, folded
+         for name, value in call.constexprs.items() if literal(value)] + body
+    return Written(f"@gluon.jit\ndef {port_name}({signature}):\n" + "\n".join(body or ["    pass"]), emitter.helpers,
+                   emitter.imports | emitter.layouts.imports, constants)
 
 
 def _region_entry(module, params: dict[str, str], lowered, crossings: Crossings, kernel_name: str) \
@@ -438,6 +483,7 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     path = path or Path(f"{name}.py")
     captured = capture(kernel, fn, signature, constexprs, target, **options)
     original = figures(captured.original)
+    groups = specializations(captured.sites)
 
     def written(inlined: Inlined | None = None) -> tuple[str, dict, dict, bool]:
         """The source, its constants, the kernel's figures with it, and whether every load it
@@ -450,8 +496,14 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
         return source, constants, figures(swapped), 0 < callers == written_loads <= caller_loads.hoisted(
             swapped.boundaries)
 
+    sites: tuple[str, ...] = ()
     try:
-        source, constants, machine, hoisted = written()
+        if len(groups) > 1:
+            source, constants, machine, sites = _per_specialization(kernel, fn, groups, target, name, path, written_by,
+                                                                    signature, constexprs, options)
+            hoisted = True   # (no caller loads: the caveat is for a single specialization's pipelined loop)
+        else:
+            source, constants, machine, hoisted = written()
     except PortError:
         raise
     except Exception as exc:
@@ -459,7 +511,7 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
                         f"build ({_root_cause(exc)}); nothing "
                         f"was written. This is a bug of `hybrid port`, please report it with the function") from exc
     differs = ""
-    if any(_excess(machine, original)) and captured.site is not None:
+    if any(_excess(machine, original)) and captured.site is not None and len(groups) == 1:
         # the function lowered alone laid its ops out for itself: write them as the kernel has them
         try:
             inlined = read_inlined(captured.original.asm["ttgir"], jit_function(kernel).__name__,
@@ -475,7 +527,35 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
     machine = {"original": original, "port": machine}
     source = source.replace(CLAIM, textwrap.fill(measured(machine, target, kernel.__name__, caveats, differs), 100))
     source = source.replace(CAVEATS, "".join(f"\n\nCaveat: {caveat}." for caveat in caveats))
-    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats, machine, differs)
+    return TtgirPort(name, source, f"{fn.fn.__module__}.{fn.__name__}", target, constants, caveats, machine, differs,
+                     sites)
+
+
+def _per_specialization(kernel, fn: JITFunction, groups: list, target: str, name: str, path: Path, written_by: str,
+                        signature: dict, constexprs: dict, options: dict) -> tuple[str, dict, dict, tuple[str, ...]]:
+    """The port of a function ``kernel`` calls at sites Triton lowers differently (``groups``, see
+    ``sites``): one port per specialization, ``<name>_<k>``, and ``<name>``, which picks each
+    site's; its source, the parameters every port makes in place, the kernel's figures with it,
+    and each site with the port it takes."""
+    specs, imports = dispatch(fn, groups)
+    parts, made = [], []
+    for k, spec in enumerate(specs):
+        written = written_function(fn, spec.call, target, f"{name}_{k}", kernel.__name__, spec.sites[0].crossings)
+        helpers, function = suffixed(written.helpers, written.function, f"_{k}")
+        parts += [*helpers, function]
+        imports |= written.imports
+        made.append(written.constants)
+    constant = set.intersection(*(set(s.call.specialized) for s in specs))   # (at every site: a constexpr)
+    parts.append(dispatcher(fn, name, specs, constant | {p.name for p in fn.params if p.is_constexpr}))
+    sites = tuple(f"{site.described()}: {name}_{k}" for k, spec in enumerate(specs) for site in spec.sites)
+    said = "\n\n" + textwrap.fill(
+        f"{kernel.__name__} calls {fn.__name__} at {len(sites)} sites that Triton lowers in {len(specs)} ways, so each "
+        f"way has a port of its own, and {name}, which the kernel calls at every site, picks each site's at compile "
+        f"time:", 100) + "".join(f"\n- {site}" for site in sites)
+    source = module_source(fn, target, options.get("num_warps", 4), kernel.__name__, written_by, imports, parts, said)
+    swapped = _swapped(kernel, fn, source, name, path, signature, constexprs, target, options)
+    in_place = {p: layout for p, layout in made[0].items() if all(m.get(p) == layout for m in made)}
+    return source, in_place, figures(swapped), sites
 
 
 def _swapped(kernel, fn: JITFunction, source: str, name: str, path: Path, signature: dict, constexprs: dict,

@@ -17,6 +17,7 @@ import ast
 import functools
 import inspect
 import linecache
+import math
 import re
 import struct
 from dataclasses import dataclass, field
@@ -278,6 +279,9 @@ class Emitter:
         if ssa not in self.literals:
             return self.values[ssa]
         literal, element = self.literals[ssa]
+        if element.startswith("f8"):   # its bits, cast: a constant, where Gluon converts a float at run time
+            bits = encoded(float(literal.replace('float("', "").replace('")', "")), element)
+            return f"gl.to_tensor({_signed(bits, 8)}).to(gl.int8).to({self.dtype(element, op)}, bitcast=True)"
         made = f"gl.to_tensor({literal})"
         return made if _python_element(literal) == element else f"{made}.to({self.dtype(element, op)})"
 
@@ -408,7 +412,13 @@ def _constant(e: Emitter, op: Op, indent: int) -> str | None:
         value_text, type_text = op.rest, "i1"
     ty = TensorType.parse(type_text)
     dense = re.match(r"dense<(.*)>$", value_text.strip())
-    literal = _literal(dense.group(1) if dense else value_text.strip(), ty.element, op, e)
+    text = dense.group(1) if dense else value_text.strip()
+    bits = _kept_bits(text, ty.element)
+    if ty.layout is not None and bits is not None:
+        width = sum(LOW_PRECISION[ty.element][:2]) + 1
+        return (f"gl.full({ty.shape}, {_signed(bits, width)}, gl.int{width}, layout={e.layout(type_text, op)})"
+                f".to({e.dtype(ty.element, op)}, bitcast=True)")
+    literal = _literal(text, ty.element, op, e)
     if ty.layout is None:
         e.values[op.results[0]] = literal     # a scalar: written where it is used
         e.literals[op.results[0]] = (literal, ty.element)
@@ -437,12 +447,66 @@ def _literal(text: str, element: str, op: Op, e: Emitter) -> str:
             value = struct.unpack("<e", struct.pack("<H", bits))[0]
         elif element == "f64":
             value = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        elif element in LOW_PRECISION:   # each of its numbers is a float32 one: Gluon makes it back exactly
+            value = low_precision(bits, element)
         else:
             raise Unsupported(op, f"constant {text} of {element}", e.where(op))
         return f'float("{value}")' if value != value or value in (float("inf"), float("-inf")) else repr(value)
     if element.startswith("i"):
         return str(int(text))
     return repr(float(text))
+
+
+#: The float formats below float32 MLIR prints constants of as bits (``0xFF80``, bf16's -inf):
+#: exponent bits, mantissa bits, exponent bias, and how infinities and NaNs are spelled
+#: ("ieee": all-ones exponent; "fn": no infinity, all ones is NaN; "fnuz": no infinity, NaN is -0).
+LOW_PRECISION = {"bf16": (8, 7, 127, "ieee"), "f16": (5, 10, 15, "ieee"), "f8E5M2": (5, 2, 15, "ieee"),
+                 "f8E4M3FN": (4, 3, 7, "fn"), "f8E4M3FNUZ": (4, 3, 8, "fnuz"), "f8E5M2FNUZ": (5, 2, 16, "fnuz")}
+
+#: The NaN Gluon makes of ``float("nan")`` in a format (any other keeps its bits through a bitcast).
+QUIET_NAN = {"bf16": 0x7FC0, "f16": 0x7E00}
+
+
+def low_precision(bits: int, element: str) -> float:
+    """The value of ``bits`` in the float format ``element`` (a ``LOW_PRECISION`` key)."""
+    exponent_bits, mantissa_bits, bias, kind = LOW_PRECISION[element]
+    sign = -1.0 if bits >> (exponent_bits + mantissa_bits) & 1 else 1.0
+    exponent, mantissa = bits >> mantissa_bits & ((1 << exponent_bits) - 1), bits & ((1 << mantissa_bits) - 1)
+    top = (1 << exponent_bits) - 1
+    if kind == "fnuz" and bits == 1 << (exponent_bits + mantissa_bits) or \
+            kind == "fn" and exponent == top and mantissa == (1 << mantissa_bits) - 1:
+        return math.nan
+    if kind == "ieee" and exponent == top:
+        return sign * math.inf if mantissa == 0 else math.nan
+    if exponent == 0:   # a denormal
+        return sign * mantissa * 2.0 ** (1 - bias - mantissa_bits)
+    return sign * (1 + mantissa / 2 ** mantissa_bits) * 2.0 ** (exponent - bias)
+
+
+def encoded(value: float, element: str) -> int:
+    """The bits of the number of the 8-bit float format ``element`` nearest ``value`` (MLIR prints
+    a constant in decimal only where the decimal reads back as its bits)."""
+    values = {bits: low_precision(bits, element) for bits in range(256)}
+    if math.isnan(value):
+        return next(bits for bits, v in values.items() if math.isnan(v))
+    return min((bits for bits, v in values.items() if not math.isnan(v)), key=lambda bits: (
+        values[bits] != value, abs(values[bits] - value) if math.isfinite(values[bits]) else math.inf,
+        math.copysign(1, values[bits]) != math.copysign(1, value)))
+
+
+def _kept_bits(text: str, element: str) -> int | None:
+    """The bits a tensor constant is written from (a bitcast of integers): an fp8 one's (Gluon
+    converts a float to fp8 at run time), a NaN's other than the one Gluon makes of ``float("nan")``."""
+    if element.startswith("f8") and element in LOW_PRECISION:
+        return int(text, 16) if text.startswith("0x") else encoded(float(text), element)
+    if element in LOW_PRECISION and text.startswith("0x") and int(text, 16) != QUIET_NAN.get(element) and \
+            math.isnan(low_precision(int(text, 16), element)):
+        return int(text, 16)
+    return None
+
+
+def _signed(bits: int, width: int) -> int:
+    return bits - (1 << width) if bits >> (width - 1) else bits
 
 
 def _splat(e: Emitter, op: Op, indent: int) -> str:

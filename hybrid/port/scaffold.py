@@ -3,8 +3,8 @@ function, swapped into its kernel as a Gluon region by the compare test written 
 
 The port is the Gluon Triton's own passes produced for ``fn`` at its call in the kernel, built
 for the kernel's launch on the module's ``problem()`` (``from_ttgir``: built into the kernel, its
-figures against the kernel's without it in its docstring); where that cannot serve, upstream's
-translation of ``fn`` alone (``translate``).
+figures against the kernel's without it in its docstring); where that cannot serve, a ``PortError``
+with its reason, unless upstream's translation of ``fn`` alone (``translate``) is asked for.
 The kernel keeps calling the Triton ``fn`` until its author swaps the port in, and the test
 checks the two agree on the kernel's real inputs (``hybrid.port.compare``). Everything is
 checked before anything is written.
@@ -50,6 +50,7 @@ class PortFiles:
     whole_kernel: bool = False           # the kernel itself ported (``whole_kernel``): the last step
     built_as: str = ""                   # the build the figures are of (target, options, constexprs, inputs)
     calls: tuple[str, ...] = ()          # a whole kernel's port: the @gluon.jit functions it calls, as the kernel does
+    sites: tuple[str, ...] = ()          # sites Triton lowers differently, each with its port (``TtgirPort.sites``)
 
     @property
     def files(self) -> list[Path]:
@@ -66,7 +67,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     """Port ``spec`` (``path/to/module.py:fn`` or ``package.module:fn``) for ``target``; write the
     port and its compare test into ``out_dir``. ``kernel`` names the calling kernel the test runs
     (found in the module when there is exactly one). ``translator``: write upstream's translation
-    even where the port from Triton's IR would serve. ``given``: the kernel's build arguments
+    instead of the port from Triton's IR (without it, a function the IR port cannot serve is refused). ``given``: the kernel's build arguments
     (``--signature``, ``--constexpr``, ...), over the module's ``SIGNATURE``/``constexprs(target)``;
     without them the kernel is built as the module's ``run()`` launches it on ``problem()``.
     Raises ``PortError`` before writing anything."""
@@ -101,9 +102,16 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                          machine=ported.machine, whole_kernel=True, built_as=ported.built_as, calls=ported.calls)
     ported, translated_because, built_as = (None, "--translator was given", "") if translator else \
         _from_ir(ctx, port_name, given)
+    if ported is None and not translator:   # never a silent fallback: the translator's port is asked for
+        said = translated_because.rstrip(". ") + ("" if "nothing was written" in translated_because.lower() else
+                                                   ". Nothing was written")
+        raise PortError(f"no port of {qualified(fn)} ({where(fn)}) from Triton's IR for {host.fn.__name__} on {target}: "
+                        f"{said}. Pass the kernel's arguments (--signature, "
+                        f"--constexpr, --num-stages) or give its module problem()/run(); or pass --translator for "
+                        f"upstream's translation (correct, not the kernel's machine code)")
     port_text = ported.source if ported else None
     still_triton: tuple[str, ...] = ()
-    if port_text is None:   # the translator serves what the IR port cannot (yet)
+    if port_text is None:   # --translator: upstream's translation, asked for
         port = translate(fn, target, port_name)
         port_text, still_triton = port_source(port, ctx), tuple(port.still_triton)
     test_text = compare_test_source(port_name, ctx)
@@ -116,7 +124,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
                      still_triton=still_triton, method="translator" if translated_because else "ir",
                      translated_because=translated_because, caveats=ported.caveats if ported else (),
                      differs=ported.differs if ported else "", machine=ported.machine if ported else {},
-                     built_as=built_as)
+                     built_as=built_as, sites=ported.sites if ported else ())
 
 
 def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str, str]:
@@ -132,7 +140,7 @@ def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | No
             return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
                           f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr"), ""
         return None, str(exc), ""
-    except Exception as exc:   # the module's problem()/run() on this machine: the translator still serves
+    except Exception as exc:   # the module's problem()/run() on this machine: said, not raised through
         return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
                       f"({type(exc).__name__}: {exc})"), ""
     signature, constexprs, options = build.signature, build.constexprs, build.options
@@ -141,7 +149,7 @@ def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | No
                       written_by=ctx.command, **options)
     except PortError as exc:
         return None, str(exc), ""
-    except Exception as exc:   # a build of the kernel on this machine: the translator still serves
+    except Exception as exc:   # a build of the kernel on this machine: said as the reason
         return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})", ""
     return ported, "", build.said(ctx.target)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arguments, axis_hints
+from . import arch, arguments, axis_hints
 from ..stitching import access_layouts, opaque, remat, stitch
 from .. import diagnostics
 from ..boundaries.scratch import ScratchProbe
@@ -82,6 +82,11 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
                                   module_map=backend.get_module_map(), is_gluon=False,
                                   **compat.codegen_location_kwargs(fn))
     generator.visit(fn.parse())
+    returned = [] if compat.returns_nothing(generator.ret_type) else arguments.leaf_types([generator.ret_type])
+    if any(arguments.is_descriptor(ty) for ty in returned):   # a region's results are tensors and scalars
+        raise ValueError(f"{fn.__name__} returns a tensor descriptor, which a Triton region cannot return to the code "
+                         f"calling it on {arch.target_label(target)} (nor on any target): make the descriptor in the "
+                         f"function that loads and stores through it")
     leaves = arguments.leaf_types(arg_types)
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
     _add_stub_kernel(context, module, region)

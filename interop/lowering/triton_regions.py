@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
@@ -39,6 +39,7 @@ class RecordedCall:
     text: str                     # its module printed with locations, before the splice moves its body
     leaf_names: list[str]         # the names of its runtime arguments, in order
     specialized: dict             # a non-constexpr parameter the call passed a constant for -> that value
+    constexprs: dict = field(default_factory=dict)   # each constexpr parameter -> the value the call passed
 
 
 #: While ``recording_lowerings`` runs: each Triton call's lowering, in call order.
@@ -145,7 +146,9 @@ class TritonRegions:
         if _recorded is not None:
             constants = {p.name: arg.value for p, arg in zip(fn.params, args)
                          if not p.is_constexpr and isinstance(arg, tl.constexpr)}
-            _recorded.append(RecordedCall(fn, lowered, str(lowered.module), [name for name, _ in leaves], constants))
+            given = {p.name: getattr(arg, "value", arg) for p, arg in zip(fn.params, args) if p.is_constexpr}
+            _recorded.append(RecordedCall(fn, lowered, str(lowered.module), [name for name, _ in leaves], constants,
+                                          given))
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors

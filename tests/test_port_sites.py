@@ -1,0 +1,141 @@
+"""A function its kernel calls at sites Triton lowers differently (other constexprs, other tile
+shapes) is ported per specialization, each site calling its own port; one port written for the
+first site cannot reach the second; sites Gluon cannot tell apart are refused, each named
+(tests/multisite_port_kernels.py)."""
+import re
+import types
+
+import pytest
+import torch
+
+import hybrid
+from hybrid.port import PortError, compare, from_ttgir, with_region
+from tests import multisite_port_kernels as m
+from tests.port_kernels import run_generated_test
+
+KERNELS = "tests/multisite_port_kernels.py"
+
+
+def _loaded(ported, name: str, tmp_path):
+    return from_ttgir.load_port(ported.source, name, tmp_path / f"{ported.name}.py")
+
+
+def _chain(exc: BaseException | None) -> str:
+    """The messages of ``exc`` and of the exceptions it was raised from (a Gluon kernel's compile
+    error names the host's line, and the port's static assert under it)."""
+    return "" if exc is None else f"{exc}\n{_chain(exc.__cause__ or exc.__context__)}"
+
+
+def _compare(kernel, fn, candidate, args: tuple, constexprs: dict, target: str):
+    return compare(kernel, region=fn, candidate=candidate, grid=(1, ), args=args,
+                   kwargs={**constexprs, "num_warps": 4}, interpret=True, target=target, machine_code_report=False)
+
+
+@pytest.mark.parametrize("kernel, target, lines", [
+    ("k_two_phase", "sm80", (40, 43)), ("k_two_phase", "gfx942", (40, 43)), ("k_two_phase_gluon", "sm90a", (53, 56))])
+def test_a_helper_called_with_two_constexpr_specializations_is_ported_per_site(kernel, target, lines, tmp_path):
+    """Upstream's attention backward pattern: MASK=True on 16-row tiles, then MASK=False on 32-row
+    tiles. Each site gets the port of its own IR, picked by BLOCK_M; the kernel with it computes both
+    sites' sums (one output each) as the Triton function does. The first site's port alone, as
+    written before, is a compile error at the second site naming the value it was written for;
+    without its guards it computes another sum there (these inputs tell the ports apart)."""
+    kernel = getattr(m, kernel)   # a Triton kernel (the function through a probe region), or a Gluon one
+    ported = from_ttgir.port(kernel, m.accumulate_rows, m.SIGNATURE, m.CONSTEXPRS, target, num_warps=4)
+    name, source = ported.name, ported.source
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:{line}" for line in lines]
+    assert "MASK=True" in ported.sites[0] and "BLOCK_M=16" in ported.sites[0] and ported.sites[0].endswith(f"{name}_0")
+    assert "MASK=False" in ported.sites[1] and "BLOCK_M=32" in ported.sites[1] and ported.sites[1].endswith(f"{name}_1")
+    assert f"    if (BLOCK_M == 16):\n        return {name}_0(" in source
+    assert f"    elif (BLOCK_M == 32):\n        return {name}_1(" in source
+    assert "gl.static_assert(MASK == True" in source and "gl.static_assert(MASK == False" in source
+    assert "gl.arange(0, 16," in source and "gl.arange(0, 32," in source   # each site's own tile
+
+    p = m.problem(*m.CHECK_SIZE)
+    args = (p["x"], p["y1"], p["y2"])
+    result = _compare(kernel, m.accumulate_rows, _loaded(ported, name, tmp_path), args, m.CONSTEXPRS, target)
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+    assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}   # each site ran its own port
+
+    first_only = _loaded(ported, f"{name}_0", tmp_path)   # what was swapped into both sites before
+    with pytest.raises(Exception) as refused:
+        hybrid.compile(with_region(kernel, m.accumulate_rows, first_only), m.SIGNATURE, m.CONSTEXPRS, target,
+                       num_warps=4)
+    assert f"{name}_0 was written for start == 0" in _chain(refused.value)
+    unguarded = re.sub(r"\n    gl\.static_assert\([^\n]*", "", source)
+    old = from_ttgir.load_port(unguarded, f"{name}_0", tmp_path / f"{name}_unguarded.py")
+    wrong = _compare(kernel, m.accumulate_rows, old, args, m.CONSTEXPRS, target)
+    assert [o.ok for o in wrong.outputs] == [True, False], wrong.report()
+
+
+def test_a_helper_called_on_two_tile_shapes_is_ported_per_site(tmp_path):
+    """No constexpr at all: the sites differ in the tile's shape, which picks the port."""
+    ported = from_ttgir.port(m.k_two_shapes, m.scale_by_row_sums, m.SIGNATURE, {"N": 32}, "sm90a", num_warps=4)
+    name = ported.name
+    assert [site.split(" (")[0] for site in ported.sites] == [f"{KERNELS}:73", f"{KERNELS}:74"]
+    assert "x: tensor<16x32xf32" in ported.sites[0] and "x: tensor<32x32xf32" in ported.sites[1]
+    assert f"    if (x.shape[0] == 16):\n        return {name}_0(x)" in ported.source
+    assert f"    elif (x.shape[0] == 32):\n        return {name}_1(x)" in ported.source
+    args = (torch.randn(32, 32), torch.full((16, 32), float("nan")), torch.full((32, 32), float("nan")))
+    result = _compare(m.k_two_shapes, m.scale_by_row_sums, _loaded(ported, name, tmp_path), args, {"N": 32}, "sm90a")
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+
+
+def test_sites_gluon_cannot_tell_apart_are_refused_each_named():
+    """The two sites differ only in a dtype constexpr (folded into the IR, no literal to test):
+    refused, naming both calls and what each passes."""
+    with pytest.raises(PortError) as info:
+        from_ttgir.port(m.k_two_roundings, m.rounded, m.SIGNATURE, {"N": 64}, "sm80", num_warps=4)
+    message = str(info.value)
+    assert message.startswith(f"rounded ({KERNELS}:95) is called at 2 sites that Triton lowers in 2 different ways")
+    assert f"{KERNELS}:104 (DT=" in message and f"{KERNELS}:105 (DT=" in message
+    assert "DT=triton.language.float16" in message and "DT=triton.language.bfloat16" in message
+    assert "Nothing was written" in message
+
+
+def test_port_start_writes_a_port_per_site_and_its_test_runs_both(tmp_path, capsys):
+    """``hybrid port start`` end to end: the port module with a port per specialization, the
+    command's line per call site, the generated test run in the interpreter."""
+    from hybrid import cli
+    assert cli.main(["port", "start", f"{KERNELS}:accumulate_rows", "--target", "sm80", "--kernel", "k_two_phase",
+                     "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"call site {KERNELS}:40 (" in out and "accumulate_rows_gluon_sm80_0" in out
+    assert f"call site {KERNELS}:43 (" in out and "accumulate_rows_gluon_sm80_1" in out
+    assert "from the IR Triton's passes produced for its call" in out
+    files = types.SimpleNamespace(port=tmp_path / "accumulate_rows_gluon_sm80.py",
+                                  test=tmp_path / "test_port_accumulate_rows_sm80.py")
+    run_generated_test(files, "test_accumulate_rows_gluon_sm80_matches_accumulate_rows")
+
+
+def test_attentions_kv_loop_under_a_causal_mask_is_ported_per_site_through_its_caller(tmp_path):
+    """The examples' attention with CAUSAL=True: its kernel calls ``attention_loop``, which calls
+    ``kv_loop`` twice (unmasked blocks, then the diagonal ones masked). Both calls are found
+    through the function between, each gets its port, and the kernel with them computes the
+    output the kernel without them does (interpreter)."""
+    from examples import attention
+    target, constexprs = "sm90a", attention.constexprs("sm90a", 64, True)
+    options = attention.options(target)
+    ported = from_ttgir.port(attention.attention_kernel, attention.kv_loop, attention.SIGNATURE, constexprs, target,
+                             divisible=attention.DIVISIBLE, **options)
+    assert [site.split(" (")[0] for site in ported.sites] == ["examples/attention.py:96", "examples/attention.py:98"]
+    assert "    if (MASK == False):" in ported.source and "    elif (MASK == True):" in ported.source
+    p = attention.problem(1, 1, 256, 64, True, device="cpu")
+    candidate = _loaded(ported, ported.name, tmp_path)
+    result = compare(attention.attention_kernel, region=attention.kv_loop, candidate=candidate, grid=(2, 1),
+                     args=(p["q"], p["k"], p["v"], p["o"], p["sm_scale"], 256),
+                     kwargs={**constexprs, **options}, interpret=True, target=target, machine_code_report=False,
+                     atol=1e-2, rtol=1e-2)
+    assert result.ok, result.report()
+
+
+def test_the_comparison_fails_where_a_sites_port_never_ran(tmp_path):
+    """A site the inputs do not reach compares nothing: the comparison says so and is not ok."""
+    signature = {**m.SIGNATURE, "whole": "i32"}
+    ported = from_ttgir.port(m.k_two_shapes_maybe, m.scale_by_row_sums, signature, {"N": 32}, "sm80", num_warps=4)
+    candidate = _loaded(ported, ported.name, tmp_path)
+    for whole, runs in ((1, 1), (0, 0)):
+        args = (torch.randn(32, 32), torch.full((16, 32), float("nan")), torch.full((32, 32), float("nan")), whole)
+        result = _compare(m.k_two_shapes_maybe, m.scale_by_row_sums, candidate, args, {"N": 32}, "sm80")
+        assert result.site_runs == {f"{ported.name}_0": 1, f"{ported.name}_1": runs}
+        assert result.ok == bool(runs), result.report()
+    assert f"{ported.name}_1: NEVER RAN: its call site was not compared" in result.report()
