@@ -38,7 +38,7 @@ class RecordedCall:
     lowered: LoweredRegion
     text: str                     # its module printed with locations, before the splice moves its body
     leaf_names: list[str]         # the names of its runtime arguments, in order
-    specialized: dict             # a non-constexpr parameter the call passed a constant for -> that value
+    specialized: dict             # a parameter the call passed a constant (or a scalar constexpr) for -> that value
 
 
 #: While ``recording_lowerings`` runs: each Triton call's lowering, in call order.
@@ -143,8 +143,10 @@ class TritonRegions:
         self.cc.ttir[region.index] = lowered.ttir
         leaves = arguments.leaves(args, fn.arg_names)
         if _recorded is not None:
-            constants = {p.name: arg.value for p, arg in zip(fn.params, args)
-                         if not p.is_constexpr and isinstance(arg, tl.constexpr)}
+            # a constexpr's value is folded into the IR as much as a constant argument's: a scalar
+            # one is recorded too (a layout or a dtype shows in the region's types instead)
+            constants = {p.name: arg.value for p, arg in zip(fn.params, args) if isinstance(arg, tl.constexpr)
+                         and (not p.is_constexpr or isinstance(arg.value, (type(None), bool, int, float)))}
             _recorded.append(RecordedCall(fn, lowered, str(lowered.module), [name for name, _ in leaves], constants))
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
