@@ -41,8 +41,8 @@ def grid_position(X: tl.constexpr, Y: tl.constexpr = None):
 
 
 @triton.jit
-def positions_kernel(out_ptr, N: tl.constexpr, BN: tl.constexpr):
-    i_n, i_t = grid_position(tl.cdiv(N, BN))
+def positions_kernel(out_ptr, NT: tl.constexpr):
+    i_n, i_t = grid_position(NT)
     tl.store(out_ptr + tl.program_id(0), (i_n * 1000 + i_t).to(tl.int32))
 
 
@@ -74,11 +74,11 @@ def test_a_combine_function_masking_unsigned_keys_ports_at_parity_and_counts_the
 @pytest.mark.parametrize("target", ["sm80", "gfx950"])
 def test_a_helper_of_constexprs_with_a_default_left_out_ports_at_parity_and_refuses_other_values(target, tmp_path):
     """The call leaves ``Y`` to its default: the port declares it as the function does. Triton
-    folded ``X`` (and ``Y``) into the IR, so the port asserts them: built for another ``N`` it is
+    folded ``X`` (and ``Y``) into the IR, so the port asserts them: built for another ``NT`` it is
     refused by name, never a kernel dividing by the old ``X``."""
     torch = pytest.importorskip("torch")
     from hybrid.port import compare
-    signature, constexprs = {"out_ptr": "*i32"}, {"N": 100, "BN": 16}
+    signature, constexprs = {"out_ptr": "*i32"}, {"NT": 7}
     ported, candidate, before, after = _ported(positions_kernel, grid_position, signature, constexprs, target,
                                                tmp_path)
     assert after == before, (before, after)
@@ -88,7 +88,7 @@ def test_a_helper_of_constexprs_with_a_default_left_out_ports_at_parity_and_refu
                      interpret=True, target=target, atol=0, rtol=0)
     assert result.ok, result.report()
     with pytest.raises(Exception) as other:
-        hybrid.compile(with_region(positions_kernel, grid_position, candidate), signature, {**constexprs, "N": 200},
+        hybrid.compile(with_region(positions_kernel, grid_position, candidate), signature, {"NT": 13},
                        target, num_warps=4)
     assert "was written for X == 7" in _chain(other.value)
 
