@@ -78,6 +78,18 @@ def test_inputs_are_not_modified():
     assert torch.equal(args[1].nan_to_num(7), before.nan_to_num(7))
 
 
+def test_outputs_passed_by_keyword_are_compared_and_left_as_given():
+    """A library launching its kernel with every argument by keyword (flash-linear-attention's
+    chunk kernels): each run writes its own copy of the output, and a planted bug shows there."""
+    grid, args, kwargs = _launch_args()
+    by_name = dict(zip(softmax.softmax_kernel.arg_names, args))
+    before = by_name["y_ptr"].clone()
+    result = compare(softmax.softmax_kernel, region=softmax.row_stats, candidate=row_stats_port_off_by_one, grid=grid,
+                     args=(), kwargs={**by_name, **kwargs}, interpret=True, target="sm90a", machine_code_report=False)
+    assert [o.name for o in result.outputs] == ["y_ptr"] and not result.ok
+    assert torch.equal(by_name["y_ptr"].nan_to_num(7), before.nan_to_num(7))
+
+
 def test_a_region_the_kernel_does_not_call_is_an_error():
     grid, args, kwargs = _launch_args()
     with pytest.raises(ValueError, match="does not call row_stats_port"):

@@ -150,13 +150,17 @@ def compare(kernel, *, region=None, candidate, grid, args: tuple, kwargs: dict |
     on_gpu = torch.cuda.is_available() if interpret is None else not interpret
     original = as_hybrid(kernel)
     swapped = as_hybrid(jit_function(candidate)) if region is None else with_region(kernel, region, candidate)
+    # the tensors passed by keyword are outputs as much as positional ones: each run writes its own copies
+    names = [kernel.arg_names[i] if i < len(kernel.arg_names) else f"arg{i}" for i in range(len(args))] + list(kwargs)
     runs = {}
     for version, k in (("original", original), ("candidate", swapped)):
         run_args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        run_kwargs = {n: v.clone() if isinstance(v, torch.Tensor) else v for n, v in kwargs.items()}
         with _counting(per_site(candidate) if version == "candidate" and not on_gpu else []) as site_runs:
-            _launch(k, grid, run_args, kwargs, on_gpu, target)
-        runs[version] = run_args
-    outputs = _diffs(kernel, args, runs["original"], runs["candidate"], atol, rtol, relative_tolerance)
+            _launch(k, grid, run_args, run_kwargs, on_gpu, target)
+        runs[version] = run_args + list(run_kwargs.values())
+    outputs = _diffs(names, [*args, *kwargs.values()], runs["original"], runs["candidate"], atol, rtol,
+                     relative_tolerance)
     times = _times(original, swapped, grid, args, kwargs) if on_gpu else {}
     from hybrid import interpret as interp
     build_target = target or interp.default_target()
@@ -226,11 +230,11 @@ def _launch(kernel, grid, args, kwargs, on_gpu: bool, target: str | None) -> Non
     interpret.launch(kernel, grid, *args, target=target or interpret.default_target(), **kwargs)
 
 
-def _diffs(kernel, inputs, first, second, atol: float, rtol: float,
+def _diffs(names: list[str], inputs, first, second, atol: float, rtol: float,
            relative_tolerance: float | None) -> list[OutputDiff]:
     import torch
     diffs = []
-    for i, (given, a, b) in enumerate(zip(inputs, first, second)):
+    for name, given, a, b in zip(names, inputs, first, second):
         if not isinstance(given, torch.Tensor):
             continue
         written = not torch.equal(a.nan_to_num(1.5), given.nan_to_num(1.5)) or \
@@ -248,7 +252,6 @@ def _diffs(kernel, inputs, first, second, atol: float, rtol: float,
         else:   # infinities where the other has the same one, numbers within the norm
             same_infinities = all(torch.equal(sign(a64), sign(b64)) for sign in (torch.isposinf, torch.isneginf))
             ok = not nan_apart and same_infinities and relative <= relative_tolerance
-        name = kernel.arg_names[i] if i < len(kernel.arg_names) else f"arg{i}"
         diffs.append(OutputDiff(name, max_abs, ok, relative))
     return diffs
 

@@ -32,7 +32,7 @@ from .compare import as_hybrid, figures, with_region
 from .errors import PortError, shown, where
 from .gluon_emit import Emitter, Layouts, TensorType, Unsupported
 from .inlined import Inlined, read as read_inlined
-from .names import jit_function, returns_value
+from .names import jit_function, parameters, returns_value
 from .sites import Site, dispatch, dispatcher, literal, specializations, suffixed
 from .ttgir_text import parse, uses
 
@@ -82,7 +82,7 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     Triton kernel, it is a Gluon region built for the layouts the host gives its operands, and
     ``fn`` inside it a Triton region lowered for exactly those layouts. ``entry``: parameter ->
     a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
-    params = ", ".join(f"{p.name}: gl.constexpr" if p.is_constexpr else p.name for p in fn.params)
+    params = parameters(fn, {p.name for p in fn.params if p.is_constexpr})
     names = ", ".join(p.name for p in fn.params)
     returns = returns_value(fn)
     converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
@@ -388,7 +388,7 @@ def written_function(fn: JITFunction, call: RecordedCall, target: str, port_name
     layouts = [f"    {definition}" for definition in emitter.layouts.defs]   # named once, at the top
     body = _used(layouts + emitter.entry + emitter.lines + ([f"    return {', '.join(results)}"] if results else []))
     constexprs = {p.name for p in fn.params if p.is_constexpr} | set(call.specialized)
-    signature = ", ".join(f"{p.name}: gl.constexpr" if p.name in constexprs else p.name for p in fn.params)
+    signature = parameters(fn, constexprs)
     body = [f"    gl.static_assert({name} == {value!r}, \"{port_name} was written for {name} == {value!r}, the "
             f"constant {kernel_name} passes: port the function again for another value\")"
             for name, value in call.specialized.items()] + \

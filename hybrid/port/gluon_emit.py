@@ -278,12 +278,7 @@ class Emitter:
         as a Python literal where it is used, is made a tensor of its IR type first."""
         if ssa not in self.literals:
             return self.values[ssa]
-        literal, element = self.literals[ssa]
-        if element.startswith("f8"):   # its bits, cast: a constant, where Gluon converts a float at run time
-            bits = encoded(float(literal.replace('float("', "").replace('")', "")), element)
-            return f"gl.to_tensor({_signed(bits, 8)}).to(gl.int8).to({self.dtype(element, op)}, bitcast=True)"
-        made = f"gl.to_tensor({literal})"
-        return made if _python_element(literal) == element else f"{made}.to({self.dtype(element, op)})"
+        return _tensor_of(*self.literals[ssa], op, self)
 
     def bind(self, ssa: str, expr: str | None = None, indent: int = 0, name: str | None = None) -> str:
         """A Python name for ``ssa``, from ``name`` where given (assigned ``expr`` when given)."""
@@ -419,12 +414,28 @@ def _constant(e: Emitter, op: Op, indent: int) -> str | None:
         return (f"gl.full({ty.shape}, {_signed(bits, width)}, gl.int{width}, layout={e.layout(type_text, op)})"
                 f".to({e.dtype(ty.element, op)}, bitcast=True)")
     literal = _literal(text, ty.element, op, e)
+    if ty.layout is None and literal.startswith("-") and ty.element.startswith("i"):
+        # a negative integer: Triton's IR does not say whether the function had it for unsigned
+        # operands, where Gluon refuses a negative Python literal; a tensor of the IR's type is
+        # cast to the other operand's signedness as in Triton (the same bits, the same op)
+        e.values[op.results[0]] = _tensor_of(literal, ty.element, op, e)
+        return None
     if ty.layout is None:
         e.values[op.results[0]] = literal     # a scalar: written where it is used
         e.literals[op.results[0]] = (literal, ty.element)
         return None
     e.splats[op.results[0]] = literal
     return f"gl.full({ty.shape}, {literal}, {e.dtype(ty.element, op)}, layout={e.layout(type_text, op)})"
+
+
+def _tensor_of(literal: str, element: str, op: Op, e: Emitter) -> str:
+    """A scalar constant as a tensor of its IR type (``gl.to_tensor(32).to(gl.int64)``); an fp8
+    one as its bits, cast (a constant, where Gluon converts a float at run time)."""
+    if element.startswith("f8"):
+        bits = encoded(float(literal.replace('float("', "").replace('")', "")), element)
+        return f"gl.to_tensor({_signed(bits, 8)}).to(gl.int8).to({e.dtype(element, op)}, bitcast=True)"
+    made = f"gl.to_tensor({literal})"
+    return made if _python_element(literal) == element else f"{made}.to({e.dtype(element, op)})"
 
 
 def _python_element(literal: str) -> str:

@@ -12,6 +12,8 @@ from triton.runtime import JITFunction, KernelInterface
 
 from interop.triton.frontend import GluonJITFunction
 
+from .errors import PortError, where
+
 
 def source_tree(fn) -> ast.Module:
     """The AST of a JIT function's source, decorators included (line 1 = the first decorator)."""
@@ -70,3 +72,23 @@ def returns_value(fn) -> bool:
 def qualified(fn) -> str:
     py = getattr(fn, "fn", fn)
     return f"{py.__module__}.{py.__name__}"
+
+
+#: The defaults a Gluon function's source can repeat as written: ``repr`` spells them back.
+LITERAL_DEFAULTS = (type(None), bool, int, float, str)
+
+
+def parameters(fn, constexprs: set[str]) -> str:
+    """``fn``'s parameters as a ``@gluon.jit`` function that stands in for it declares them: those in
+    ``constexprs`` annotated ``gl.constexpr``, each default as ``fn`` has it, so that a call leaving
+    one out still binds."""
+    def declared(p) -> str:
+        text = f"{p.name}: gl.constexpr" if p.name in constexprs else p.name
+        if p.default is inspect.Parameter.empty:
+            return text
+        if type(p.default) not in LITERAL_DEFAULTS:
+            raise PortError(f"{fn.__name__} ({where(fn)}): the default of its parameter {p.name} "
+                            f"({p.default!r}) is not a Python literal a Gluon function can repeat; pass it "
+                            f"in the call, or port this function by hand")
+        return f"{text}={p.default!r}" if p.name not in constexprs else f"{text} = {p.default!r}"
+    return ", ".join(declared(p) for p in fn.params)
