@@ -36,17 +36,19 @@ from .names import jit_function, parameters, returns_value
 from .sites import Site, dispatch, dispatcher, literal, specializations, suffixed
 from .ttgir_text import parse, uses
 
-HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
-TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
-staging are Triton's own.
-{claim}
-Tune from here.{written}"""
-from triton.experimental import gluon
+#: What every port's file starts with after its docstring (a function's port and a whole kernel's).
+PRELUDE = '''from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 {imports}
 TARGET = "{target}"
 NUM_WARPS = gl.constexpr({num_warps})   # the layouts below are for this many warps
 '''
+HEADER = '''"""Gluon port of {function} for {target} ({num_warps} warps), written by `hybrid port` from the
+TritonGPU IR Triton's passes produced for its call in {kernel}: the layouts, loops and memory
+staging are Triton's own.
+{claim}
+Tune from here.{written}"""
+''' + PRELUDE
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from interop.triton.frontend import GluonJITFunction
 
 from .compare import as_hybrid, figures
 from .errors import PortError, shown, where
-from .from_ttgir import _excess, _root_cause, _used, always_compiling, load_port
+from .from_ttgir import PRELUDE, _excess, _root_cause, _used, always_compiling, load_port
 from .gluon_emit import Emitter, Unsupported
 from .launch import Given, build_for
 from .names import jit_function, qualified, resolve, source_tree
@@ -38,12 +38,7 @@ HEADER = '''"""{intro}
 {claim}
 {baked}
 Tune from here.{written}"""
-from triton.experimental import gluon
-from triton.experimental.gluon import language as gl
-{imports}
-TARGET = "{target}"
-NUM_WARPS = gl.constexpr({num_warps})   # the layouts below are for this many warps
-'''
+''' + PRELUDE
 
 
 @dataclass(frozen=True)
