@@ -260,6 +260,7 @@ class Emitter:
         self.buffered: frozenset[str] = frozenset()     # pointer tiles accessed as AMD buffer ops where proven
         self.literals: dict[str, tuple] = {}            # scalar constant SSA value -> (Python literal, element)
         self.splats: dict[str, str] = {}                # splat tensor constant SSA value -> its Python literal
+        self.counters: dict[str, str] = {}              # loop induction SSA value -> its element type
         self.caller_loads = False                       # loads of parameters as ``hybrid.caller_load``
         self.entered: set[str] = set(params)            # SSA values the parameters enter as
         self._last_line: tuple | None = None
@@ -275,10 +276,18 @@ class Emitter:
 
     def receiver(self, ssa: str, op: Op) -> str:
         """``ssa``'s expression as a method's receiver (``x.to(...)``): a scalar constant, written
-        as a Python literal where it is used, is made a tensor of its IR type first."""
-        if ssa not in self.literals:
+        as a Python literal where it is used, is made a tensor of its IR type first; so is a loop's
+        induction variable, a Python int when the interpreter runs the loop."""
+        if ssa in self.counters:
+            literal, element = self.values[ssa], self.counters[ssa]
+        elif ssa in self.literals:
+            literal, element = self.literals[ssa]
+        else:
             return self.values[ssa]
-        return _tensor_of(*self.literals[ssa], op, self)
+        if ssa in self.counters:   # an int where Python runs the loop, an i32 where Triton does
+            made = f"gl.to_tensor({literal})"
+            return made if element == "i32" else f"{made}.to({self.dtype(element, op)})"
+        return _tensor_of(literal, element, op, self)
 
     def bind(self, ssa: str, expr: str | None = None, indent: int = 0, name: str | None = None) -> str:
         """A Python name for ``ssa``, from ``name`` where given (assigned ``expr`` when given)."""
@@ -636,11 +645,16 @@ def _convert_layout(e: Emitter, op: Op, indent: int) -> str | None:
 
 
 def _combine_function(e: Emitter, op: Op, name: str) -> str:
-    """The reduce/scan combine region as a ``@gluon.jit`` function of its own."""
+    """The reduce/scan combine region as a ``@gluon.jit`` function of its own. A scalar constant
+    it uses that Triton hoisted out of the region is written in as the literal it is."""
     inner = Emitter(e.module, {}, e.layouts)
     params = [inner.bind(arg) for arg, _ in op.regions[0].args]
     ops = list(op.regions[0].ops)
     ret = ops.pop()
+    for v in used_from_outside(Block([], [*ops, ret]), {arg for arg, _ in op.regions[0].args}):
+        if v not in e.literals:
+            raise Unsupported(op, f"its combine function uses {v}, a value made outside it", e.where(op))
+        inner.values[v], inner.literals[v] = e.values[v], e.literals[v]
     inner.block(Block([], ops), 1)
     returned = ", ".join(inner.value(v) for v in ret.operands)
     lines = ["@gluon.jit", f"def {name}({', '.join(params)}):", *inner.lines, f"    return {returned}"]
@@ -710,6 +724,7 @@ def _for(e: Emitter, op: Op, indent: int) -> None:
             e.bind(arg, e.value(init), indent)
         else:
             e.values[arg] = "None"
+    e.counters[iv] = re.search(r" : (\w+)$", op.rest).group(1)   # (the ``->`` before it defeats ``types``)
     e.lines.append("    " * indent + f"for {e.bind(iv)} in range({lb}, {ub}, {step}):")
     e.block(Block([], ops), indent + 1)
     targets = [e.values[carried[k][0]] for k in kept]
@@ -720,6 +735,26 @@ def _for(e: Emitter, op: Op, indent: int) -> None:
         e.lines.append("    " * (indent + 1) + "pass")
     for k, result in enumerate(op.results):
         e.values[result] = e.values[carried[k][0]]
+
+
+def _branch(e: Emitter, op: Op, indent: int) -> None:
+    """An early ``return`` (``if c: ...; return`` in a kernel), which Triton builds as a branch to
+    two blocks that each end the function (``ttgir_text`` gives them as the op's regions): written
+    back so, it builds to the same branch."""
+    if op.name != "cf.cond_br" or len(op.regions) != 2 or not all(map(_ends_function, op.regions)):
+        raise Unsupported(op, "unstructured control flow (a branch other than an early return with no value, from "
+                              "a loop's break, say) is not written by the port", e.where(op))
+    then, rest = op.regions
+    e.lines.append("    " * indent + f"if {e.value(op.operands[0])}:")
+    e.block(then, indent + 1)
+    e.lines.append("    " * (indent + 1) + "return")
+    e.block(rest, indent)
+
+
+def _ends_function(block: Block) -> bool:
+    last = block.ops[-1] if block.ops else None
+    return last is not None and (last.name == "tt.return" and not last.operands or
+                                 last.name == "cf.cond_br" and bool(last.regions))
 
 
 def _while(e: Emitter, op: Op, indent: int) -> None:
@@ -866,6 +901,13 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
         extra = f", input_precision=\"{precision.group(1)}\"" if precision else ""
         return f"mma_v2({a}, {b}, {c}{extra})"
     if "amd_mfma" in result:
+        precision = (re.search(r"inputPrecision = (\w+)", op.rest) or [None, "ieee"])[1]
+        f32 = TensorType.parse(op.types.split(" * ")[0]).element == "f32"
+        if f32 and precision != "ieee":   # Gluon's mfma builds the default (IEEE) one: another MFMA
+            raise Unsupported(op, f"tl.dot at input precision {precision} (Triton's default for f32 here): Gluon's "
+                                  f"mfma takes no input precision and builds an IEEE one, for which Triton's MFMA "
+                                  f"layout does not fit; give the tl.dot input_precision=\"ieee\" to port it",
+                              e.where(op))
         cdna = "cdna4" if "version = 4" in result else "cdna3"
         e.imports.add(f"from triton.experimental.gluon.language.amd.{cdna} import mfma")
         return f"mfma({a}, {b}, {c})"
@@ -1124,7 +1166,11 @@ def _expansion(op: Op | None) -> tuple[str, int] | None:
 
 def _reshape(e: Emitter, op: Op, indent: int) -> str:
     """A reshape that only adds a unit dimension to a slice of its result's layout is
-    ``expand_dims`` (the same placement); any other is Gluon's reshape converted to the IR's layout."""
+    ``expand_dims`` (the same placement); any other is Gluon's reshape converted to the IR's layout.
+    One to its own type (``tl.max`` of a 1-D tensor flattens it) is the value itself."""
+    source, result = (t.strip() for t in op.types.split("->"))
+    if source == result:
+        return e.value(op.operands[0])
     if "allow_reorder" in op.rest or "efficient_layout" in op.rest:
         raise Unsupported(op, "a reshape that may reorder elements", e.where(op))
     expanded = _expansion(op)
@@ -1185,6 +1231,7 @@ RULES = {
     "tt.get_num_programs": _program_id, "ttg.convert_layout": _convert_layout, "tt.reduce": _reduce,
     "tt.scan": _reduce, "tt.atomic_rmw": _atomic_rmw, "tt.atomic_cas": _atomic_cas,
     "tt.elementwise_inline_asm": _inline_asm, "scf.for": _for, "scf.if": _if, "scf.while": _while,
+    "cf.cond_br": _branch, "cf.br": _branch,
     "ttg.barrier": _barrier_all, "gpu.barrier": _barrier_all,
     "ttg.local_alloc": _local_alloc, "ttg.memdesc_index": _memdesc_index,
     "ttg.memdesc_subslice": _memdesc_subslice, "ttg.local_load": _local_load,

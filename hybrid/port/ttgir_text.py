@@ -158,14 +158,20 @@ def _func_args(line: str) -> list[tuple[str, str]]:
 
 
 def _block(lines: list[str], i: int, args: list) -> tuple[Block, int]:
-    """Ops from line ``i`` to the closing brace of this block; returns the line after it."""
-    block = Block(args)
+    """Ops from line ``i`` to the closing brace of this block; returns the line after it. Blocks
+    after the first (a branch's targets) are read as ``_branched`` says."""
+    block = entry = Block(args)
+    labelled: dict[str, Block] = {}
     while i < len(lines):
         line = lines[i].strip()
         if line.startswith("}"):
-            return block, i
+            return _branched(entry, labelled), i
         if line.startswith("^bb"):
-            block.args = [(m.group(1), m.group(2)) for m in re.finditer(r"(%[\w$.\-]+): ([^ ]+?) loc\(", line)]
+            found = [(m.group(1), m.group(2)) for m in re.finditer(r"(%[\w$.\-]+): ([^ ]+?) loc\(", line)]
+            if block.ops:
+                block = labelled[re.match(r"\^bb\d+", line).group(0)] = Block(found)
+            else:
+                block.args = found
             i += 1
             continue
         op = _op(line)
@@ -183,6 +189,24 @@ def _block(lines: list[str], i: int, args: list) -> tuple[Block, int]:
             break
         block.ops.append(op)
     return block, i
+
+
+def _branched(entry: Block, labelled: dict[str, Block]) -> Block:
+    """The entry block, each ``cf.cond_br %c, ^a, ^b`` that ends a block given the two blocks it
+    branches to as its regions where each is reached from it alone (an early ``return`` in a
+    kernel: ``if c: ...; return``). Blocks read otherwise stay in the entry block's ops after it,
+    as printed, for the emitter to refuse."""
+    def nest(block: Block) -> Block:
+        last = block.ops[-1] if block.ops else None
+        targets = re.fullmatch(r"%[\w$.\-]+, (\^bb\d+), (\^bb\d+)", last.rest) if last and last.name == "cf.cond_br" else None
+        if targets and len(set(targets.groups())) == 2 and all(t in labelled for t in targets.groups()):
+            last.regions = [nest(labelled.pop(t)) for t in targets.groups()]
+        return block
+
+    nest(entry)
+    for left in labelled.values():
+        entry.ops.extend(left.ops)
+    return entry
 
 
 def _strip_loc(text: str) -> tuple[str, str]:
