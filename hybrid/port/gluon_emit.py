@@ -278,16 +278,12 @@ class Emitter:
         """``ssa``'s expression as a method's receiver (``x.to(...)``): a scalar constant, written
         as a Python literal where it is used, is made a tensor of its IR type first; so is a loop's
         induction variable, a Python int when the interpreter runs the loop."""
-        if ssa in self.counters:
-            literal, element = self.values[ssa], self.counters[ssa]
-        elif ssa in self.literals:
-            literal, element = self.literals[ssa]
-        else:
-            return self.values[ssa]
         if ssa in self.counters:   # an int where Python runs the loop, an i32 where Triton does
-            made = f"gl.to_tensor({literal})"
+            made, element = f"gl.to_tensor({self.values[ssa]})", self.counters[ssa]
             return made if element == "i32" else f"{made}.to({self.dtype(element, op)})"
-        return _tensor_of(literal, element, op, self)
+        if ssa in self.literals:
+            return _tensor_of(*self.literals[ssa], op, self)
+        return self.values[ssa]
 
     def bind(self, ssa: str, expr: str | None = None, indent: int = 0, name: str | None = None) -> str:
         """A Python name for ``ssa``, from ``name`` where given (assigned ``expr`` when given)."""
