@@ -18,7 +18,7 @@ from typing import Iterator
 from interop.boundary import TAG
 from interop.locations import op_lines
 from interop.region import Region
-from interop.instrumentation.resources import resources, sass_lines
+from interop.instrumentation.resources import resources, sass_instructions, sass_lines
 
 from .report import Report
 
@@ -79,6 +79,7 @@ class LineCode:
     """What one source line compiled to, in order: its TritonGPU ops and machine instructions."""
     ttgir: list[str] = field(default_factory=list)
     machine: list[str] = field(default_factory=list)
+    language: str = ""     # of ``machine``: SASS, AMDGCN, or PTX where nvdisasm is missing
 
 
 def code_by_line(fb) -> dict[str, LineCode]:
@@ -88,10 +89,28 @@ def code_by_line(fb) -> dict[str, LineCode]:
     for _, where, text in op_lines(fb.asm["ttgir"]):
         if where:
             code.setdefault(where, LineCode()).ttgir.append(re.sub(r"\s+loc\([^()]*\)$", "", text))
-    for where, instruction in attributed_instructions(fb.assembly, fb.name):
+    language = machine_language(fb)
+    for where, instruction in machine_instructions(fb):
         if where:
             code.setdefault(where, LineCode()).machine.append(instruction)
+    for line in code.values():
+        line.language = language
     return code
+
+
+def machine_instructions(fb) -> list[tuple[str | None, str]]:
+    """Each machine instruction of a build with its source ``file:line``, as
+    ``machine_line_instructions`` counts them: SASS on NVIDIA, AMDGCN on AMD (PTX where nvdisasm
+    is missing)."""
+    found = sass_instructions(fb.asm["cubin"]) if "cubin" in fb.asm else None
+    return found if found is not None else list(attributed_instructions(fb.assembly, fb.name))
+
+
+def machine_language(fb) -> str:
+    """The name of what ``machine_instructions`` lists: ``SASS``, ``AMDGCN`` or ``PTX``."""
+    if "cubin" not in fb.asm:
+        return "AMDGCN"
+    return "SASS" if sass_instructions(fb.asm["cubin"]) is not None else "PTX"
 
 
 def machine_line_instructions(fb) -> Counter:

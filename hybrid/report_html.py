@@ -8,7 +8,7 @@ mailed or attached to a CI run; what is interactive is HTML's ``<details>`` and 
 - its source, each line coloured by the region it belongs to (Triton regions blue, Gluon
   regions orange, the host's lines with instructions grey), with the machine instructions each
   line compiled to on every target; a line's number links to what it compiled to (its ttgir ops
-  and its PTX/AMDGCN instructions per target, ``attribution.code_by_line``), and with
+  and its SASS/AMDGCN instructions per target, ``attribution.code_by_line``), and with
   ``--baseline`` the all-Triton version's source is listed beside it with its own counts;
 - per target, two bar charts: each bucket's share of the instructions (regions, host, boundary
   conversions, shared and unattributed lines, as in ``fb.report()``), and each region's shared
@@ -284,7 +284,7 @@ def _drilldown(title: str, per_target: list[tuple[str, list[dict], dict[str, Lin
         parts, figures = [], []
         for target, _, code in per_target:
             line = code.get(where, LineCode())
-            machine = "AMDGCN" if target.startswith("gfx") else "PTX"
+            machine = next((c.language for c in code.values() if c.language), "machine")
             figures.append(f"{target}: {len(line.ttgir)} ttgir, {len(line.machine)} {machine}")
             parts.append(f"<h4>{escape(target)}: {len(line.ttgir)} ttgir ops</h4><pre>"
                          f"{escape(chr(10).join(line.ttgir)) or '(none)'}</pre><h4>{escape(target)}: "

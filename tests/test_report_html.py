@@ -148,7 +148,7 @@ def test_each_source_line_links_to_its_ttgir_and_machine_code(page):
     entry = html[html.index(f'<div id="{anchor}">'):]
     entry = entry[:entry.index("</div>")]
     count = next(line["instructions"] for line in reports[0]["lines"] if line["where"] == where)
-    assert len(built.machine) == count > 0 and f"{count} PTX instructions" in entry
+    assert len(built.machine) == count > 0 and f"{count} SASS instructions" in entry
     assert escape("\n".join(built.machine)) in entry and escape(built.ttgir[0]) in entry
     assert any("tt.load" in op for op in built.ttgir)
 
@@ -162,7 +162,7 @@ def test_the_baseline_source_is_listed_beside(page):
                     rf'<td class="count">(\d+)</td>', html)
     assert row, "the all-Triton store line, linked to its entry"
     entry = html[html.index(f'<div id="{row.group(1)}">'):]
-    assert f"sm90a: {row.group(2)} PTX instructions" in entry[:entry.index("</div>")]
+    assert f"sm90a: {row.group(2)} SASS instructions" in entry[:entry.index("</div>")]
     assert "What each line of softmax_triton (all Triton) compiled to" in html
 
 

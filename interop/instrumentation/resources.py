@@ -52,16 +52,23 @@ def sass_lines(cubin: bytes) -> list[str | None] | None:
     """The source ``file:line`` of each SASS instruction ``instructions`` counts (NOPs left out), in
     order, from the cubin's line info (``nvdisasm -g``; None for one before any line); None where
     nvdisasm is missing. Counted per line, they add up to ``instructions``."""
+    found = sass_instructions(cubin)
+    return None if found is None else [where for where, _ in found]
+
+
+def sass_instructions(cubin: bytes) -> list[tuple[str | None, str]] | None:
+    """Each SASS instruction ``instructions`` counts, in order, with its source ``file:line``
+    (``sass_lines``) and its text; None where nvdisasm is missing."""
     out = _run_tool(cubin, "-g", "-c", tool="nvdisasm")
     if out is None:
         return None
-    lines, where = [], None
+    found, where = [], None
     for text in out.splitlines():
-        if found := _SASS_LINE.match(text):
-            where = f"{found.group(1)}:{found.group(2)}"
+        if line := _SASS_LINE.match(text):
+            where = f"{line.group(1)}:{line.group(2)}"
         elif (op := _SASS.match(text)) and op.group(1) != "NOP":
-            lines.append(where)
-    return lines
+            found.append((where, re.sub(r"^\s*/\*[0-9a-f]+\*/\s*|\s*/\*[0-9a-f]+\*/\s*$", "", text).strip()))
+    return found
 
 
 def _run_tool(cubin: bytes, *flags: str, tool: str = "cuobjdump") -> str | None:
