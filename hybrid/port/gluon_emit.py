@@ -424,6 +424,7 @@ def _constant(e: Emitter, op: Op, indent: int) -> str | None:
         # operands, where Gluon refuses a negative Python literal; a tensor of the IR's type is
         # cast to the other operand's signedness as in Triton (the same bits, the same op)
         e.values[op.results[0]] = _tensor_of(literal, ty.element, op, e)
+        e.literals[op.results[0]] = (literal, ty.element)   # a constant still: a combine function takes it in
         return None
     if ty.layout is None:
         e.values[op.results[0]] = literal     # a scalar: written where it is used
