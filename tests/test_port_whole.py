@@ -105,11 +105,13 @@ def test_port_start_port_status_and_report_count_one_kernel_alike(tmp_path):
     assert f"{found.instructions} instructions" in shown
 
 
-def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, capsys):
+def test_status_follows_a_swapped_in_port_to_the_whole_kernel_step(tmp_path, capsys, monkeypatch):
     """Ported and swapped in (the kernel calls the @gluon.jit port), a helper is Gluon, its combine
     functions counted with it; with only the kernel's body left, status says to port it whole, and
     that port, which calls the Gluon port as the kernel does, builds to the kernel's machine code."""
     start("examples/softmax.py:row_stats", "sm90a", "softmax_triton", tmp_path)
+    # this port, not one another test of the process imported under the same name (the translator's)
+    monkeypatch.delitem(sys.modules, "row_stats_gluon_sm90a", raising=False)
     source = Path(softmax.__file__).read_text()
     body = source.index("def softmax_triton(")
     source = source[:body] + source[body:].replace("row_stats(x, n_cols, BN)", "row_stats_gluon_sm90a(x, n_cols, BN)", 1)
