@@ -145,15 +145,9 @@ def whole_row(launch: Launch, target: str, build: dict, original: dict) -> dict:
         return out | {"status": "refused", "why": _first_line(exc)}
     out |= {"status": "ir", "port": ported.machine["port"], "caveats": [ported.inlined] if ported.inlined else []}
     gluon_kernel = from_ttgir.load_port(ported.source, ported.name, Path(f"{ported.name}.py"))
-    runs = []
-    for kernel in (jit_function(launch.kernel), gluon_kernel):   # each on its own copies, keywords' too
-        args, kwargs = _snapshot(launch.args), dict(zip(launch.kwargs, _snapshot(launch.kwargs.values())))
-        interpret.launch(kernel, launch.grid, *args, target=target, **kwargs)
-        runs.append((*args, *kwargs.values()))
-    diffs = [(a, b) for a, b in zip(*runs) if isinstance(a, torch.Tensor)]
-    same = all(torch.allclose(a.double(), b.double(), atol=1e-4, rtol=1e-3, equal_nan=True) if a.is_floating_point()
-               else torch.equal(a, b) for a, b in diffs)
-    return out | {"interpreter": "equal" if same else "DIFFERENT"}
+    result = compare(launch.kernel, candidate=gluon_kernel, grid=launch.grid, args=launch.args, kwargs=launch.kwargs,
+                     interpret=True, target=target, machine_code_report=False)   # each run on its own copies
+    return out | {"interpreter": _verdict(result)}
 
 
 def _verdict(result) -> str:
