@@ -1,6 +1,7 @@
 """Shared entry point of the example scripts and ``make demo``."""
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -45,13 +46,27 @@ def check(example, target: str, interpreted: bool = False) -> float:
     return next((e for e in errors if e != e), max(errors))
 
 
+def _arguments(args: tuple[str, ...]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m examples.run", description=(
+        "Build the example mixed kernels for every target, print the per-region report and write "
+        "build/demo.json ($HYBRID_DEMO_JSON); then run each on this GPU, or in the interpreter without one."))
+    parser.add_argument("modules", nargs="*", metavar="MODULE", help="example modules (default: all): "
+                        + ", ".join(EXAMPLES))
+    parser.add_argument("--wide", action="store_true", help="every boundary on its own line")
+    parsed = parser.parse_args(args)
+    parsed.modules = [m if m != "__main__" else _script_module() for m in parsed.modules] or list(EXAMPLES)
+    unknown = [m for m in parsed.modules if m not in EXAMPLES]
+    if unknown:
+        parser.error(f"not an example module: {', '.join(unknown)} (choose from {', '.join(EXAMPLES)})")
+    return parsed
+
+
 def main(*args: str) -> int:
-    """Build ``args``' examples (module names; all without any) for every target, print the
-    table (``--wide``: every boundary on its own line) and write the JSON, then check each; the
-    last line sums it up."""
+    """Build the examples ``args`` name (all without any) for every target, print the table and
+    write the JSON, then check each; the last line sums it up."""
     start = time.perf_counter()
-    wide = "--wide" in args
-    modules = [m if m != "__main__" else _script_module() for m in args if m != "--wide"] or list(EXAMPLES)
+    parsed = _arguments(args)
+    wide, modules = parsed.wide, parsed.modules
     results = build_with_progress(plan([f"{m}:{EXAMPLES[m]}" for m in modules], "all"), hybrid.compile, cache=Cache())
     summaries = [{**(r.summary if r.ok else {"kernel": r.job.kernel.rpartition(":")[2], "target": r.job.target, "error": r.error}),
                   "module": module.removeprefix("examples.")}
