@@ -29,7 +29,7 @@ API:
     NoGPUError        a launch with no GPU here (says how to use the interpreter)
 Submodules: hybrid.interpret (the CPU interpreter), hybrid.port (porting one function),
 hybrid.amd (AMD scheduling hints: setprio, sched_barrier; buffer_load, buffer_store),
-hybrid.profile (per-region GPU time), hybrid.cli (the ``hybrid`` command). README.md has more.
+hybrid.profile (per-region GPU time), hybrid.cli (the ``hybrid`` command). README.md and docs/ have more.
 
 Names are imported on first use, so that ``import hybrid.loader`` (launching from a bundle)
 loads neither the compiler nor Triton's JIT; ``import hybrid`` alone loads nothing else.

@@ -44,7 +44,7 @@ class NoGPUError(RuntimeError):
         self.kernel = kernel
         super().__init__(
             f"{kernel}[grid](...): no GPU here (Triton found no active GPU driver), so the kernel cannot launch.\n"
-            f"  Run it on the CPU in hybrid's interpreter instead (README: 'Run on the CPU: the interpreter'):\n"
+            f"  Run it on the CPU in hybrid's interpreter instead (docs/interpreter.md):\n"
             f"      with hybrid.interpreting():      # or HYBRID_INTERPRET=1 in the environment\n"
             f"          {kernel}[grid](...)\n"
             f"  or build it without a GPU: hybrid.compile({kernel}, signature, constexprs, target='sm90a').")

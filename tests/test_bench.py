@@ -122,7 +122,7 @@ def test_profiling_benchmark_runs(tmp_path):
 
 
 def test_region_tiles_reduced_values_in_the_hosts_layout_cost_nothing():
-    """What the README says of a Gluon region in a Triton host (bench/region_tiles.py, sm90a)."""
+    """What docs/using.md says of a Gluon region in a Triton host (bench/region_tiles.py, sm90a)."""
     from bench import region_tiles
     rows = {r["variant"]: r for r in region_tiles.measure("sm90a")}
     triton = rows["triton"]

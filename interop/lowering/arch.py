@@ -32,7 +32,7 @@ GLUON_LANGUAGE = "triton.experimental.gluon.language."
 @dataclass(frozen=True)
 class Archs:
     """Targets of one backend: NVIDIA compute capabilities or AMD architecture names."""
-    label: str            # how messages and the README name them: "sm90a", "sm90+", "gfx942/gfx950"
+    label: str            # how messages and docs/errors.md name them: "sm90a", "sm90+", "gfx942/gfx950"
     backend: str
     archs: Container
 
