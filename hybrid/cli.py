@@ -161,7 +161,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("function", metavar="MODULE:FUNCTION", help="path/to/module.py:fn or package.module:fn")
     s.add_argument("--target", required=True, help=f"the GPU the port's layouts are for: {TARGET_HELP}")
     s.add_argument("--kernel", help="the kernel that calls it, which the test runs (default: the module's only one)")
-    s.add_argument("--num-warps", type=int, default=4, help="warps the port's layouts are for (default: 4)")
+    s.add_argument("--num-warps", type=int, help="warps the port's layouts are for (default: the kernel's launch's, "
+                                                   "else 4)")
     _kernel_arguments(s)
     s.add_argument("--translator", action="store_true",
                    help="write upstream's translation (one layout per rank: correct, not the kernel's machine code) "

@@ -183,7 +183,7 @@ def test_run_variant_and_capture_launch():
 ])
 def test_errors_say_what_and_where_and_write_nothing(tmp_path, spec, kernel, expected):
     with pytest.raises(PortError, match=expected):
-        start(spec, "sm90a", kernel, tmp_path / "out", 4)
+        start(spec, "sm90a", kernel, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -243,3 +243,13 @@ def test_port_status_builds_a_kernel_without_problem_and_run_from_the_arguments_
                      "--constexpr", "BM=4,BN=64"]) == 0
     out = capsys.readouterr().out
     assert "tests.port_kernels.centered_square" in out and "triton (to port)" in out
+
+
+def test_the_port_is_for_the_warps_the_kernel_is_launched_with(tmp_path):
+    """examples/matmul.py launches its kernel with num_warps=8: the port's layouts, its header, its
+    compare test and the command it records are for 8, with no flag given; the flag overrides."""
+    files = start("examples/matmul.py:tile_ids", "sm90a", "matmul_triton", tmp_path)
+    assert files.num_warps == 8
+    assert "NUM_WARPS = gl.constexpr(8)" in files.port.read_text() or "(8 warps)" in files.port.read_text()
+    assert "--num-warps 8" in files.port.read_text()
+    assert "num_warps=4" not in files.test.read_text()

@@ -508,7 +508,7 @@ def test_port_start_writes_the_ir_port_and_its_test_passes(tmp_path, kernel):
     Triton's IR (for the kernel's launch on the module's problem()), its generated test, the interpreter."""
     from hybrid.port import start
     from tests.port_kernels import run_generated_test
-    files = start("examples/softmax.py:row_stats", "gfx942", kernel, tmp_path, 4)
+    files = start("examples/softmax.py:row_stats", "gfx942", kernel, tmp_path)
     assert (files.method, files.translated_because) == ("ir", "")
     text = files.port.read_text()
     assert "x = gl.convert_layout(x, BLOCKED)" in text and "gl.reduce(" in text and "Written by: hybrid port start" in text
@@ -521,7 +521,7 @@ def test_a_port_loading_its_tile_in_the_next_calls_layout_computes_what_the_func
     interpreter against the kernel with the Triton function."""
     from hybrid.port import start
     from tests.port_kernels import run_generated_test
-    files = start("examples/layernorm.py:load_rows", "sm80", "layernorm_kernel", tmp_path, 4)
+    files = start("examples/layernorm.py:load_rows", "sm80", "layernorm_kernel", tmp_path)
     assert files.method == "ir" and "size_per_thread=[1, 8]" in files.port.read_text()
     run_generated_test(files, "test_load_rows_gluon_sm80_matches_load_rows")
 

@@ -17,6 +17,10 @@ from .names import qualified
 from .translate import Port
 
 
+#: The warps a port is for where neither the kernel's launch nor ``--num-warps`` says.
+DEFAULT_WARPS = 4
+
+
 @dataclass(frozen=True)
 class Context:
     """What both files say about where the port comes from and what it is for."""

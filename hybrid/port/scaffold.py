@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import linecache
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -26,7 +26,7 @@ from .errors import PortError, shown, where
 from .from_ttgir import TtgirPort, port
 from .launch import Given, build_for
 from .names import is_triton, jit_callees, jit_function, qualified, returns_value
-from .render import Context, compare_test_source, inputs_variant, port_source
+from .render import DEFAULT_WARPS, Context, compare_test_source, inputs_variant, port_source
 from .translate import translate
 from .whole_kernel import write_kernel_port
 
@@ -63,20 +63,23 @@ class PortFiles:
 
 
 def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Path("ports"),
-          num_warps: int = 4, translator: bool = False, given: Given | None = None) -> PortFiles:
+          num_warps: int | None = None, translator: bool = False, given: Given | None = None) -> PortFiles:
     """Port ``spec`` (``path/to/module.py:fn`` or ``package.module:fn``) for ``target``; write the
     port and its compare test into ``out_dir``. ``kernel`` names the calling kernel the test runs
     (found in the module when there is exactly one). ``translator``: write upstream's translation
     instead of the port from Triton's IR (without it, a function the IR port cannot serve is refused). ``given``: the kernel's build arguments
     (``--signature``, ``--constexpr``, ...), over the module's ``SIGNATURE``/``constexprs(target)``;
     without them the kernel is built as the module's ``run()`` launches it on ``problem()``.
-    Raises ``PortError`` before writing anything."""
+    ``num_warps``: the warps the port is for, over the kernel's own launch (which decides without it;
+    4 where nothing does). Raises ``PortError`` before writing anything."""
     given = given or Given()
     if canonical(target) is None:
         raise PortError(unknown(target))
     target = canonical(target)
-    if num_warps < 1 or num_warps & (num_warps - 1):
-        raise PortError(f"--num-warps {num_warps}: expected a power of two (1, 2, 4, 8, ...)")
+    if num_warps is not None:
+        if num_warps < 1 or num_warps & (num_warps - 1):
+            raise PortError(f"--num-warps {num_warps}: expected a power of two (1, 2, 4, 8, ...)")
+        given = replace(given, options={**given.options, "num_warps": num_warps})
     module_ref, _, name = spec.rpartition(":")
     if not module_ref or not name:
         raise PortError(f"{spec!r}: expected path/to/module.py:function or package.module:function")
@@ -88,10 +91,10 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     out_dir = Path(out_dir)
     port_name = f"{name}_gluon_{target}"   # per target: ports of one function for two targets live side by side
     ctx = Context(module=module, fn=fn, kernel=host, target=target, warp_size=TARGETS[target].warp_size,
-                  num_warps=num_warps, port_path=out_dir / f"{port_name}.py",
+                  num_warps=DEFAULT_WARPS, port_path=out_dir / f"{port_name}.py",
                   test_path=out_dir / f"test_port_{name}_{target}.py",
-                  command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__} "
-                          f"--num-warps {num_warps}{given.flags()}", variant=inputs_variant(module, host.fn.__name__))
+                  command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__}{given.flags()}",
+                  variant=inputs_variant(module, host.fn.__name__))
     if whole:
         if translator:
             raise PortError(f"--translator: upstream's translator writes one function; the kernel {name} "
@@ -100,7 +103,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
         return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(fn),
                          target=target, num_warps=ported.num_warps, inputs="stub" if ctx.variant is None else "problem",
                          machine=ported.machine, whole_kernel=True, built_as=ported.built_as, calls=ported.calls)
-    ported, translated_because, built_as = (None, "--translator was given", "") if translator else \
+    ported, translated_because, built_as, ctx = (None, "--translator was given", "", ctx) if translator else \
         _from_ir(ctx, port_name, given)
     if ported is None and not translator:   # never a silent fallback: the translator's port is asked for
         said = translated_because.rstrip(". ") + ("" if "nothing was written" in translated_because.lower() else
@@ -120,17 +123,18 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     ctx.port_path.write_text(port_text)
     ctx.test_path.write_text(test_text)
     return PortFiles(port=ctx.port_path, test=ctx.test_path, function=qualified(fn), kernel=qualified(host),
-                     target=target, num_warps=num_warps, inputs="stub" if ctx.variant is None else "problem",
+                     target=target, num_warps=ctx.num_warps, inputs="stub" if ctx.variant is None else "problem",
                      still_triton=still_triton, method="translator" if translated_because else "ir",
                      translated_because=translated_because, caveats=ported.caveats if ported else (),
                      differs=ported.differs if ported else "", machine=ported.machine if ported else {},
                      built_as=built_as, sites=ported.sites if ported else ())
 
 
-def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str, str]:
+def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | None, str, str, Context]:
     """The port written from Triton's IR (``from_ttgir``) for the kernel built with ``given``
     arguments (over the module's defaults) or, with none given, for its launch on the module's
-    ``problem()``; or None and why not; and that build in words (``Build.said``)."""
+    ``problem()``; or None and why not; that build in words (``Build.said``); and ``ctx`` for the
+    warps it has (the port's layouts, header and test are for those, and the command says them)."""
     try:
         build = build_for(ctx.module, ctx.kernel, ctx.target, given, ctx.variant, ctx.num_warps)
     except PortError as exc:
@@ -138,20 +142,23 @@ def _from_ir(ctx: Context, port_name: str, given: Given) -> tuple[TtgirPort | No
             raise
         if ctx.variant is None:
             return None, (f"{ctx.module.__name__} has no problem()/run() launching {ctx.kernel.fn.__name__}, and the "
-                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr"), ""
-        return None, str(exc), ""
+                          f"kernel's arguments are not all known ({exc}); pass them with --signature and --constexpr"), "", ctx
+        return None, str(exc), "", ctx
     except Exception as exc:   # the module's problem()/run() on this machine: said, not raised through
         return None, (f"the kernel could not be built from {ctx.module.__name__}.problem() here "
-                      f"({type(exc).__name__}: {exc})"), ""
+                      f"({type(exc).__name__}: {exc})"), "", ctx
     signature, constexprs, options = build.signature, build.constexprs, build.options
+    warps = options["num_warps"]
+    ctx = replace(ctx, num_warps=warps, command=ctx.command + ("" if "num_warps" in given.options else
+                                                               f" --num-warps {warps}"))
     try:
         ported = port(ctx.kernel, ctx.fn, signature, constexprs, ctx.target, name=port_name, path=ctx.port_path,
                       written_by=ctx.command, **options)
     except PortError as exc:
-        return None, str(exc), ""
+        return None, str(exc), "", ctx
     except Exception as exc:   # a build of the kernel on this machine: said as the reason
-        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})", ""
-    return ported, "", build.said(ctx.target)
+        return None, f"the kernel could not be built here ({type(exc).__name__}: {exc})", "", ctx
+    return ported, "", build.said(ctx.target), ctx
 
 
 def load(module_ref: str) -> ModuleType:
