@@ -11,10 +11,12 @@ from interop.triton.frontend import make_backend
 ATTRIBUTES = {
     "sm90a": '"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:90", '
              '"ttg.threads-per-warp" = 32 : i32',
+    "sm100a": '"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:100", '
+              '"ttg.threads-per-warp" = 32 : i32',
     "gfx942": '"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "hip:gfx942", '
               '"ttg.threads-per-warp" = 64 : i32',
 }
-LANES = {"sm90a": 32, "gfx942": 64}
+LANES = {"sm90a": 32, "sm100a": 32, "gfx942": 64}
 
 
 def module_text(target: str, layouts: dict[str, str], body: str) -> str:
