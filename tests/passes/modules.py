@@ -60,3 +60,9 @@ def ops(module, name: str) -> list:
 
 def count(module, name: str) -> int:
     return len(ops(module, name))
+
+
+def conditions(module) -> set[str]:
+    """The printed conditions of the ``scf.if`` ops left: Triton 3.6's Gluon canonicalizer keeps a
+    branch on a constant (``%true``, ``%false``) that later versions fold away."""
+    return set(re.findall(r"scf\.if (%\w+)", module.str_nodebug()))
