@@ -18,14 +18,18 @@ def layouts(target: str) -> dict[str, str]:
 
 
 def epilogue(target: str, store: str, cast: str = "arith.truncf", to: str = "f16") -> str:
-    """The boundary's conversion of the result ``#mine -> #host``, the host's cast in ``#host``, then
-    (where ``store`` is ``"store"``) its own conversion to the store's layout."""
+    """The boundary's conversion of the result ``#mine -> #host``, the host's cast in ``#host``, the
+    store's pointers made, then (where ``store`` is ``"store"``) the host's own conversion to the
+    store's layout, and the store."""
     own = (f"    %2 = ttg.convert_layout %1 : tensor<64x64x{to}, #host> -> tensor<64x64x{to}, #store>\n"
-           if store == "store" else "    %2 = arith.addf %1, %1 : tensor<64x64x" + to + ", #host>\n")
-    return module_text(target, layouts(target), f'''  tt.func public @k(%acc: tensor<64x64xf32, #mine>, %y: tensor<64x64x!tt.ptr<{to}>, #{store}>) {{
+           if store == "store" else "")
+    value = "%2" if own else "%1"
+    return module_text(target, layouts(target), f'''  tt.func public @k(%acc: tensor<64x64xf32, #mine>, %y: !tt.ptr<{to}>, %offsets: tensor<64x64xi32, #{store}>) {{
     %0 = ttg.convert_layout %acc {{hybrid.boundary = "0:out:0"}} : tensor<64x64xf32, #mine> -> tensor<64x64xf32, #host>
     %1 = {cast} %0 : tensor<64x64xf32, #host> to tensor<64x64x{to}, #host>
-{own}    tt.store %y, %2 : tensor<64x64x!tt.ptr<{to}>, #{store}>
+    %p = tt.splat %y : !tt.ptr<{to}> -> tensor<64x64x!tt.ptr<{to}>, #{store}>
+    %q = tt.addptr %p, %offsets : tensor<64x64x!tt.ptr<{to}>, #{store}>, tensor<64x64xi32, #{store}>
+{own}    tt.store %q, {value} : tensor<64x64x!tt.ptr<{to}>, #{store}>
     tt.return
   }}
 ''')
@@ -50,8 +54,10 @@ def test_a_conversion_before_a_narrowing_cast_converts_after_it_instead(target):
     stitch.canonicalize(module, context)
     body = printed(module, layouts(target))
     assert count(module, "ttg.convert_layout") == 1
-    assert 'ttg.convert_layout %0 {hybrid.boundary = "0:out:0"} : tensor<64x64xf16, #mine> -> ' \
-           'tensor<64x64xf16, #host>' in body
+    lines = body.splitlines()
+    store = next(k for k, line in enumerate(lines) if "tt.store" in line)
+    assert '{hybrid.boundary = "0:out:0"} : tensor<64x64xf16, #mine> -> tensor<64x64xf16, #host>' \
+        in lines[store - 1]   # where Triton converts: after the store's pointers, just before it
     assert "arith.truncf %arg0 : tensor<64x64xf32, #mine> to tensor<64x64xf16, #mine>" in body
 
 
