@@ -1,8 +1,9 @@
 """A Triton host laid out again around its Gluon calls (``lowering/host_relayout.py``): its tile
 loaded in the layout the call takes (``relayout``, ``"reloaded"``), its code after a call adopting
 the call's result layout (``"adopted"``), and a region's tensor-memory load sunk to its use on
-sm100a (``interleave_tmem``). Shrunk from ``tests/triton_hosts.py``'s ``h_reduce`` and
-``examples/mma_handoff.py``."""
+sm100a (``interleave_tmem``), a tile a call returns for a dot transposed in registers before its
+store to shared memory on gfx942 (``_transpose_in_thread``). Shrunk from ``tests/triton_hosts.py``'s
+``h_reduce`` and ``examples/mma_handoff.py`` (its ``b_tile`` ported, on gfx942)."""
 import pytest
 
 from interop.lowering import host_relayout
@@ -167,3 +168,40 @@ def test_a_target_without_tensor_memory_is_left_alone():
     module, context, _ = parsed(tmem("sm100a"), "sm100a")
     host_relayout.interleave_tmem(module, context, TARGETS["sm90a"])
     assert not _sunk(module)
+
+
+#: The layouts of a gfx942 matmul whose B tile a Gluon call returns by rows, for the host to stage.
+STAGING = {"row": blocked([4, 1], [1, 64], [4, 1], [1, 0]),
+           "mma": "#ttg.amd_mfma<{version = 3, warpsPerCTA = [2, 2], instrShape = [32, 32, 8], isTransposed = true}>",
+           "flat": "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>",
+           "smem": "#ttg.shared_memory"}
+#: The host stages the call's B tile in unswizzled shared memory for its dot (its body out of sight,
+#: as ``relayout`` runs the step).
+STAGED = module_text("gfx942", STAGING, '''  tt.func public @k(%a: tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 4}>>, %b: !tt.ptr<f16>, %n: i32, %c: tensor<128x64x!tt.ptr<f32>, #mma>) {
+    %cst = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+    %0 = tt.call @__hybrid_r0_g(%b, %n) : (!tt.ptr<f16>, i32) -> tensor<64x64xf16, #row>
+    %1 = ttg.local_alloc %0 : (tensor<64x64xf16, #row>) -> !ttg.memdesc<64x64xf16, #flat, #smem>
+    %2 = ttg.local_load %1 : !ttg.memdesc<64x64xf16, #flat, #smem> -> tensor<64x64xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>>
+    %3 = tt.dot %a, %2, %cst, inputPrecision = tf32 : tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 4}>> * tensor<64x64xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>> -> tensor<128x64xf32, #mma>
+    tt.store %c, %3 : tensor<128x64x!tt.ptr<f32>, #mma>
+    tt.return
+  }
+  tt.func private @__hybrid_r0_g(!tt.ptr<f16>, i32) -> tensor<64x64xf16, #row>
+''')
+
+
+def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_store_on_gfx942():
+    module, context, _ = parsed(STAGED, "gfx942")
+    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set(REGIONS))
+    transpose, = ops(module, "amdg.in_thread_transpose")
+    assert transpose.get_operand(0).id() == ops(module, "tt.call")[0].get_result(0).id()
+    alloc, = ops(module, "ttg.local_alloc")
+    assert alloc.get_operand(0).id() == transpose.get_result(0).id()
+    assert "#flat" not in printed(module, STAGING)   # stored into the swizzle the transpose is made for
+
+
+def test_without_gluon_calls_a_staged_tile_is_left_as_it_is():
+    module, context, _ = parsed(STAGED, "gfx942")
+    before = printed(module, STAGING)
+    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set())
+    assert printed(module, STAGING) == before
