@@ -7,6 +7,7 @@ store to shared memory on gfx942 (``_transpose_in_thread``). Shrunk from ``tests
 import pytest
 
 from interop.lowering import host_relayout
+from interop.stitching import stitch
 from interop.targets import TARGETS
 from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
 
@@ -126,7 +127,7 @@ def test_the_hosts_code_after_a_call_adopts_its_result_layout(target):
 def test_a_host_without_gluon_calls_is_left_as_triton_made_it():
     module, context, _ = parsed(reducing("sm90a"), "sm90a")
     before = printed(module, layouts("sm90a"))
-    assert host_relayout.relayout(module, context, TARGETS["sm90a"], {}) == host_relayout.stitch.Folded.nothing()
+    assert host_relayout.relayout(module, context, TARGETS["sm90a"], {}) == stitch.Folded.nothing()
     assert printed(module, layouts("sm90a")) == before
 
 
