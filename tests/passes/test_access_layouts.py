@@ -1,0 +1,99 @@
+"""A Triton host's loads and stores issued in the layouts of the Gluon code around them
+(``stitching/access_layouts.py``): a tile loaded, then converted for a Gluon call, loaded in the
+call's layout instead (``issue_in_wanted_layouts``); a store of a value converted to the store's
+layout issued in the value's (``issue_stores_in_value_layouts``)."""
+import pytest
+
+from interop.stitching import access_layouts, stitch
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+
+TARGETS = ["sm90a", "gfx942"]
+TAG = "hybrid.boundary"
+
+
+def tiles(target: str) -> dict[str, str]:
+    """Triton's coalesced layout of a 32x64 tile, the one a Gluon function takes (as many
+    contiguous elements a thread along the rows), and one by columns (none along them)."""
+    lanes = LANES[target]
+    return {"coalesced": blocked([1, 4], [lanes // 16, 16], [4, 1], [1, 0]),
+            "taken": blocked([2, 4], [lanes // 16, 16], [2, 2], [1, 0]),
+            "columns": blocked([4, 1], [16, lanes // 16], [1, 4], [0, 1])}
+
+
+def loaded(target: str, wanted: str) -> str:
+    """The host loads a tile by ``#coalesced`` and converts it (boundary ``0:in:0``) for a call."""
+    return module_text(target, tiles(target), f'''  tt.func public @h(%x: !tt.ptr<f32>, %y: tensor<32x64x!tt.ptr<f32>, #{wanted}>) {{
+    %cst = arith.constant dense<64> : tensor<32x1xi32, #coalesced>
+    %0 = tt.make_range {{end = 32 : i32, start = 0 : i32}} : tensor<32xi32, #ttg.slice<{{dim = 1, parent = #coalesced}}>>
+    %1 = tt.expand_dims %0 {{axis = 1 : i32}} : tensor<32xi32, #ttg.slice<{{dim = 1, parent = #coalesced}}>> -> tensor<32x1xi32, #coalesced>
+    %2 = arith.muli %1, %cst : tensor<32x1xi32, #coalesced>
+    %3 = tt.splat %x : !tt.ptr<f32> -> tensor<32x1x!tt.ptr<f32>, #coalesced>
+    %4 = tt.addptr %3, %2 : tensor<32x1x!tt.ptr<f32>, #coalesced>, tensor<32x1xi32, #coalesced>
+    %5 = tt.make_range {{end = 64 : i32, start = 0 : i32}} : tensor<64xi32, #ttg.slice<{{dim = 0, parent = #coalesced}}>>
+    %6 = tt.expand_dims %5 {{axis = 0 : i32}} : tensor<64xi32, #ttg.slice<{{dim = 0, parent = #coalesced}}>> -> tensor<1x64xi32, #coalesced>
+    %7 = tt.broadcast %4 : tensor<32x1x!tt.ptr<f32>, #coalesced> -> tensor<32x64x!tt.ptr<f32>, #coalesced>
+    %8 = tt.broadcast %6 : tensor<1x64xi32, #coalesced> -> tensor<32x64xi32, #coalesced>
+    %9 = tt.addptr %7, %8 : tensor<32x64x!tt.ptr<f32>, #coalesced>, tensor<32x64xi32, #coalesced>
+    %10 = tt.load %9 : tensor<32x64x!tt.ptr<f32>, #coalesced>
+    %11 = ttg.convert_layout %10 {{hybrid.boundary = "0:in:0"}} : tensor<32x64xf32, #coalesced> -> tensor<32x64xf32, #{wanted}>
+    tt.store %y, %11 : tensor<32x64x!tt.ptr<f32>, #{wanted}>
+    tt.return
+  }}
+''')
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_tile_converted_for_a_call_is_loaded_in_the_calls_layout(target):
+    module, context, builder = parsed(loaded(target, "taken"), target)
+    assert access_layouts.issue_in_wanted_layouts(module, builder, {"0:in:0"}) == {"0:in:0"}
+    stitch.canonicalize(module, context)
+    stitch.verify(module, "the test's rewrite")
+    load, = ops(module, "tt.load")
+    assert count(module, "ttg.convert_layout") == 0 and tiles(target)["taken"] in str(load.get_result(0).get_type())
+    assert "#coalesced" not in printed(module, tiles(target))   # the pointers made again in the call's layout
+
+
+@pytest.mark.parametrize("wanted, tags", [("columns", {"0:in:0"}), ("taken", {"0:in:1"})],
+                         ids=["reads-worse", "another-boundary"])
+def test_a_layout_that_reads_worse_or_another_boundarys_conversion_is_left_alone(wanted, tags):
+    module, _, builder = parsed(loaded("gfx942", wanted), "gfx942")
+    before = printed(module, tiles("gfx942"))
+    assert access_layouts.issue_in_wanted_layouts(module, builder, tags) == set()
+    assert printed(module, tiles("gfx942")) == before
+
+
+def vectors(target: str) -> dict[str, str]:
+    lanes = LANES[target]
+    return {"four": blocked([4], [lanes], [4], [0]), "one": blocked([1], [lanes], [4], [0])}
+
+
+def stored(target: str, mask: bool) -> str:
+    """A row computed by ``#four`` converted to the store's ``#one``, stored under a bounds mask."""
+    masked = ", %m" if mask else ""
+    return module_text(target, vectors(target), f'''  tt.func public @h(%v: tensor<1024xf32, #four>, %y: !tt.ptr<f32>, %n: i32) {{
+    %0 = tt.make_range {{end = 1024 : i32, start = 0 : i32}} : tensor<1024xi32, #one>
+    %1 = tt.splat %n : i32 -> tensor<1024xi32, #one>
+    %m = arith.cmpi slt, %0, %1 : tensor<1024xi32, #one>
+    %2 = tt.splat %y : !tt.ptr<f32> -> tensor<1024x!tt.ptr<f32>, #one>
+    %3 = tt.addptr %2, %0 : tensor<1024x!tt.ptr<f32>, #one>, tensor<1024xi32, #one>
+    %4 = ttg.convert_layout %v : tensor<1024xf32, #four> -> tensor<1024xf32, #one>
+    tt.store %3, %4{masked} : tensor<1024x!tt.ptr<f32>, #one>
+    tt.return
+  }}
+''')
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_masked_store_of_a_converted_value_is_issued_in_the_values_layout(target):
+    module, context, builder = parsed(stored(target, mask=True), target)
+    assert access_layouts.issue_stores_in_value_layouts(module, builder) == 1
+    stitch.canonicalize(module, context)
+    body = printed(module, vectors(target))
+    assert count(module, "tt.store") == 1 and count(module, "ttg.convert_layout") == 0
+    assert "tt.store %" in body and "#one" not in body
+
+
+def test_an_unmasked_store_is_left_alone():
+    module, _, builder = parsed(stored("sm90a", mask=False), "sm90a")
+    assert access_layouts.issue_stores_in_value_layouts(module, builder) == 0
+    assert count(module, "ttg.convert_layout") == 1

@@ -1,0 +1,214 @@
+"""A Triton host laid out again around its Gluon calls (``lowering/host_relayout.py``): its tile
+loaded in the layout the call takes (``relayout``, ``"reloaded"``), its code after a call adopting
+the call's result layout (``"adopted"``), and a region's tensor-memory load sunk to its use on
+sm100a (``interleave_tmem``), a tile a call returns for a dot transposed in registers before its
+store to shared memory on gfx942 (``_transpose_in_thread``). Shrunk from ``tests/triton_hosts.py``'s
+``h_reduce`` and ``examples/mma_handoff.py`` (its ``b_tile`` ported, on gfx942)."""
+import pytest
+
+from interop.lowering import host_relayout
+from interop.stitching import stitch
+from interop.targets import TARGETS
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+
+REGIONS = {"__hybrid_r0_g": 0}
+
+
+def layouts(target: str) -> dict[str, str]:
+    """The host's row, the tile as Triton's coalescing loads it, and as the Gluon function takes it
+    (reading memory as well: the same contiguous run a warp)."""
+    lanes = LANES[target]
+    return {"row": blocked([1], [lanes], [4], [0]), "coalesced": blocked([1, 4], [lanes // 16, 16], [4, 1], [1, 0]),
+            "taken": blocked([1, 4], [lanes // 16, 16], [2, 2], [1, 0])}
+
+
+#: The host's tile, loaded by ``#coalesced``: its pointers (``%10``).
+TILE = '''    %cst_0 = arith.constant dense<64> : tensor<32x1xi32, #coalesced>
+    %1 = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32, #ttg.slice<{dim = 1, parent = #coalesced}>>
+    %2 = tt.expand_dims %1 {axis = 1 : i32} : tensor<32xi32, #ttg.slice<{dim = 1, parent = #coalesced}>> -> tensor<32x1xi32, #coalesced>
+    %3 = arith.muli %2, %cst_0 : tensor<32x1xi32, #coalesced>
+    %4 = tt.splat %x : !tt.ptr<f32> -> tensor<32x1x!tt.ptr<f32>, #coalesced>
+    %5 = tt.addptr %4, %3 : tensor<32x1x!tt.ptr<f32>, #coalesced>, tensor<32x1xi32, #coalesced>
+    %6 = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #ttg.slice<{dim = 0, parent = #coalesced}>>
+    %7 = tt.expand_dims %6 {axis = 0 : i32} : tensor<64xi32, #ttg.slice<{dim = 0, parent = #coalesced}>> -> tensor<1x64xi32, #coalesced>
+    %8 = tt.broadcast %5 : tensor<32x1x!tt.ptr<f32>, #coalesced> -> tensor<32x64x!tt.ptr<f32>, #coalesced>
+    %9 = tt.broadcast %7 : tensor<1x64xi32, #coalesced> -> tensor<32x64xi32, #coalesced>
+    %10 = tt.addptr %8, %9 : tensor<32x64x!tt.ptr<f32>, #coalesced>, tensor<32x64xi32, #coalesced>
+'''
+
+
+def reducing(target: str) -> str:
+    """The host loads a tile, converts it for the Gluon call (in its opaque ``scf.if``), adds one to the
+    row sum it returns and stores it. The Gluon function squares the tile in a layout of its author's
+    (two conversions Triton's passes would remove)."""
+    return module_text(target, layouts(target), '''  tt.func public @h(%x: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %y: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {
+    %cst = arith.constant dense<1.000000e+00> : tensor<32xf32, #row>
+    %poison = ub.poison : tensor<32xf32, #row>
+    %0 = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32, #row>
+''' + TILE + '''    %11 = tt.load %10 : tensor<32x64x!tt.ptr<f32>, #coalesced>
+    %true = arith.constant true
+    %12 = scf.if %true -> (tensor<32xf32, #row>) {
+      %17 = ttg.convert_layout %11 {hybrid.boundary = "0:in:0"} : tensor<32x64xf32, #coalesced> -> tensor<32x64xf32, #taken>
+      %18 = tt.call @__hybrid_r0_g(%17) : (tensor<32x64xf32, #taken>) -> tensor<32xf32, #ttg.slice<{dim = 1, parent = #taken}>>
+      %19 = ttg.convert_layout %18 {hybrid.boundary = "0:out:0"} : tensor<32xf32, #ttg.slice<{dim = 1, parent = #taken}>> -> tensor<32xf32, #row>
+      scf.yield %19 : tensor<32xf32, #row>
+    } else {
+      scf.yield %poison : tensor<32xf32, #row>
+    }
+    %13 = arith.addf %12, %cst : tensor<32xf32, #row>
+    %14 = tt.splat %y : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>, #row>
+    %15 = tt.addptr %14, %0 : tensor<32x!tt.ptr<f32>, #row>, tensor<32xi32, #row>
+    tt.store %15, %13 : tensor<32x!tt.ptr<f32>, #row>
+    tt.return
+  }
+  tt.func private @__hybrid_r0_g(%arg0: tensor<32x64xf32, #taken>) -> tensor<32xf32, #ttg.slice<{dim = 1, parent = #taken}>> {
+    %c = ttg.convert_layout %arg0 : tensor<32x64xf32, #taken> -> tensor<32x64xf32, #coalesced>
+    %m = arith.mulf %c, %c : tensor<32x64xf32, #coalesced>
+    %d = ttg.convert_layout %m : tensor<32x64xf32, #coalesced> -> tensor<32x64xf32, #taken>
+    %0 = "tt.reduce"(%d) <{axis = 1 : i32}> ({
+    ^bb0(%a: f32, %b: f32):
+      %s = arith.addf %a, %b : f32
+      tt.reduce.return %s : f32
+    }) : (tensor<32x64xf32, #taken>) -> tensor<32xf32, #ttg.slice<{dim = 1, parent = #taken}>>
+    tt.return %0 : tensor<32xf32, #ttg.slice<{dim = 1, parent = #taken}>>
+  }
+''')
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_the_hosts_tile_is_loaded_in_the_layout_the_call_takes(target):
+    module, context, _ = parsed(reducing(target), target)
+    folded = host_relayout.relayout(module, context, TARGETS[target], REGIONS)
+    assert folded.moved == {"0:in:0": "reloaded"}
+    load, = ops(module, "tt.load")
+    assert ops(module, "tt.call")[0].get_operand(0).id() == load.get_result(0).id()   # no conversion between
+    assert layouts(target)["taken"] in str(load.get_result(0).get_type())
+    assert count(module, "scf.if") == 0   # the call's opaque branch folded
+    host, gluon = printed(module, layouts(target)).split("tt.func private @__hybrid_r0_g")
+    assert '{hybrid.boundary = "0:out:0"}' in host   # the row sum still converted
+    assert gluon.count("ttg.convert_layout") == 2   # the Gluon function out of the passes' sight
+
+
+def storing(target: str) -> str:
+    """The host doubles the tile a Gluon call returns (converted to ``#coalesced``) and stores it,
+    masked, by its pointers in ``#coalesced``."""
+    return module_text(target, layouts(target), '''  tt.func public @h(%x: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %y: tensor<32x64xf32, #taken>) {
+    %poison = ub.poison : tensor<32x64xf32, #coalesced>
+''' + TILE + '''    %true = arith.constant true
+    %12 = scf.if %true -> (tensor<32x64xf32, #coalesced>) {
+      %18 = tt.call @__hybrid_r0_g(%y) : (tensor<32x64xf32, #taken>) -> tensor<32x64xf32, #taken>
+      %19 = ttg.convert_layout %18 {hybrid.boundary = "0:out:0"} : tensor<32x64xf32, #taken> -> tensor<32x64xf32, #coalesced>
+      scf.yield %19 : tensor<32x64xf32, #coalesced>
+    } else {
+      scf.yield %poison : tensor<32x64xf32, #coalesced>
+    }
+    %13 = arith.addf %12, %12 : tensor<32x64xf32, #coalesced>
+    %lim = arith.constant dense<60> : tensor<32x64xi32, #coalesced>
+    %m = arith.cmpi slt, %9, %lim : tensor<32x64xi32, #coalesced>
+    tt.store %10, %13, %m : tensor<32x64x!tt.ptr<f32>, #coalesced>
+    tt.return
+  }
+  tt.func private @__hybrid_r0_g(%arg0: tensor<32x64xf32, #taken>) -> tensor<32x64xf32, #taken> {
+    %0 = arith.mulf %arg0, %arg0 : tensor<32x64xf32, #taken>
+    tt.return %0 : tensor<32x64xf32, #taken>
+  }
+''')
+
+
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_the_hosts_code_after_a_call_adopts_its_result_layout(target):
+    module, context, _ = parsed(storing(target), target)
+    assert host_relayout.relayout(module, context, TARGETS[target], REGIONS).moved == {"0:out:0": "adopted"}
+    store, = ops(module, "tt.store")
+    assert count(module, "ttg.convert_layout") == 0
+    assert layouts(target)["taken"] in str(store.get_operand(0).get_type())
+
+
+def test_a_host_without_gluon_calls_is_left_as_triton_made_it():
+    module, context, _ = parsed(reducing("sm90a"), "sm90a")
+    before = printed(module, layouts("sm90a"))
+    assert host_relayout.relayout(module, context, TARGETS["sm90a"], {}) == stitch.Folded.nothing()
+    assert printed(module, layouts("sm90a")) == before
+
+
+def tmem(target: str) -> str:
+    """A region's MMA accumulator loaded from tensor memory, then the host's address arithmetic for
+    its store (as ``make_ttgir`` left it while the call was opaque)."""
+    text = module_text(target, {"acc": blocked([1, 64], [32, 1], [4, 1], [0, 1]),
+                                "out": blocked([1, 4], [2, 16], [4, 1], [1, 0]),
+                                "tmem": "#ttng.tensor_memory_encoding<blockM = 128, blockN = 64, colStride = 1>"},
+                       '''  tt.func public @k(%c: !tt.ptr<f32>, %stride: i32) {
+    %result = ttng.tmem_alloc : () -> !ttg.memdesc<128x64xf32, #tmem, #ttng.tensor_memory, mutable>
+    %acc = ttng.tmem_load %result : !ttg.memdesc<128x64xf32, #tmem, #ttng.tensor_memory, mutable> -> tensor<128x64xf32, #acc>
+    %0 = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #ttg.slice<{dim = 1, parent = #out}>>
+    %1 = tt.expand_dims %0 {axis = 1 : i32} : tensor<128xi32, #ttg.slice<{dim = 1, parent = #out}>> -> tensor<128x1xi32, #out>
+    %2 = tt.splat %stride : i32 -> tensor<128x1xi32, #out>
+    %3 = arith.muli %1, %2 : tensor<128x1xi32, #out>
+    %4 = tt.splat %c : !tt.ptr<f32> -> tensor<128x1x!tt.ptr<f32>, #out>
+    %5 = tt.addptr %4, %3 : tensor<128x1x!tt.ptr<f32>, #out>, tensor<128x1xi32, #out>
+    %6 = tt.broadcast %5 : tensor<128x1x!tt.ptr<f32>, #out> -> tensor<128x64x!tt.ptr<f32>, #out>
+    %7 = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #ttg.slice<{dim = 0, parent = #out}>>
+    %8 = tt.expand_dims %7 {axis = 0 : i32} : tensor<64xi32, #ttg.slice<{dim = 0, parent = #out}>> -> tensor<1x64xi32, #out>
+    %9 = tt.broadcast %8 : tensor<1x64xi32, #out> -> tensor<128x64xi32, #out>
+    %10 = tt.addptr %6, %9 : tensor<128x64x!tt.ptr<f32>, #out>, tensor<128x64xi32, #out>
+    %11 = ttg.convert_layout %acc {hybrid.boundary = "0:out:0"} : tensor<128x64xf32, #acc> -> tensor<128x64xf32, #out>
+    tt.store %10, %11 : tensor<128x64x!tt.ptr<f32>, #out>
+    tt.return
+  }
+''')
+    return text
+
+
+def _sunk(module) -> bool:
+    body = module.str_nodebug()
+    return body.index("ttng.tmem_load") > body.index("tt.splat %arg0")
+
+
+def test_a_regions_tensor_memory_load_is_sunk_past_the_hosts_address_arithmetic_on_sm100a():
+    module, context, _ = parsed(tmem("sm100a"), "sm100a")
+    assert not _sunk(module)
+    host_relayout.interleave_tmem(module, context, TARGETS["sm100a"])
+    assert _sunk(module)
+
+
+def test_a_target_without_tensor_memory_is_left_alone():
+    module, context, _ = parsed(tmem("sm100a"), "sm100a")
+    host_relayout.interleave_tmem(module, context, TARGETS["sm90a"])
+    assert not _sunk(module)
+
+
+#: The layouts of a gfx942 matmul whose B tile a Gluon call returns by rows, for the host to stage.
+STAGING = {"row": blocked([4, 1], [1, 64], [4, 1], [1, 0]),
+           "mma": "#ttg.amd_mfma<{version = 3, warpsPerCTA = [2, 2], instrShape = [32, 32, 8], isTransposed = true}>",
+           "flat": "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>",
+           "smem": "#ttg.shared_memory"}
+#: The host stages the call's B tile in unswizzled shared memory for its dot (its body out of sight,
+#: as ``relayout`` runs the step).
+STAGED = module_text("gfx942", STAGING, '''  tt.func public @k(%a: tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 4}>>, %b: !tt.ptr<f16>, %n: i32, %c: tensor<128x64x!tt.ptr<f32>, #mma>) {
+    %cst = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+    %0 = tt.call @__hybrid_r0_g(%b, %n) : (!tt.ptr<f16>, i32) -> tensor<64x64xf16, #row>
+    %1 = ttg.local_alloc %0 : (tensor<64x64xf16, #row>) -> !ttg.memdesc<64x64xf16, #flat, #smem>
+    %2 = ttg.local_load %1 : !ttg.memdesc<64x64xf16, #flat, #smem> -> tensor<64x64xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>>
+    %3 = tt.dot %a, %2, %cst, inputPrecision = tf32 : tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 4}>> * tensor<64x64xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 4}>> -> tensor<128x64xf32, #mma>
+    tt.store %c, %3 : tensor<128x64x!tt.ptr<f32>, #mma>
+    tt.return
+  }
+  tt.func private @__hybrid_r0_g(!tt.ptr<f16>, i32) -> tensor<64x64xf16, #row>
+''')
+
+
+def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_store_on_gfx942():
+    module, context, _ = parsed(STAGED, "gfx942")
+    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set(REGIONS))
+    transpose, = ops(module, "amdg.in_thread_transpose")
+    assert transpose.get_operand(0).id() == ops(module, "tt.call")[0].get_result(0).id()
+    alloc, = ops(module, "ttg.local_alloc")
+    assert alloc.get_operand(0).id() == transpose.get_result(0).id()
+    assert "#flat" not in printed(module, STAGING)   # stored into the swizzle the transpose is made for
+
+
+def test_without_gluon_calls_a_staged_tile_is_left_as_it_is():
+    module, context, _ = parsed(STAGED, "gfx942")
+    before = printed(module, STAGING)
+    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set())
+    assert printed(module, STAGING) == before
