@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..errors import RegionError
+from ..errors import LayoutError, RegionError, SharedMemoryError
 from ..instrumentation import timing
 from . import stitch
+from ..triton.frontend import CompilationError
 from .state import Stitch
 
 DUMP_AFTER = "HYBRID_DUMP_AFTER"
@@ -89,9 +90,10 @@ def run(passes: list[Pass], state: Stitch, module) -> None:
 
 
 def _wrapped(exc: Exception) -> bool:
-    """MLIR's failures (a pass manager's, a verify's) and the stitcher's; the project's typed errors
-    (``LayoutError``, ``TargetError``, ...) already say what and where."""
-    return isinstance(exc, stitch.StitchError) or type(exc) in (RuntimeError, ValueError)
+    """MLIR's failures (a pass manager's, a verify's), the stitcher's and the planner's; the errors
+    written for the kernel's author (``RegionError``, ``TargetError``, ``LayoutError``, ...) already
+    say what and where."""
+    return not isinstance(exc, (CompilationError, LayoutError, SharedMemoryError))
 
 
 def _notify(step: Pass, state: Stitch, module, before: bool) -> None:
