@@ -13,7 +13,7 @@ from interop import pipeline
 from interop.errors import RegionError
 from interop.lowering.assemble import recording_spliced
 from interop.lowering.triton_regions import recording_lowerings
-from interop.stitching import runner, stitch_passes
+from interop.stitching import opaque, runner, stitch, stitch_passes
 from interop.triton.bindings import gluon_ir
 from tests.kernels import t_scale, vec_1d
 
@@ -81,6 +81,24 @@ def test_a_pass_that_breaks_the_module_is_named(host, build, region, cold_caches
     assert caught.value.function == region
     assert "the pass 'break the module' failed" in caught.value.reason
     assert "does not verify after the pass 'break the module'" in caught.value.reason
+
+
+def _marking(state, module) -> None:
+    """A boundary marker left at the top of the kernel, as a pass that forgot one would."""
+    builder = gluon_ir.GluonOpBuilder(state.context)
+    kernel = module.get_function(module.get_entry_func_name())
+    builder.set_insertion_point_to_start(stitch.function_blocks(module, kernel)[0])
+    opaque.enable_flag(builder, "hybrid.left.behind")
+
+
+def test_a_marker_left_where_none_may_be_is_named_with_the_pass(cold_caches, monkeypatch):
+    passes = list(pipeline.TRITON_HOST)
+    at = [p.name for p in passes].index("plan boundaries")
+    monkeypatch.setattr(pipeline, "TRITON_HOST", passes[:at] + [runner.Pass("leave a marker", _marking,
+                                                                            markers_gone=True)] + passes[at:])
+    with pytest.raises(RegionError, match=r"the pass 'leave a marker' failed: .*survived stitching: "
+                                          r"\['hybrid.left.behind'\]"):
+        build_triton_host()
 
 
 def test_the_module_is_dumped_after_the_named_pass(cold_caches, tmp_path, monkeypatch):

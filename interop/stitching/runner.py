@@ -2,8 +2,8 @@
 
 What every pass needs and none writes by hand: the pass is timed (its ``stage`` in
 ``instrumentation.timing``), the module verified after it, a failure raised as a ``RegionError``
-naming the pass and the regions, and, from the pass that removes the last boundary marker on,
-no marker may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
+naming the pass and the regions, and after the pass that removes the last boundary marker
+none may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
 (or ``all``) prints the module after each named pass to stderr, or writes it to
 ``$HYBRID_DUMP_DIR/<kernel>.<NN>.<pass>.mlir`` (``NN``: the pass's place in its list), as
 Triton's ``MLIR_ENABLE_DUMP`` does for its own passes.
@@ -39,7 +39,7 @@ class Pass:
     run: Callable[[Stitch, object], None]
     stage: str = "stitching"                            # the timing stage it is charged to
     when: Callable[[Stitch], bool] | None = None
-    markers_gone: bool = False                          # after it (and every later pass) no marker is left
+    markers_gone: bool = False                          # after it no boundary marker may be left
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,6 @@ def observing(observer: Observer) -> Iterator[None]:
 def run(passes: list[Pass], state: Stitch, module) -> None:
     """Each of ``passes`` on ``module`` in order, checked, timed and dumped as the module says."""
     dumped = _dump_request()
-    markers_gone = False
     for position, step in enumerate(passes):
         if step.when is not None and not step.when(state):
             continue
@@ -75,8 +74,7 @@ def run(passes: list[Pass], state: Stitch, module) -> None:
             try:
                 step.run(state, module)
                 stitch.verify(module, f"the pass '{step.name}'")
-                markers_gone = markers_gone or step.markers_gone
-                if markers_gone:
+                if step.markers_gone:
                     stitch.check_no_markers(module)
             except (RuntimeError, ValueError) as exc:
                 if not _wrapped(exc):
