@@ -16,6 +16,7 @@ from ..stitching import runner, stitch, stitch_passes
 from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
+from ..stitching.state import Stitch
 
 
 @contextlib.contextmanager
@@ -25,7 +26,7 @@ def recording_spliced():
     what a whole-kernel port keeps those calls from."""
     spliced: list[str] = []
 
-    def see(state, module) -> None:
+    def see(state: Stitch, module) -> None:
         if state.host_language == "triton" and state.regions:
             spliced.append(str(module))
 
@@ -33,12 +34,12 @@ def recording_spliced():
         yield spliced
 
 
-def keep_called(state, module) -> None:
+def keep_called(state: Stitch, module) -> None:
     """The regions whose call was discarded forgotten (``CompileContext.keep_called``)."""
     state.compile.keep_called(module)
 
 
-def plan_boundaries(state, module) -> None:
+def plan_boundaries(state: Stitch, module) -> None:
     """How each boundary value moves (Triton's conversion or a shared-memory handoff), the
     handed-off ones rewritten (``planner``)."""
     cc = state.compile
@@ -47,18 +48,18 @@ def plan_boundaries(state, module) -> None:
                                              arch.shared_memory_limit(cc.target))
 
 
-def complete_boundaries(state, module) -> None:
+def complete_boundaries(state: Stitch, module) -> None:
     """Each planned boundary completed into the compile's ``Boundary`` records."""
     by_tag = {t: choice for choice in state.choices for t in choice.tags}
     folded = state.relaid.combined(state.folded)
     state.compile.boundaries = [_completed(planned, state.live, folded, by_tag) for planned in state.compile.planned]
 
 
-def instrumented(state) -> bool:
+def instrumented(state: Stitch) -> bool:
     return bool(state.compile.scopes.on and state.regions)
 
 
-def place_scopes(state, module) -> None:
+def place_scopes(state: Stitch, module) -> None:
     """The loop and kernel Proton scopes (``instrument.bracket``)."""
     instrument.bracket(module, gluon_ir.GluonOpBuilder(state.context), state.compile.scopes.timed_loops)
 

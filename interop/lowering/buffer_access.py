@@ -27,6 +27,7 @@ from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.language import core as tl
 from . import interception
 from .amd_hints import refuse_off_amd
+from ..stitching.state import Stitch
 
 #: The attribute of a marked ``tt.load`` (its value: the load's key while ``resolve`` runs).
 MARK = "hybrid.buffer"
@@ -70,7 +71,7 @@ def _marking(semantic, generator) -> bool:
     return interception.compile_of(generator) is not None and isinstance(semantic.builder, gluon_ir.GluonOpBuilder)
 
 
-def resolve(state, module) -> None:
+def resolve(state: Stitch, module) -> None:
     """Issue each marked access of the stitched ``module`` as the buffer op Triton's
     ``ConvertToBufferOps`` makes of it on a copy (on AMD, with Triton's buffer ops on), the rest
     as the global accesses they are; no marker is left. One pass: the accesses are issued, then

@@ -22,6 +22,7 @@ from ..boundary import TAG
 from ..stitching import remat, stitch
 from ..triton.bindings import gluon_ir
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 #: The tag of an entry's conversion (then its result's value id): no region record is kept for it.
 ENTRY = "entry:"
@@ -39,7 +40,7 @@ def convert_in(value, layout, _semantic=None, _generator=None):
     return converted
 
 
-def make_in_place(state, module) -> None:
+def make_in_place(state: Stitch, module) -> None:
     """A Gluon host's pass: inline the Gluon functions of ``module`` (as Gluon's pipeline does
     first) where an entry conversion is in one, make each entry conversion of a splat constant or
     of index arithmetic in its layout instead, and untag the rest (plain conversions from here on).
@@ -55,7 +56,7 @@ def make_in_place(state, module) -> None:
     _untag(module, builder)
 
 
-def untag(state, module) -> None:
+def untag(state: Stitch, module) -> None:
     """A Triton host's pass: its Gluon regions' entry conversions left (not made in place by the
     stitch's folds) are plain conversions from here on."""
     _untag(module, gluon_ir.GluonOpBuilder(state.context))

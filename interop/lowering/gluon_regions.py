@@ -32,6 +32,7 @@ from ..triton import compat
 from ..triton.bindings import gluon_ir
 from ..triton.frontend import code_generator as _cg
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
          "convert them explicitly inside the Gluon function to the layouts it needs")
@@ -302,13 +303,13 @@ class GluonRegions:
                 plan(call.region, "out", j, f"return[{j}]", own, wanted)
 
 
-def splice_calls(state, module) -> None:
+def splice_calls(state: Stitch, module) -> None:
     """After the Triton host's ttgir: each Gluon function built for the layouts Triton gave its
     operands and spliced into every copy of its boundary."""
     state.compile.gluon.splice_all(module)
 
 
-def relocate_scopes(state, module) -> None:
+def relocate_scopes(state: Stitch, module) -> None:
     """The pipelined loops timed whole found again after the host's relayout (``Scopes.relocate``)."""
     state.compile.scopes.relocate(module)
 

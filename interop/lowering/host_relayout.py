@@ -36,6 +36,7 @@ from ..stitching import access_layouts, anchors, sinking, stitch
 from ..stitching.uses import uses
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module, passes
+from ..stitching.state import Stitch
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
@@ -55,25 +56,25 @@ class Relayout:
     stored: set[str] = field(default_factory=set)   # tags whose buffer's loads moved up to the store
 
 
-def relaying(state) -> bool:
+def relaying(state: Stitch) -> bool:
     """Whether the host has Gluon calls to lay out around (none: all in untaken branches, and the
     host is left as Triton made it)."""
     return bool(state.compile.gluon.symbols)
 
 
-def hide_bodies(state, module) -> None:
+def hide_bodies(state: Stitch, module) -> None:
     """Every body but the host kernel's moved into a holder module, so that Triton's passes see
     the host alone and nothing of a Gluon region (whose ops keep exactly its author's layouts)."""
     before = _tags(module)
     state.relayout = Relayout(dict(state.compile.gluon.symbols), before, _hide_bodies(module, state.context))
 
 
-def fold_opaque_branches(state, module) -> None:
+def fold_opaque_branches(state: Stitch, module) -> None:
     """Triton's canonicalizer: folds each boundary's emptied ``scf.if``, drops the markers."""
     _run(module, state.context, passes.common.add_canonicalizer)
 
 
-def sink_result_casts(state, module) -> None:
+def sink_result_casts(state: Stitch, module) -> None:
     """Each result's conversion moved past the host's casts (``sinking``), so that the layout
     passes find the epilogue all-Triton would have: a cast in the region's layout, then the host's
     own conversion."""
@@ -82,7 +83,7 @@ def sink_result_casts(state, module) -> None:
     relayout.moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), set(results.values()))
 
 
-def issue_loads(state, module) -> None:
+def issue_loads(state: Stitch, module) -> None:
     """A tile the host loads and converts for a call, loaded in the call's layout instead
     (``access_layouts``)."""
     relayout = state.relayout
@@ -90,7 +91,7 @@ def issue_loads(state, module) -> None:
                                                              set(relayout.operands.values()))
 
 
-def lay_out(state, module) -> None:
+def lay_out(state: Stitch, module) -> None:
     """Triton's layout passes on the host, with the calls' results (and AMD buffer loads) held as
     anchors where copies laid out so show it moves fewer bytes (``_holds``). One step: the
     choice is made by laying out copies the same way."""
@@ -98,15 +99,15 @@ def lay_out(state, module) -> None:
     _lay_out(module, state.context, state.target, callees, *_holds(module, state.context, state.target, callees))
 
 
-def transpose_in_thread(state, module) -> None:
+def transpose_in_thread(state: Stitch, module) -> None:
     _transpose_in_thread(module, state.context, state.target, set(state.relayout.regions))
 
 
-def tag_boundaries(state, module) -> None:
+def tag_boundaries(state: Stitch, module) -> None:
     _tag_boundaries(module, state.context, state.relayout.regions)
 
 
-def load_stored_early(state, module) -> None:
+def load_stored_early(state: Stitch, module) -> None:
     """A result stored into shared memory as it came: the host's loads of that buffer moved up to
     the store (``stitch.load_stored_values_early``)."""
     relayout = state.relayout
@@ -114,7 +115,7 @@ def load_stored_early(state, module) -> None:
                                                       _call_edges(module, relayout.regions)[0])
 
 
-def restore_bodies(state, module) -> None:
+def restore_bodies(state: Stitch, module) -> None:
     """The bodies back, and what became of the boundaries' conversions in ``state.relaid``: moved
     past the host's casts; removed by the layout passes (``"adopted"``: the host takes the
     region's layout); a tile the host loaded, loaded again in the layout the region takes
@@ -129,7 +130,7 @@ def restore_bodies(state, module) -> None:
                                  recomputed=frozenset(), moved={**moved, **gone})
 
 
-def interleave_tmem(state, module) -> None:
+def interleave_tmem(state: Stitch, module) -> None:
     """The stitched Triton host's tensor-memory loads sunk to their uses, as Triton's own
     ``make_ttgir`` sinks the all-Triton kernel's: it ran on the host while its Gluon calls were
     opaque, so a region's last ``tmem.load`` (a ported MMA loop's accumulator) stayed ahead of the

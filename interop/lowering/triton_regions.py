@@ -29,6 +29,7 @@ from ..triton import compat
 from ..triton.frontend import code_generator as _cg
 from ..triton.language import HostDescriptorType
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 @dataclass(frozen=True)
 class RecordedCall:
@@ -48,7 +49,7 @@ def recording_lowerings():
     off the regions about to be spliced (``splice_calls``), by an observer of the pipeline."""
     recorded: list[RecordedCall] = []
 
-    def see(state, module) -> None:
+    def see(state: Stitch, module) -> None:
         recorded.extend(pending.recorded() for pending in state.compile.triton.pending_splices)
 
     with runner.observing(runner.Observer(splice_calls, see, before=True)):
@@ -276,12 +277,12 @@ class TritonRegions:
         self._spare.clear()
 
 
-def splice_calls(state, module) -> None:
+def splice_calls(state: Stitch, module) -> None:
     """Every Triton region's lowered body moved into the placeholder the host calls."""
     state.compile.triton.splice_all(module)
 
 
-def splicing(state) -> bool:
+def splicing(state: Stitch) -> bool:
     """Whether a Triton region is waiting for its splice (a Gluon host without one is left as
     Gluon generated it)."""
     return state.compile.triton.pending

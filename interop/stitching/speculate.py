@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import stitch
 from ..triton.bindings import gluon_ir
+from .state import Stitch
 
 #: ops that read and write no memory and cannot trap, taken before knowing they are needed
 _PURE = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.make_range", "tt.addptr",
@@ -83,7 +84,7 @@ def _take_then(builder, op, then_block) -> None:
         op.get_result(i).replace_all_uses_with(taken.get_result(i))
 
 
-def speculate(state, module) -> None:
+def speculate(state: Stitch, module) -> None:
     """A Triton host's pass: ``poison_branches``, then the canonicalizer folds the branches made
     to take their then branch (one pass: the ``if`` on ``true`` is left for it)."""
     if poison_branches(module, gluon_ir.GluonOpBuilder(state.context)):
