@@ -3,7 +3,7 @@
 A boundary is one tensor value crossing a region's signature. At the call site an incoming
 tensor is converted to the layout the region's lowering expects (nothing when they agree);
 the region's results come back in the layout its lowering returns. After inlining, chains of
-conversions across a boundary are folded (``stitch.fold_boundary_conversions``) so each
+conversions across a boundary are folded (``stitching.stitch_passes``) so each
 boundary costs at most one ``ttg.convert_layout``; ``conversions`` counts what is left in
 the stitched module.
 """
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, fields
 #: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
 TAG = "hybrid.boundary"
 #: The reason of an input boundary whose value, a splat constant, was made in the layout the
-#: region wanted (``stitch.fold_boundary_conversions``): a port reads it to tell its caller.
+#: region wanted (``stitching.stitch_passes``): a port reads it to tell its caller.
 CONSTANT_IN_PLACE = "a splat constant, made in the layout wanted (no conversion)"
 REMADE_IN_PLACE = "index arithmetic, made again in the layout wanted (no conversion)"
 #: The reasons of a boundary whose value the other side made in the layout wanted (``stitch``).

@@ -279,28 +279,29 @@ def doubling_host(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr, L: tl.conste
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
-def test_the_hosts_second_layout_round_leaves_the_gluon_regions_ops_as_written(target, monkeypatch):
+def test_the_hosts_second_layout_round_leaves_the_gluon_regions_ops_as_written(target):
     """``host_relayout`` runs Triton's layout passes on the host with every Gluon body moved out
     of their sight: the region's function, conversions included, is the same op for op after."""
-    from interop.lowering import gluon_regions
     from interop.lowering import host_relayout
+    from interop.stitching import runner
 
-    seen = []
-    relayout = host_relayout.relayout
+    seen, hidden = [], {}
 
-    def recording(module, context, target_, regions):
-        bodies = {name: module.get_function(name).str_nodebug() for name in regions}
-        host = module.get_function("doubling_host").str_nodebug()
-        moved = relayout(module, context, target_, regions)
-        seen.append((bodies, {name: module.get_function(name).str_nodebug() for name in regions},
-                     host != module.get_function("doubling_host").str_nodebug()))
-        return moved
+    def hiding(state, module):
+        hidden["bodies"] = {name: module.get_function(name).str_nodebug() for name in state.compile.gluon.symbols}
+        hidden["host"] = module.get_function("doubling_host").str_nodebug()
 
-    monkeypatch.setattr(gluon_regions.host_relayout, "relayout", recording)
+    def restored(state, module):
+        seen.append((hidden["bodies"], {name: module.get_function(name).str_nodebug()
+                                        for name in state.compile.gluon.symbols},
+                     hidden["host"] != module.get_function("doubling_host").str_nodebug()))
+
     warp = 64 if target.startswith("gfx") else 32
     layout = gl.BlockedLayout([1, 1], [1, warp], [4, 1], [1, 0])
-    hybrid.compile(doubling_host, {"x_ptr": "*fp32", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64, "L": layout}, target,
-                   num_warps=4)
+    with runner.observing(runner.Observer(host_relayout.hide_bodies, hiding, before=True)), \
+            runner.observing(runner.Observer(host_relayout.restore_bodies, restored)):
+        hybrid.compile(doubling_host, {"x_ptr": "*fp32", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64, "L": layout},
+                       target, num_warps=4)
     (before, after, host_changed), = seen
     assert before == after
     assert all(body.count("ttg.convert_layout") == 2 for body in after.values())

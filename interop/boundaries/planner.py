@@ -1,6 +1,6 @@
 """The boundary planner: how a value a boundary converts reaches the layouts its consumers want.
 
-After folding (``stitch.fold_boundary_conversions``) a boundary costs at most one
+After folding (``stitching.stitch_passes``) a boundary costs at most one
 ``ttg.convert_layout`` per layout a consumer wants. For each value with such conversions (in
 one block) the planner weighs two ways to move it:
 
@@ -32,7 +32,6 @@ from triton.experimental.gluon import language as gl
 
 from . import movement, swizzle
 from ..stitching import stitch
-from ..instrumentation import timing
 from ..boundary import TAG, shape_and_dtype
 from ..triton.bindings import gluon_ir, parse_module
 
@@ -61,7 +60,6 @@ class LiveConversion:
     movement: movement.Movement
 
 
-@timing.timed("boundary planning")
 def plan(module, context, probe, way: str = "auto",
          shared_limit: int | None = None) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
     """Choose for every value with boundary conversions in ``module`` and rewrite the handed-off
@@ -110,7 +108,6 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
                 LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
     if handed:
         stitch.canonicalize(module, context)   # the replaced conversions are dead
-        stitch.verify(module, "planning the boundaries")
     return choices, live
 
 

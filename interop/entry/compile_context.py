@@ -5,7 +5,8 @@ code to ``@triton.jit`` functions: ``triton_regions``) and its Gluon regions (ca
 code to ``@gluon.jit`` functions: ``gluon_regions``) are lowered and spliced by their own
 modules; this object holds what they share: the MLIR context, backend options, target and
 build settings, the regions in call order, the boundaries planned at their call sites, and,
-once ``assemble`` has stitched and planned the module, the finished boundary records.
+once the pipeline (``interop.pipeline``) has stitched and planned the module, the finished
+boundary records.
 """
 from __future__ import annotations
 
@@ -29,7 +30,6 @@ class CompileContext:
     regions: list[Region] = field(default_factory=list)
     planned: list[PlannedBoundary] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
-    relaid: stitch.Folded = field(default_factory=stitch.Folded.nothing)   # what the host's relayout folded
     host_module: object | None = None   # the kernel's module, set by its code generator (for a failed verify)
     ttir: dict[int, str] = field(default_factory=dict)   # a Triton region's index -> its lowering after Triton's ttir
     scopes: Scopes = field(init=False)   # where Proton scopes go, when the settings instrument regions

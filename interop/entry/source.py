@@ -13,16 +13,14 @@ import functools
 import hashlib
 
 from ..lowering import arch, interception
-from .. import caches, diagnostics, records, setting
+from .. import caches, diagnostics, pipeline, records, setting
 from . import stages_hook
 from ..instrumentation import timing
 from .compile_context import CompileContext
 from ..errors import ARCH_HINT, LayoutError, NoResultError, TargetError, raised_within
-from ..lowering.gluon_regions import finish_triton_host
 from ..setting import BuildSettings
 from ..triton.bindings import ir
 from ..triton.frontend import ASTSource, CompilationError, GluonASTSource
-from ..lowering.triton_regions import finish_gluon_host
 from ..validate import check_constexpr_layouts
 
 class _Settled:
@@ -65,7 +63,7 @@ class HybridGluonSource(_Settled, GluonASTSource):
                     "\n  hint: a layout written in the kernel body must match the "
                     "target's warp size and the kernel's num_warps; pass target-specific layouts as "
                     "constexprs.") from exc
-            finish_gluon_host(cc, module)
+            pipeline.run(cc, module)
         finally:
             cc.close()
         _check_ops(module, target, f"the Gluon kernel '{self.fn.__name__}'")
@@ -96,7 +94,7 @@ def _finish_triton_host(cc: CompileContext, context, module):
     spliced, stitched and recorded."""
     try:
         with interception.generating(cc):
-            finish_triton_host(cc, module)
+            pipeline.run(cc, module)
         return _recorded(module, cc, context)
     finally:
         cc.close()

@@ -1,92 +1,70 @@
-"""The last step of a compile's own work: a module with every region spliced in becomes one
-stitched kernel with its boundary records.
+"""The boundary records: the stitched module planned, each ``PlannedBoundary`` completed.
 
-``assemble`` inlines the regions, connects their results, folds boundary conversion chains and
-verifies (``stitch``), runs a Triton host's pure regions that an opaque branch still guards
-unconditionally (``speculate``), sinks a Triton host's tensor-memory loads to their uses as Triton's own
-pipeline does (``host_relayout.interleave_tmem``), lets the planner choose how each boundary value moves (``planner``),
-completes each ``PlannedBoundary`` into a ``Boundary`` from what is left in the module, and
-places the loop and kernel Proton scopes when regions are instrumented (``instrument``).
+The passes at the end of both pipelines (``interop.pipeline``): the planner chooses how each
+boundary value moves (``planner``), each ``PlannedBoundary`` becomes a ``Boundary`` from what is
+left in the module and what the folds before replaced, and the loop and kernel Proton scopes are
+placed when regions are instrumented (``instrument``).
 """
 from __future__ import annotations
 
 import contextlib
 
-from . import arch, buffer_access, convert_in, host_relayout
-from ..instrumentation import instrument, timing
+from . import arch
+from ..instrumentation import instrument
 from ..boundaries import movement, planner
-from ..stitching import speculate, stitch
+from ..stitching import runner, stitch, stitch_passes
 from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
-from ..errors import RegionError
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
-
-
-#: Within ``recording_spliced``: each Triton host's module as printed once its Gluon regions are
-#: spliced in, before they are inlined (the kernel still calls each one).
-_spliced: list[str] | None = None
+from ..stitching.state import Stitch
 
 
 @contextlib.contextmanager
 def recording_spliced():
-    """Within the block, the text of every Triton host with Gluon calls is appended, as ``assemble``
-    gets it, to the list this yields: what a whole-kernel port keeps those calls from."""
-    global _spliced
-    outer, _spliced = _spliced, []
-    try:
-        yield _spliced
-    finally:
-        _spliced = outer
+    """Within the block, the text of every Triton host with Gluon calls is appended to the list
+    this yields, as the stitch gets it (its regions spliced in, the kernel still calling each one):
+    what a whole-kernel port keeps those calls from."""
+    spliced: list[str] = []
+
+    def see(state: Stitch, module) -> None:
+        if state.host_language == "triton" and state.regions:
+            spliced.append(str(module))
+
+    with runner.observing(runner.Observer(stitch_passes.inline, see, before=True)):
+        yield spliced
 
 
-@timing.timed("stitching")
-def assemble(cc, module) -> None:
-    """Inline every spliced region of ``module``, connect results, fold boundary conversions,
-    verify, plan, and set ``cc.boundaries``."""
-    if _spliced is not None and cc.host_language == "triton" and cc.regions:
-        _spliced.append(str(module))
-    try:
-        stitch.inline(module, cc.context)
-        stitch.connect_results(module, cc.context)
-        folded = stitch.fold_boundary_conversions(module, cc.context, _into_triton_code(cc))
-        if cc.host_language == "triton":   # (a Gluon host's two: in finish_gluon_host and convert_in.fold)
-            buffer_access.resolve(module, cc.context, cc.target)
-            # its Gluon regions' entry conversions left are plain ones now
-            convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))
-            # a pure region its opaque branch (a pipeliner's predicate folded in) still guards
-            if speculate.poison_branches(module, gluon_ir.GluonOpBuilder(cc.context)):
-                stitch.canonicalize(module, cc.context)
-            # Triton's late placement, made while the Gluon calls were opaque
-            host_relayout.interleave_tmem(module, cc.context, cc.target)
-        stitch.check_no_markers(module)
-    except (stitch.StitchError, RuntimeError) as exc:
-        names = ", ".join(r.function for r in cc.regions) or "?"
-        site = str(cc.regions[0].call_site) if cc.regions else "?"
-        raise RegionError(names, site, f"stitching failed: {exc}") from exc
+def keep_called(state: Stitch, module) -> None:
+    """The regions whose call was discarded forgotten (``CompileContext.keep_called``)."""
+    state.compile.keep_called(module)
+
+
+def plan_boundaries(state: Stitch, module) -> None:
+    """How each boundary value moves (Triton's conversion or a shared-memory handoff), the
+    handed-off ones rewritten (``planner``)."""
+    cc = state.compile
     probe = ScratchProbe(cc.context, cc.target, cc.options)
-    try:
-        choices, live = planner.plan(module, cc.context, probe, cc.settings.boundaries,
-                                     arch.shared_memory_limit(cc.target))
-    except (ValueError, RuntimeError) as exc:
-        raise RegionError(", ".join(r.function for r in cc.regions), str(cc.regions[0].call_site),
-                          f"planning the boundaries failed: {exc}") from exc
-    by_tag = {t: choice for choice in choices for t in choice.tags}
-    folded = cc.relaid.combined(folded)
-    cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
-    if cc.scopes.on and cc.regions:
-        instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
-        stitch.verify(module, "placing the Proton scopes")
+    state.choices, state.live = planner.plan(module, cc.context, probe, cc.settings.boundaries,
+                                             arch.shared_memory_limit(cc.target))
+
+
+def complete_boundaries(state: Stitch, module) -> None:
+    """Each planned boundary completed into the compile's ``Boundary`` records."""
+    by_tag = {t: choice for choice in state.choices for t in choice.tags}
+    folded = state.relaid.combined(state.folded)
+    state.compile.boundaries = [_completed(planned, state.live, folded, by_tag) for planned in state.compile.planned]
+
+
+def instrumented(state: Stitch) -> bool:
+    return bool(state.compile.scopes.on and state.regions)
+
+
+def place_scopes(state: Stitch, module) -> None:
+    """The loop and kernel Proton scopes (``instrument.bracket``)."""
+    instrument.bracket(module, gluon_ir.GluonOpBuilder(state.context), state.compile.scopes.timed_loops)
 
 
 _NARROWED = "; moved past the cast that narrows it"
-
-
-def _into_triton_code(cc) -> set[str]:
-    """The boundaries whose conversion feeds Triton code (a Triton region's inputs, a Gluon
-    region's results), whose layouts Triton chose and may change; Gluon code keeps its author's."""
-    language = {r.index: r.language for r in cc.regions}
-    return {p.tag for p in cc.planned
-            if p.region in language and (language[p.region] == "triton") == (p.direction == "in")}
 
 
 def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:

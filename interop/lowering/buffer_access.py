@@ -27,6 +27,7 @@ from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.language import core as tl
 from . import interception
 from .amd_hints import refuse_off_amd
+from ..stitching.state import Stitch
 
 #: The attribute of a marked ``tt.load`` (its value: the load's key while ``resolve`` runs).
 MARK = "hybrid.buffer"
@@ -70,12 +71,14 @@ def _marking(semantic, generator) -> bool:
     return interception.compile_of(generator) is not None and isinstance(semantic.builder, gluon_ir.GluonOpBuilder)
 
 
-def resolve(module, context, target) -> int:
+def resolve(state: Stitch, module) -> None:
     """Issue each marked access of the stitched ``module`` as the buffer op Triton's
     ``ConvertToBufferOps`` makes of it on a copy (on AMD, with Triton's buffer ops on), the rest
-    as the global accesses they are; no marker is left. Returns how many became buffer ops."""
+    as the global accesses they are; no marker is left. One pass: the accesses are issued, then
+    the flags that guarded the stores set and the canonicalizer folds their branches."""
     if not _Marked(module).any():
-        return 0
+        return
+    context, target = state.context, state.target
     stitch.inline(module, context)   # (a Gluon kernel's functions: their tiles are the caller's then)
     found = _Marked(module)
     builder = gluon_ir.GluonOpBuilder(context)
@@ -108,8 +111,6 @@ def resolve(module, context, target) -> int:
             block.erase()
     stitch.set_flags(module, FLAG, True, context)
     stitch.canonicalize(module, context)
-    stitch.verify(module, "issuing marked accesses as AMD buffer ops")
-    return len(loads) + len(stores)
 
 
 class _Marked:

@@ -6,11 +6,11 @@ whatever layout they come and converts the ones its code needs elsewhere: attent
 wants its accumulator, running max and sum in the MMA layout, its K and V pointer tiles in the
 loads' layouts. In the kernel the port replaced, those were a Triton region's inputs, and the
 stitcher made the caller's ``gl.zeros`` and pointer arithmetic in the region's layouts instead
-of converting them (``stitch.fold_boundary_conversions``: splat constants, ``remat``). Gluon
+of converting them (``stitching.stitch_passes``: splat constants, ``remat``). Gluon
 keeps every conversion its author wrote, so the port's plain ``gl.convert_layout`` moves each
 tile through shared memory once. ``convert_in`` marks its conversion as an entry's: in a kernel
-built by ``hybrid``, once the functions are inlined (``fold`` for a Gluon kernel, the stitch's
-``fold_boundary_conversions`` for a Triton kernel's Gluon regions), a marked conversion of a
+built by ``hybrid``, once the functions are inlined (``make_in_place`` for a Gluon kernel, the stitch's folds,
+``stitching.stitch_passes``, for a Triton kernel's Gluon regions), a marked conversion of a
 splat constant becomes the constant in the new layout, and one of index arithmetic the
 arithmetic made in it; any other stays a conversion (``untag``). Outside hybrid (upstream's
 compiler, the interpreter) it is ``gl.convert_layout``.
@@ -22,6 +22,7 @@ from ..boundary import TAG
 from ..stitching import remat, stitch
 from ..triton.bindings import gluon_ir
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 #: The tag of an entry's conversion (then its result's value id): no region record is kept for it.
 ENTRY = "entry:"
@@ -39,23 +40,29 @@ def convert_in(value, layout, _semantic=None, _generator=None):
     return converted
 
 
-def fold(module, context) -> None:
-    """Inline the Gluon functions of ``module`` (as Gluon's pipeline does first) where an entry
-    conversion is in one, make each entry conversion of a splat constant or of index arithmetic
-    in its layout instead, and untag the rest (plain conversions from here on)."""
+def make_in_place(state: Stitch, module) -> None:
+    """A Gluon host's pass: inline the Gluon functions of ``module`` (as Gluon's pipeline does
+    first) where an entry conversion is in one, make each entry conversion of a splat constant or
+    of index arithmetic in its layout instead, and untag the rest (plain conversions from here on).
+    One pass: the folds and the canonicalizer after them are the same as a boundary's, in one go."""
     if not _entries(module):
         return
+    context = state.context
     stitch.inline(module, context)
     builder = gluon_ir.GluonOpBuilder(context)
     stitch.fold_constant_conversions(module, builder)
     remat.recompute_boundary_conversions(module, builder)
     stitch.canonicalize(module, context)
-    untag(module, builder)
-    stitch.verify(module, "making entry conversions in place")
+    _untag(module, builder)
 
 
-def untag(module, builder) -> None:
-    """Entry conversions not made in place are plain conversions from here on."""
+def untag(state: Stitch, module) -> None:
+    """A Triton host's pass: its Gluon regions' entry conversions left (not made in place by the
+    stitch's folds) are plain conversions from here on."""
+    _untag(module, gluon_ir.GluonOpBuilder(state.context))
+
+
+def _untag(module, builder) -> None:
     for conversion in _entries(module):
         conversion.get_result(0).set_attr(TAG, builder.get_string_attr(""))
 

@@ -3,10 +3,11 @@
 During the Triton host's code generation each call is built once as a throwaway probe (its
 result types, and the ops the target must have) and becomes an opaque boundary
 (``triton_host.emit_boundary``). Triton's own ``ttir`` and ``ttgir`` stages then lower the host;
-``finish_triton_host`` builds each Gluon function for the layouts Triton gave its operands (or
-the ones it declared, ``@hybrid.takes``), splices it into every copy of its boundary, lays the
-host out again around the calls (``host_relayout``), splices the Triton regions those functions
-call, and has ``assemble`` stitch and plan the module.
+``splice_calls`` (the first pass of ``interop.pipeline.TRITON_HOST``) builds each Gluon function
+for the layouts Triton gave its operands (or the ones it declared, ``@hybrid.takes``) and splices
+it into every copy of its boundary; the passes after it lay the host out again around the calls
+(``host_relayout``), splice the Triton regions those Gluon functions call, and stitch and plan
+the module.
 """
 from __future__ import annotations
 
@@ -18,12 +19,11 @@ from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, caller_loads, host_relayout, interception, lower_gluon, triton_host
+from . import arch, arguments, caller_loads, interception, lower_gluon, triton_host
 from ..stitching import access_layouts, opaque, stitch, uses
 from .. import diagnostics, locations, validate
 from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
-from .assemble import assemble
 from ..boundary import TAG, is_shared
 from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
                       raised_within)
@@ -32,6 +32,7 @@ from ..triton import compat
 from ..triton.bindings import gluon_ir
 from ..triton.frontend import code_generator as _cg
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 _HINT = ("the Gluon function is built with the layouts the Triton host gives its tensor arguments; "
          "convert them explicitly inside the Gluon function to the layouts it needs")
@@ -302,16 +303,15 @@ class GluonRegions:
                 plan(call.region, "out", j, f"return[{j}]", own, wanted)
 
 
-def finish_triton_host(cc, module) -> None:
-    """After the Triton host's ttgir: its Gluon regions built and spliced, the host laid out again
-    around them (``host_relayout``), then the Triton regions those Gluon functions call spliced,
-    and the whole stitched, planned and recorded."""
-    cc.gluon.splice_all(module)
-    cc.relaid = host_relayout.relayout(module, cc.context, cc.target, cc.gluon.symbols)
-    cc.scopes.relocate(module)
-    cc.keep_called(module)
-    cc.triton.splice_all(module)
-    assemble(cc, module)
+def splice_calls(state: Stitch, module) -> None:
+    """After the Triton host's ttgir: each Gluon function built for the layouts Triton gave its
+    operands and spliced into every copy of its boundary."""
+    state.compile.gluon.splice_all(module)
+
+
+def relocate_scopes(state: Stitch, module) -> None:
+    """The pipelined loops timed whole found again after the host's relayout (``Scopes.relocate``)."""
+    state.compile.scopes.relocate(module)
 
 
 def _check_tma_copies(function: str, call_site, module) -> None:

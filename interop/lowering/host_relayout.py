@@ -9,8 +9,8 @@ Once the calls are spliced, each call's results are typed by its callee's signat
 ``tt.call`` is an op Triton's layout passes cannot re-lay out; but a call's result is no anchor
 for them (loads, stores, dots and function arguments are), so while they run each tile a call
 returns (in a loop too) is held by a stand-in load (``anchors``): the host's code follows it as
-all-Triton's follows its own tile load. ``relayout`` moves the body of every function but the host kernel into a holder
-module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
+all-Triton's follows its own tile load. Its passes (``interop.pipeline``, ``hide_bodies`` to
+``restore_bodies``) move the body of every function but the host kernel into a holder module, so that the passes see the host alone and nothing of a Gluon region (whose ops keep
 exactly its author's layouts); folds the emptied boundary ``scf.if`` (Triton's canonicalizer)
 and moves each result's conversion past the host's casts (``sinking``), so that the passes find
 the epilogue all-Triton would have (an ``acc.to(fp16)`` in the region's layout, then the host's
@@ -26,66 +26,118 @@ a result the host stores to shared memory for a dot is then transposed in regist
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from . import arch
 from .. import diagnostics
 from ..boundaries import movement
 from ..boundary import TAG, tag
-from ..instrumentation import timing
 from ..stitching import access_layouts, anchors, sinking, stitch
 from ..stitching.uses import uses
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module, passes
+from ..stitching.state import Stitch
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
 _IN_THREAD_TRANSPOSE = "amdg.in_thread_transpose"
 
 
-@timing.timed("host relayout")
-def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
-    """Lay the host kernel of ``module`` out again around its calls. ``regions``: the symbol of
-    each Gluon function called -> its region's index. Returns what became of the boundaries'
-    conversions: moved past the host's casts before Triton's passes run (``sinking``), so that
-    they see the host as all-Triton's (a cast in the region's layout, then the host's own
-    conversion); removed by them (``"adopted"``: the host takes the region's layout); a tile the
-    host loaded, loaded again in the layout the region takes (``"reloaded"``,
-    ``access_layouts``); or, a
-    result stored into shared memory as it came, the host's loads of that buffer moved up to the
-    store (``stitch.load_stored_values_early``). A host without Gluon calls (all in untaken
-    branches) is left as Triton made it."""
-    if not regions:
-        return stitch.Folded.nothing()
+@dataclass
+class Relayout:
+    """The relayout under way, between ``hide_bodies`` and ``restore_bodies``: what its passes
+    share. ``regions``: the symbol of each Gluon function called -> its region's index."""
+    regions: dict[str, int]
+    before: set[str]           # the boundary tags the host's conversions had before
+    held: list                 # (function, (holder module, holder function)) per body moved out
+    operands: dict[int, str] = field(default_factory=dict)   # the calls' operands before the casts sank
+    moved: dict = field(default_factory=dict)   # ``sinking``: tag -> "merged" / "narrowed"
+    issued: set[str] = field(default_factory=set)   # tags whose tile the host loads again in the wanted layout
+    stored: set[str] = field(default_factory=set)   # tags whose buffer's loads moved up to the store
+
+
+def relaying(state: Stitch) -> bool:
+    """Whether the host has Gluon calls to lay out around (none: all in untaken branches, and the
+    host is left as Triton made it)."""
+    return bool(state.compile.gluon.symbols)
+
+
+def hide_bodies(state: Stitch, module) -> None:
+    """Every body but the host kernel's moved into a holder module, so that Triton's passes see
+    the host alone and nothing of a Gluon region (whose ops keep exactly its author's layouts)."""
     before = _tags(module)
-    held = _hide_bodies(module, context)
-    try:
-        _run(module, context, passes.common.add_canonicalizer)   # folds the boundary's scf.if, drops the markers
-        builder = gluon_ir.GluonOpBuilder(context)
-        results, operands = _call_edges(module, regions)
-        moved = sinking.sink_past_casts(module, builder, set(results.values()))
-        issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
-        _lay_out(module, context, target, set(regions), *_holds(module, context, target, set(regions)))
-        _transpose_in_thread(module, context, target, set(regions))
-        _tag_boundaries(module, context, regions)
-        stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
-    finally:
-        for function, holder in held:
-            stitch.splice(module, function, *holder)
-    stitch.verify(module, "laying the host out again around its Gluon calls")
-    gone = {t: "reloaded" if t in issued else "adopted"
-            for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
-    return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
-                         moved={**moved, **gone})
+    state.relayout = Relayout(dict(state.compile.gluon.symbols), before, _hide_bodies(module, state.context))
 
 
-@timing.timed("host relayout")
-def interleave_tmem(module, context, target) -> None:
+def fold_opaque_branches(state: Stitch, module) -> None:
+    """Triton's canonicalizer: folds each boundary's emptied ``scf.if``, drops the markers."""
+    _run(module, state.context, passes.common.add_canonicalizer)
+
+
+def sink_result_casts(state: Stitch, module) -> None:
+    """Each result's conversion moved past the host's casts (``sinking``), so that the layout
+    passes find the epilogue all-Triton would have: a cast in the region's layout, then the host's
+    own conversion."""
+    relayout = state.relayout
+    results, relayout.operands = _call_edges(module, relayout.regions)
+    relayout.moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), set(results.values()))
+
+
+def issue_loads(state: Stitch, module) -> None:
+    """A tile the host loads and converts for a call, loaded in the call's layout instead
+    (``access_layouts``)."""
+    relayout = state.relayout
+    relayout.issued = access_layouts.issue_in_wanted_layouts(module, gluon_ir.GluonOpBuilder(state.context),
+                                                             set(relayout.operands.values()))
+
+
+def lay_out(state: Stitch, module) -> None:
+    """Triton's layout passes on the host, with the calls' results (and AMD buffer loads) held as
+    anchors where copies laid out so show it moves fewer bytes (``_holds``). One step: the
+    choice is made by laying out copies the same way."""
+    callees = set(state.relayout.regions)
+    _lay_out(module, state.context, state.target, callees, *_holds(module, state.context, state.target, callees))
+
+
+def transpose_in_thread(state: Stitch, module) -> None:
+    _transpose_in_thread(module, state.context, state.target, set(state.relayout.regions))
+
+
+def tag_boundaries(state: Stitch, module) -> None:
+    _tag_boundaries(module, state.context, state.relayout.regions)
+
+
+def load_stored_early(state: Stitch, module) -> None:
+    """A result stored into shared memory as it came: the host's loads of that buffer moved up to
+    the store (``stitch.load_stored_values_early``)."""
+    relayout = state.relayout
+    relayout.stored = stitch.load_stored_values_early(module, gluon_ir.GluonOpBuilder(state.context),
+                                                      _call_edges(module, relayout.regions)[0])
+
+
+def restore_bodies(state: Stitch, module) -> None:
+    """The bodies back, and what became of the boundaries' conversions in ``state.relaid``: moved
+    past the host's casts; removed by the layout passes (``"adopted"``: the host takes the
+    region's layout); a tile the host loaded, loaded again in the layout the region takes
+    (``"reloaded"``); or, stored into shared memory as it came, its loads moved up to the store."""
+    relayout, state.relayout = state.relayout, None
+    for function, holder in relayout.held:
+        stitch.splice(module, function, *holder)
+    moved = relayout.moved
+    gone = {t: "reloaded" if t in relayout.issued else "adopted"
+            for t in relayout.before - _tags(module) - relayout.stored if moved.get(t) != "merged"}
+    state.relaid = stitch.Folded(loaded=frozenset(), stored=frozenset(relayout.stored), constants=frozenset(),
+                                 recomputed=frozenset(), moved={**moved, **gone})
+
+
+def interleave_tmem(state: Stitch, module) -> None:
     """The stitched Triton host's tensor-memory loads sunk to their uses, as Triton's own
     ``make_ttgir`` sinks the all-Triton kernel's: it ran on the host while its Gluon calls were
     opaque, so a region's last ``tmem.load`` (a ported MMA loop's accumulator) stayed ahead of the
     host's address arithmetic for the store, holding 128 registers a thread across it (upstream
     matmul's K loop, ported, on sm100a: 5214 SASS instructions against 4765)."""
-    if target in arch.SM100:   # (the targets with tensor memory)
-        _run(module, context, compat.add_tmem_interleave)
+    if state.target in arch.SM100:   # (the targets with tensor memory)
+        _run(module, state.context, compat.add_tmem_interleave)
 
 
 def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_held: bool) -> None:

@@ -3,8 +3,8 @@
 During code generation each call is lowered on its own through Triton's tt -> ttg passes
 (``lower_triton``, cached by ``lowering_cache``) for the call site's argument types and the
 host's layouts, and the host gets a call to a placeholder plus opaque result values. After
-code generation ``splice_all`` moves each lowered body into its placeholder; ``assemble``
-then inlines, connects results, folds and plans the boundaries. The host is a Gluon kernel,
+code generation ``splice_calls`` (a pass of ``interop.pipeline``) moves each lowered body into
+its placeholder; the passes after it inline, connect results, fold and plan the boundaries. The host is a Gluon kernel,
 or, in a Triton host, a Gluon region's function that calls Triton code.
 """
 from __future__ import annotations
@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache
-from ..stitching import opaque, stitch
+from . import arch, arguments, axis_hints, interception, lowering_cache
+from ..stitching import opaque, runner, stitch
 from .. import locations, validate
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, swizzle
-from .assemble import assemble
 from ..boundary import layout_of, tag
 from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
@@ -30,6 +29,7 @@ from ..triton import compat
 from ..triton.frontend import code_generator as _cg
 from ..triton.language import HostDescriptorType
 from ..triton.language import core as tl
+from ..stitching.state import Stitch
 
 @dataclass(frozen=True)
 class RecordedCall:
@@ -42,20 +42,18 @@ class RecordedCall:
     constexprs: dict = field(default_factory=dict)   # each constexpr parameter -> the value the call passed
 
 
-#: While ``recording_lowerings`` runs: each Triton call's lowering, in call order.
-_recorded: list[RecordedCall] | None = None
-
-
 @contextlib.contextmanager
 def recording_lowerings():
     """Within the block, every Triton region a Gluon host calls is appended, as a ``RecordedCall``,
-    to the list this yields: what ``hybrid port`` writes back out as Gluon."""
-    global _recorded
-    outer, _recorded = _recorded, []
-    try:
-        yield _recorded
-    finally:
-        _recorded = outer
+    to the list this yields, in call order: what ``hybrid port`` writes back out as Gluon. Read
+    off the regions about to be spliced (``splice_calls``), by an observer of the pipeline."""
+    recorded: list[RecordedCall] = []
+
+    def see(state: Stitch, module) -> None:
+        recorded.extend(pending.recorded() for pending in state.compile.triton.pending_splices)
+
+    with runner.observing(runner.Observer(splice_calls, see, before=True)):
+        yield recorded
 
 
 _HINT = ("the Triton function is lowered on its own for the call site's argument types; "
@@ -69,6 +67,17 @@ class PendingSplice:
     lowered: LoweredRegion
     placeholder: object      # the private function the host calls
     tensor_types: tuple      # the host's types of the tensor arguments, in order
+    fn: object               # the ``@triton.jit`` function called
+    args: list               # the arguments it was called with, bound to its parameters
+
+    def recorded(self) -> RecordedCall:
+        """This call as ``recording_lowerings`` keeps it (its module printed before the splice)."""
+        fn, args = self.fn, self.args
+        constants = {p.name: arg.value for p, arg in zip(fn.params, args)
+                     if not p.is_constexpr and isinstance(arg, tl.constexpr)}
+        given = {p.name: getattr(arg, "value", arg) for p, arg in zip(fn.params, args) if p.is_constexpr}
+        return RecordedCall(fn, self.lowered, str(self.lowered.module),
+                            [name for name, _ in arguments.leaves(args, fn.arg_names)], constants, given)
 
 
 class TritonRegions:
@@ -143,12 +152,6 @@ class TritonRegions:
                                     lines=tuple(locations.lines_of(str(lowered.module))))
         self.cc.ttir[region.index] = lowered.ttir
         leaves = arguments.leaves(args, fn.arg_names)
-        if _recorded is not None:
-            constants = {p.name: arg.value for p, arg in zip(fn.params, args)
-                         if not p.is_constexpr and isinstance(arg, tl.constexpr)}
-            given = {p.name: getattr(arg, "value", arg) for p, arg in zip(fn.params, args) if p.is_constexpr}
-            _recorded.append(RecordedCall(fn, lowered, str(lowered.module), [name for name, _ in leaves], constants,
-                                          given))
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors
@@ -156,7 +159,8 @@ class TritonRegions:
         signature = builder.get_function_ty([h.get_type() for h in handles], [])
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
-        self._pending.append(PendingSplice(region, lowered, placeholder, tuple(h.get_type() for h in tensors)))
+        self._pending.append(PendingSplice(region, lowered, placeholder, tuple(h.get_type() for h in tensors), fn,
+                                           args))
         with instrument.around(gen.builder, region, self.cc.settings.instrument_regions):
             gen.builder.call(placeholder, handles)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(region.index, j), stitch.RESULT)
@@ -255,7 +259,10 @@ class TritonRegions:
     def pending(self) -> bool:
         return bool(self._pending)
 
-    @timing.timed("stitching")
+    @property
+    def pending_splices(self) -> tuple[PendingSplice, ...]:
+        return tuple(self._pending)
+
     def splice_all(self, module) -> None:
         """Give every placeholder in ``module`` its region's lowered body."""
         for pending in self._pending:
@@ -270,16 +277,15 @@ class TritonRegions:
         self._spare.clear()
 
 
-def finish_gluon_host(cc, module) -> None:
-    """After the Gluon host's code generation: its entry conversions made in place
-    (``convert_in``), every Triton region spliced into its placeholder, and the module stitched,
-    planned and recorded."""
-    convert_in.fold(module, cc.context)
-    buffer_access.resolve(module, cc.context, cc.target)
-    cc.keep_called(module)
-    if cc.triton.pending:
-        cc.triton.splice_all(module)
-        assemble(cc, module)
+def splice_calls(state: Stitch, module) -> None:
+    """Every Triton region's lowered body moved into the placeholder the host calls."""
+    state.compile.triton.splice_all(module)
+
+
+def splicing(state: Stitch) -> bool:
+    """Whether a Triton region is waiting for its splice (a Gluon host without one is left as
+    Gluon generated it)."""
+    return state.compile.triton.pending
 
 
 def _region_type(value, function: str, call_site: CallSite):

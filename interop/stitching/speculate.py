@@ -11,6 +11,10 @@ gfx942: 186 instructions against the kernel's 182, the same 182 so).
 """
 from __future__ import annotations
 
+from . import stitch
+from ..triton.bindings import gluon_ir
+from .state import Stitch
+
 #: ops that read and write no memory and cannot trap, taken before knowing they are needed
 _PURE = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "tt.trans", "tt.make_range", "tt.addptr",
          "tt.fp_to_fp", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.join", "tt.split", "tt.reduce",
@@ -78,3 +82,10 @@ def _take_then(builder, op, then_block) -> None:
         builder.create_yield_op([builder.create_poison(t) for t in types])
     for i in range(len(types)):
         op.get_result(i).replace_all_uses_with(taken.get_result(i))
+
+
+def speculate(state: Stitch, module) -> None:
+    """A Triton host's pass: ``poison_branches``, then the canonicalizer folds the branches made
+    to take their then branch (one pass: the ``if`` on ``true`` is left for it)."""
+    if poison_branches(module, gluon_ir.GluonOpBuilder(state.context)):
+        stitch.canonicalize(module, state.context)

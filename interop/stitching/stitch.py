@@ -2,8 +2,9 @@
 
 All of it is structural MLIR through Triton's bindings: a region's body block is moved into
 the host's placeholder function (same signature, same MLIR context), Gluon's inliner inlines
-it, and boundary conversion chains are rewritten op by op. The module is verified after each
-step that changes it, so a malformed module raises here instead of aborting later in C++.
+it, and boundary conversion chains are rewritten op by op. The passes that use these
+(``stitch_passes``) are verified by the runner after each, so a malformed module raises
+there, naming the pass, instead of aborting later in C++.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import struct
 from dataclasses import dataclass
 
 from .. import diagnostics
-from . import opaque, remat, sinking
+from . import opaque
 from .uses import owners, uses
 from ..boundary import TAG, tag
 from ..triton.bindings import gluon_ir, ir, passes
@@ -196,12 +197,11 @@ def inline(module, context) -> None:
     pm = ir.pass_manager(context)
     passes.gluon.add_inliner(pm)
     diagnostics.run(pm, module, "hybrid_inline")
-    verify(module, "inlining the regions")
 
 
 @dataclass(frozen=True)
 class Folded:
-    """The boundaries whose conversion ``fold_boundary_conversions`` replaced, by tag."""
+    """The boundaries whose conversion the stitch's folds (``stitch_passes``) replaced, by tag."""
     loaded: frozenset[str]      # by a shared-memory load in the wanted layout
     stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
@@ -220,19 +220,14 @@ class Folded:
                       self.recomputed | later.recomputed, {**self.moved, **later.moved})
 
 
-def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) -> Folded:
-    """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's,
-    a boundary's conversion of a splat constant to the constant in its layout, one of a
-    shared-memory load to a load in its layout, one of index arithmetic (a pointer tile) to that
-    arithmetic made in its layout (``remat``), and (for the tags in ``movable``: conversions
-    into Triton code) one followed by casts moved past them (``sinking``).
+def fold_chains(module, builder) -> None:
+    """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's.
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
     author wrote between their own values stay as written. The folded conversion keeps the
-    outer one's result type (the layout the consumer asked for) and its tag. Dead conversions
-    are removed by the Gluon canonicalizer afterwards.
+    outer one's result type (the layout the consumer asked for) and its tag. The conversions
+    left dead are the canonicalizer's to remove.
     """
-    builder = gluon_ir.GluonOpBuilder(context)
     source_of: dict[int, object] = {}   # result id of a conversion -> its (already folded) source value
     tag_of: dict[int, str] = {}
     rewrites: list[tuple[object, str]] = []
@@ -263,17 +258,6 @@ def fold_boundary_conversions(module, context, movable: set[str] = frozenset()) 
         folded.set_loc(result.get_loc())
         folded.set_attr(TAG, builder.get_string_attr(boundary_tag))
         result.replace_all_uses_with(folded)
-
-    canonicalize(module, context)   # drops the conversions the rewrites left dead, folds constants
-    constants = fold_constant_conversions(module, builder)
-    recomputed = remat.recompute_boundary_conversions(module, builder) - constants
-    moved = sinking.sink_past_casts(module, builder, set(movable) - constants - recomputed)
-    loaded = _fold_into_shared_loads(module, builder)
-    stored = fold_into_shared_stores(module, builder)
-    if loaded or stored or constants or recomputed or moved:
-        canonicalize(module, context)
-    verify(module, "folding boundary conversions")
-    return Folded(frozenset(loaded), frozenset(stored), frozenset(constants), frozenset(recomputed), moved)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.
@@ -366,7 +350,7 @@ def load_instead(builder, conversion, buffer) -> None:
     result.replace_all_uses_with(loaded)
 
 
-def _fold_into_shared_loads(module, builder) -> set[str]:
+def fold_into_shared_loads(module, builder) -> set[str]:
     """A boundary conversion of a value just loaded from shared memory becomes a load in the
     layout the conversion produces, right beside the original load (same data): a shared-memory
     read instead of a round trip through scratch. The original load stays for other users and

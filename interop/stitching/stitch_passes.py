@@ -1,0 +1,77 @@
+"""The stitch's passes: every region spliced in becomes one kernel whose boundary conversions fold.
+
+Each takes the compile's ``state.Stitch`` and the module (``runner.Pass``). The folds touch
+only a boundary's conversions (tagged), never ones the Gluon author wrote; what each replaced
+is added to ``state.folded`` (the boundary records say why a conversion is gone from it). The
+canonicalizer after the folds removes what they left dead.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from . import remat, sinking, stitch
+from .state import Stitch
+from ..triton.bindings import gluon_ir
+
+
+def inline(state: Stitch, module) -> None:
+    """Gluon's inliner: every spliced region's body into its call sites."""
+    stitch.inline(module, state.context)
+
+
+def connect_results(state: Stitch, module) -> None:
+    stitch.connect_results(module, state.context)
+
+
+def fold_chains(state: Stitch, module) -> None:
+    stitch.fold_chains(module, gluon_ir.GluonOpBuilder(state.context))
+
+
+def canonicalize(state: Stitch, module) -> None:
+    """Gluon's canonicalizer: deletes the conversions the rewrites left dead, folds constants."""
+    stitch.canonicalize(module, state.context)
+
+
+def fold_constants(state: Stitch, module) -> None:
+    """A boundary's conversion of a splat constant becomes the constant in its layout."""
+    constants = stitch.fold_constant_conversions(module, gluon_ir.GluonOpBuilder(state.context))
+    _add(state, constants=frozenset(constants))
+
+
+def rematerialize(state: Stitch, module) -> None:
+    """A boundary's conversion of index arithmetic becomes the arithmetic made in its layout."""
+    recomputed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(state.context))
+    _add(state, recomputed=frozenset(recomputed - state.folded.constants))
+
+
+def sink_casts(state: Stitch, module) -> None:
+    """A conversion into Triton code (whose layouts Triton chose) moved past the casts after it."""
+    folded = state.folded
+    movable = into_triton_code(state) - folded.constants - folded.recomputed
+    _add(state, moved=sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), movable))
+
+
+def fold_shared_loads(state: Stitch, module) -> None:
+    _add(state, loaded=frozenset(stitch.fold_into_shared_loads(module, gluon_ir.GluonOpBuilder(state.context))))
+
+
+def fold_shared_stores(state: Stitch, module) -> None:
+    _add(state, stored=frozenset(stitch.fold_into_shared_stores(module, gluon_ir.GluonOpBuilder(state.context))))
+
+
+def folded_any(state: Stitch) -> bool:
+    """Whether a fold replaced a conversion (then the canonicalizer has dead ops to delete)."""
+    folded = state.folded
+    return bool(folded.loaded or folded.stored or folded.constants or folded.recomputed or folded.moved)
+
+
+def into_triton_code(state: Stitch) -> set[str]:
+    """The boundaries whose conversion feeds Triton code (a Triton region's inputs, a Gluon
+    region's results), whose layouts Triton chose and may change; Gluon code keeps its author's."""
+    language = {r.index: r.language for r in state.regions}
+    return {p.tag for p in state.compile.planned
+            if p.region in language and (language[p.region] == "triton") == (p.direction == "in")}
+
+
+def _add(state: Stitch, **found) -> None:
+    state.folded = dataclasses.replace(state.folded, **found)

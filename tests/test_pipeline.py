@@ -1,0 +1,148 @@
+"""The compile's passes as data (``interop.pipeline``) and their one runner
+(``interop.stitching.runner``): verified, named in a failure, dumped on request, observed."""
+import threading
+
+import pytest
+import triton
+import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+import hybrid
+from interop import pipeline
+from interop.errors import RegionError
+from interop.lowering.assemble import recording_spliced
+from interop.lowering.triton_regions import recording_lowerings
+from interop.stitching import opaque, runner, stitch, stitch_passes
+from interop.triton.bindings import gluon_ir
+from tests.kernels import t_scale, vec_1d
+
+TARGET = "sm90a"
+SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
+
+
+@gluon.jit
+def g_plus_one(x):
+    return x + 1.0
+
+
+@hybrid.jit
+@triton.jit
+def triton_host(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, g_plus_one(tl.load(x_ptr + offs) * 3.0))
+
+
+@hybrid.jit
+@gluon.jit
+def gluon_host(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
+    offs = gl.arange(0, BLOCK, layout=L)
+    gl.store(y_ptr + offs, t_scale(gl.load(x_ptr + offs), 2.0))
+
+
+def build_triton_host() -> hybrid.FusedBinary:
+    return hybrid.compile(triton_host, SIGNATURE, {"BLOCK": 256}, target=TARGET)
+
+
+def build_gluon_host() -> hybrid.FusedBinary:
+    return hybrid.compile(gluon_host, SIGNATURE, {"BLOCK": 512, "L": vec_1d(TARGET)}, target=TARGET)
+
+
+def test_the_pass_lists_read_in_order():
+    assert [p.name for p in pipeline.TRITON_HOST] == [
+        "splice Gluon calls", "hide region bodies", "fold opaque branches", "sink result casts",
+        "issue loads in call layouts", "lay out the host", "transpose in thread", "tag boundaries",
+        "load stored results early", "restore region bodies", "relocate scopes", "keep called regions",
+        "splice Triton calls", "inline", "connect results", "fold chains", "canonicalize", "fold constants",
+        "rematerialize", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
+        "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
+        "complete boundaries", "place scopes"]
+    assert [p.name for p in pipeline.GLUON_HOST] == [
+        "make entry conversions in place", "buffer access", "keep called regions", "splice Triton calls", "inline",
+        "connect results", "fold chains", "canonicalize", "fold constants", "rematerialize", "sink casts",
+        "fold shared loads", "fold shared stores", "canonicalize folds", "plan boundaries", "complete boundaries",
+        "place scopes"]
+
+
+def _breaking(state, module) -> None:
+    """An empty block (no terminator) appended to the kernel: the module no longer verifies."""
+    kernel = module.get_function(module.get_entry_func_name())
+    gluon_ir.GluonOpBuilder(state.context).create_block_with_parent(kernel.get_region(0), [])
+
+
+@pytest.mark.parametrize("host, build, region", [("TRITON_HOST", build_triton_host, "g_plus_one"),
+                                                 ("GLUON_HOST", build_gluon_host, "t_scale")])
+def test_a_pass_that_breaks_the_module_is_named(host, build, region, cold_caches, monkeypatch):
+    passes = list(getattr(pipeline, host))
+    at = [p.name for p in passes].index("fold chains")
+    monkeypatch.setattr(pipeline, host, passes[:at] + [runner.Pass("break the module", _breaking)] + passes[at:])
+    with pytest.raises(RegionError) as caught:
+        build()
+    assert caught.value.function == region
+    assert "the pass 'break the module' failed" in caught.value.reason
+    assert "does not verify after the pass 'break the module'" in caught.value.reason
+
+
+def _marking(state, module) -> None:
+    """A boundary marker left at the top of the kernel, as a pass that forgot one would."""
+    builder = gluon_ir.GluonOpBuilder(state.context)
+    kernel = module.get_function(module.get_entry_func_name())
+    builder.set_insertion_point_to_start(stitch.function_blocks(module, kernel)[0])
+    opaque.enable_flag(builder, "hybrid.left.behind")
+
+
+def test_a_marker_left_where_none_may_be_is_named_with_the_pass(cold_caches, monkeypatch):
+    passes = list(pipeline.TRITON_HOST)
+    at = [p.name for p in passes].index("plan boundaries")
+    monkeypatch.setattr(pipeline, "TRITON_HOST", passes[:at] + [runner.Pass("leave a marker", _marking,
+                                                                            markers_gone=True)] + passes[at:])
+    with pytest.raises(RegionError, match=r"the pass 'leave a marker' failed: .*survived stitching: "
+                                          r"\['hybrid.left.behind'\]"):
+        build_triton_host()
+
+
+def test_the_module_is_dumped_after_the_named_pass(cold_caches, tmp_path, monkeypatch):
+    monkeypatch.setenv("HYBRID_DUMP_AFTER", "fold chains")
+    monkeypatch.setenv("HYBRID_DUMP_DIR", str(tmp_path / "dumps"))
+    seen = []
+    with runner.observing(runner.Observer(stitch_passes.fold_chains, lambda state, module: seen.append(str(module)))):
+        build_triton_host()
+    position = [p.name for p in pipeline.TRITON_HOST].index("fold chains")
+    (dumped, ) = (tmp_path / "dumps").iterdir()
+    assert dumped.name == f"triton_host.{position:02d}.fold_chains.mlir"
+    assert dumped.read_text() == f"// -----// IR Dump After fold chains //----- //\n{seen[0]}\n"
+
+
+def test_the_dump_goes_to_stderr_without_a_folder(cold_caches, capfd, monkeypatch):
+    monkeypatch.setenv("HYBRID_DUMP_AFTER", "inline, canonicalize")
+    monkeypatch.delenv("HYBRID_DUMP_DIR", raising=False)
+    build_gluon_host()
+    err = capfd.readouterr().err
+    assert [line for line in err.splitlines() if "IR Dump After" in line] == [
+        "// -----// IR Dump After inline //----- //", "// -----// IR Dump After canonicalize //----- //"]
+    assert "tt.func public @gluon_host" in err
+
+
+def test_the_port_tools_observers_see_their_compiles_only(cold_caches):
+    theirs = []
+
+    def recording_elsewhere():
+        with recording_lowerings() as recorded:
+            build_gluon_host()
+        theirs.extend(recorded)
+
+    with recording_lowerings() as lowered, recording_spliced() as spliced:
+        build_gluon_host()
+        built = build_triton_host()
+        elsewhere = threading.Thread(target=recording_elsewhere)   # another thread's compile is its own
+        elsewhere.start()
+        elsewhere.join()
+    build_gluon_host()   # and one after the block no one's
+    (call, ) = lowered
+    assert [c.fn for c in theirs] == [t_scale]
+    assert call.fn is t_scale and call.leaf_names == ["x"] and call.specialized == {"factor": 2.0}
+    assert "tt.func" in call.text and "tt.return" in call.text   # the region as lowered, before its splice
+    (host, ) = spliced   # the Triton host as stitched, its Gluon region still called
+    assert f"tt.call @{built.regions[0].symbol}" in host and "tt.func public @triton_host" in host
+    rows = {stage for stage, _, _ in built.timing.rows()}
+    assert {"stitching", "host relayout", "boundary planning"} <= rows   # each pass charged to its stage
