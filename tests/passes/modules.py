@@ -1,8 +1,13 @@
-"""Parsing and printing the small modules the pass tests feed their rewrites."""
+"""Parsing and printing the small modules the pass tests feed their rewrites, and running a\npass on one as the pipeline runs it (``run_pass``)."""
 from __future__ import annotations
 
 import re
 
+from interop import pipeline
+from interop.entry.compile_context import CompileContext
+from interop.setting import BuildSettings
+from interop.stitching import runner
+from interop.stitching.state import Stitch
 from interop.targets import TARGETS
 from interop.triton.bindings import gluon_ir, ir, parse_module
 from interop.triton.frontend import make_backend
@@ -66,3 +71,19 @@ def conditions(module) -> set[str]:
     """The printed conditions of the ``scf.if`` ops left: Triton 3.6's Gluon canonicalizer keeps a
     branch on a constant (``%true``, ``%false``) that later versions fold away."""
     return set(re.findall(r"scf\.if (%\w+)", module.str_nodebug()))
+
+
+def stitch_of(context, target: str, host: str = "triton", **settings) -> Stitch:
+    """The state a pass takes, of a compile of ``target`` in ``context`` with a ``host`` kernel and
+    ``settings`` (``BuildSettings``' fields): no regions, boundaries or calls until a test adds them."""
+    backend = make_backend(TARGETS[target])
+    return Stitch(CompileContext(context, backend.parse_options({"num_warps": 4}), TARGETS[target],
+                                 BuildSettings(**settings), host_language=host))
+
+
+def run_pass(state: Stitch, module, *names: str) -> Stitch:
+    """The passes ``names`` of ``state``'s host's pipeline (``interop.pipeline``), in the order
+    given, as the pipeline runs them: each skipped where its ``when`` is false, verified after."""
+    passes = {p.name: p for p in (pipeline.TRITON_HOST if state.host_language == "triton" else pipeline.GLUON_HOST)}
+    runner.run([passes[name] for name in names], state, module)
+    return state

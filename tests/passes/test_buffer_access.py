@@ -1,13 +1,11 @@
 """Marked accesses issued as AMD buffer ops where Triton's ``ConvertToBufferOps`` would
-(``lowering/buffer_access.resolve``): a Gluon function's load and store of its caller's tile,
+(the pass ``buffer access``, ``lowering/buffer_access.resolve``): a Gluon function's load and store of its caller's tile,
 ``base + offsets``, once stitched; on NVIDIA and where Triton cannot prove the offsets in range,
 plain global accesses, the marks gone."""
 import pytest
 
-from interop.lowering import buffer_access
 from interop.stitching import opaque
-from interop.targets import TARGETS
-from tests.passes.modules import LANES, blocked, conditions, count, module_text, parsed, printed
+from tests.passes.modules import LANES, blocked, conditions, count, module_text, parsed, printed, run_pass, stitch_of
 
 
 def layouts(target: str) -> dict[str, str]:
@@ -34,20 +32,23 @@ def accesses(target: str, offsets: str) -> str:
 ''')
 
 
-def test_on_gfx942_an_access_triton_proves_in_range_is_a_buffer_op_from_the_same_base_and_offsets():
+@pytest.mark.ir_pass("buffer access")
+@pytest.mark.parametrize("host", ["triton", "gluon"])
+def test_on_gfx942_an_access_triton_proves_in_range_is_a_buffer_op_from_the_same_base_and_offsets(host):
     module, context, _ = parsed(accesses("gfx942", "%range"), "gfx942")
-    assert buffer_access.resolve(module, context, TARGETS["gfx942"]) == 2
+    run_pass(stitch_of(context, "gfx942", host), module, "buffer access")
     body = printed(module, layouts("gfx942"))
     assert "amdg.buffer_load %arg0[%0]" in body and "amdg.buffer_store %1, %arg1[%0]" in body
     assert count(module, "tt.load") == count(module, "tt.store") == count(module, "scf.if") == 0
     assert "hybrid." not in body and not opaque.markers(module)
 
 
+@pytest.mark.ir_pass("buffer access")
 @pytest.mark.parametrize("target, offsets", [("gfx942", "%n"), ("sm90a", "%range")],
                          ids=["unproven-offsets", "nvidia"])
 def test_any_other_access_stays_the_global_access_unmarked(target, offsets):
     module, context, _ = parsed(accesses(target, offsets), target)
-    assert buffer_access.resolve(module, context, TARGETS[target]) == 0
+    run_pass(stitch_of(context, target), module, "buffer access")
     body = printed(module, layouts(target))
     assert count(module, "tt.load") == count(module, "tt.store") == 1 and "amdg." not in body
     assert "hybrid." not in body and conditions(module) <= {"%true"}   # the store's guard taken always

@@ -1,12 +1,11 @@
-"""Entry conversions made in place (``lowering/convert_in.fold``): a Gluon port's
+"""Entry conversions made in place (the Gluon host's pass ``make entry conversions in place``): a Gluon port's
 ``hybrid.convert_in`` of its caller's ``gl.zeros`` and pointer arithmetic made in the layout it
 wants, a loaded tile converted as written (its mark dropped), once the port is inlined into its
-Gluon kernel."""
+Gluon kernel; a Triton host's entry conversions left by the stitch's folds untagged
+(``untag entry conversions``)."""
 import pytest
 
-from interop.lowering import convert_in
-from interop.stitching import stitch
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
 
@@ -44,10 +43,11 @@ def ported(target: str) -> str:
 ''')
 
 
+@pytest.mark.ir_pass("make entry conversions in place")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_constant_and_a_pointer_tile_are_made_in_the_wanted_layout_and_a_loaded_tile_converted(target):
     module, context, _ = parsed(ported(target), target)
-    convert_in.fold(module, context)
+    run_pass(stitch_of(context, target, "gluon"), module, "make entry conversions in place")
     body = printed(module, layouts(target))
     assert count(module, "tt.call") == 0   # inlined first
     conversion, = ops(module, "ttg.convert_layout")
@@ -58,11 +58,20 @@ def test_a_constant_and_a_pointer_tile_are_made_in_the_wanted_layout_and_a_loade
            "#wanted}>>" in body
 
 
+@pytest.mark.ir_pass("make entry conversions in place")
 def test_a_module_without_entry_conversions_is_left_as_it_is():
     target = "sm90a"
     text = ported(target).replace('{hybrid.boundary = "entry:', '{hybrid.other = "')
     module, context, _ = parsed(text, target)
     before = printed(module, layouts(target))
-    convert_in.fold(module, context)
+    run_pass(stitch_of(context, target, "gluon"), module, "make entry conversions in place")
     assert printed(module, layouts(target)) == before and count(module, "tt.call") == 1
-    stitch.verify(module, "the test's rewrite")
+
+
+@pytest.mark.ir_pass("untag entry conversions")
+def test_a_triton_hosts_entry_conversions_left_are_plain_conversions_and_a_boundarys_keeps_its_tag():
+    target = "sm90a"
+    module, context, _ = parsed(ported(target).replace('"entry:3"', '"0:in:2"'), target)
+    run_pass(stitch_of(context, target), module, "untag entry conversions")
+    assert [op.get_str_attr("hybrid.boundary") for op in ops(module, "ttg.convert_layout")] == ["", "", "0:in:2"]
+    assert count(module, "tt.call") == 1   # nothing inlined, nothing made in place

@@ -1,14 +1,21 @@
-"""Boundary conversion chains folded (``stitch.fold_boundary_conversions``) and its inner rewrites:
-a splat constant made in the wanted layout (``fold_constant_conversions``), a shared-memory load
-issued in it (``_fold_into_shared_loads``), a conversion only stored to shared memory dropped
-(``fold_into_shared_stores``) and the host's loads of such a buffer moved up to the store
-(``load_stored_values_early``). Shrunk from ``tests/kernels.py``'s ``k_chain`` and ``k_stage_region_result``."""
+"""The stitch's folds of boundary conversions (``stitching/stitch_passes.py``, each run as the
+pipeline runs it): a chain of conversions folded into one (``fold chains``), a splat constant made
+in the wanted layout (``fold constants``), index arithmetic made again in it (``rematerialize``), a
+shared-memory load issued in it (``fold shared loads``), a conversion only stored to shared memory
+dropped (``fold shared stores``), the canonicalizer after them where one folded (``canonicalize
+folds``), and a Triton host's loads of a buffer storing a Gluon call's result moved up to the
+store (``load stored results early``). Shrunk from ``tests/kernels.py``'s ``k_chain`` and
+``k_stage_region_result``."""
 import pytest
 
-from interop.stitching import stitch
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from interop import pipeline
+from interop.stitching.stitch import Folded
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
+_NAMES = [p.name for p in pipeline.TRITON_HOST]
+#: The stitch's folds, in the pipeline's order: from ``fold chains`` to ``canonicalize folds``.
+FOLDS = _NAMES[_NAMES.index("fold chains"):_NAMES.index("canonicalize folds") + 1]
 SHARED = {"shared": "#ttg.swizzled_shared<{vec = 2, perPhase = 2, maxPhase = 16, order = [1, 0]}>",
           "smem": "#ttg.shared_memory"}
 
@@ -47,18 +54,21 @@ def chain(target: str, wanted: str, boundary: str) -> str:
 TAGGED = '{hybrid.boundary = "0:in:1"}'
 
 
+@pytest.mark.ir_pass("fold chains", "canonicalize")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_boundary_conversion_back_to_the_layout_converted_from_folds_to_nothing(target):
+    """``fold chains`` leaves the conversions it replaced dead: the canonicalizer after it deletes them."""
     module, context, _ = parsed(chain(target, "wide", TAGGED), target)
-    stitch.fold_boundary_conversions(module, context)
+    run_pass(stitch_of(context, target), module, "fold chains", "canonicalize")
     assert count(module, "ttg.convert_layout") == 0
     assert ops(module, "tt.store")[0].get_operand(1).id() == ops(module, "tt.load")[0].get_result(0).id()
 
 
+@pytest.mark.ir_pass("fold chains", "canonicalize")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_chain_into_a_third_layout_is_one_conversion_that_keeps_the_boundarys_tag(target):
     module, context, _ = parsed(chain(target, "four", TAGGED), target)
-    stitch.fold_boundary_conversions(module, context)
+    run_pass(stitch_of(context, target), module, "fold chains", "canonicalize")
     conversion, = ops(module, "ttg.convert_layout")
     assert conversion.get_operand(0).id() == ops(module, "tt.load")[0].get_result(0).id()
     assert conversion.get_str_attr("hybrid.boundary") == "0:in:1"
@@ -66,10 +76,11 @@ def test_a_chain_into_a_third_layout_is_one_conversion_that_keeps_the_boundarys_
     assert "tensor<512xf32, #four>" in printed(module, vectors(target)).split("ttg.convert_layout")[1].splitlines()[0]
 
 
+@pytest.mark.ir_pass(*FOLDS)
 def test_a_chain_no_boundary_tags_is_left_as_the_author_wrote_it():
     module, context, _ = parsed(chain("sm90a", "wide", ""), "sm90a")
     before = printed(module, vectors("sm90a"))
-    assert stitch.fold_boundary_conversions(module, context) == stitch.Folded.nothing()
+    assert run_pass(stitch_of(context, "sm90a"), module, *FOLDS).folded == Folded.nothing()
     assert printed(module, vectors("sm90a")) == before
 
 
@@ -87,23 +98,61 @@ def constant(target: str, literal: str, tag: str = TAGGED) -> str:
 ''')
 
 
+@pytest.mark.ir_pass("fold constants", "canonicalize folds")
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("literal", ["2.500000e+00", "0xFF800000"])   # (-inf, a running max: printed in hex)
 def test_a_boundary_conversion_of_a_splat_constant_becomes_the_constant_in_the_wanted_layout(target, literal):
-    module, context, builder = parsed(constant(target, literal), target)
+    module, context, _ = parsed(constant(target, literal), target)
     assert f"dense<{literal}> : tensor<512xf32, #wide>" in printed(module, vectors(target))   # printed as written
-    assert stitch.fold_constant_conversions(module, builder) == {"0:in:1"}
-    stitch.canonicalize(module, context)
+    state = run_pass(stitch_of(context, target), module, "fold constants", "canonicalize folds")
+    assert state.folded.constants == {"0:in:1"}
     body = printed(module, vectors(target))
     assert "ttg.convert_layout" not in body
     assert f"arith.constant dense<{literal}> : tensor<512xf32, #one>" in body
 
 
+@pytest.mark.ir_pass("fold constants", "canonicalize")
 def test_an_untagged_conversion_of_a_constant_stays():
-    module, context, builder = parsed(constant("sm90a", "2.500000e+00", tag=""), "sm90a")
-    assert stitch.fold_constant_conversions(module, builder) == set()
-    stitch.canonicalize(module, context)
+    module, context, _ = parsed(constant("sm90a", "2.500000e+00", tag=""), "sm90a")
+    assert run_pass(stitch_of(context, "sm90a"), module, "fold constants", "canonicalize").folded == Folded.nothing()
     assert count(module, "ttg.convert_layout") == 1
+
+
+@pytest.mark.ir_pass("canonicalize folds")
+@pytest.mark.parametrize("folded", [True, False], ids=["after-a-fold", "after-none"])
+def test_the_canonicalizer_after_the_folds_runs_only_where_one_folded(folded):
+    """The conversion left dead (its store gone) is deleted where a fold replaced a conversion."""
+    module, context, _ = parsed(constant("sm90a", "2.500000e+00", tag="").replace(
+        "    tt.store %3, %0 : tensor<512x!tt.ptr<f32>, #one>\n", ""), "sm90a")
+    state = stitch_of(context, "sm90a")
+    if folded:
+        state.folded = Folded(frozenset(), frozenset(), frozenset({"0:in:1"}), frozenset(), {})
+    run_pass(state, module, "canonicalize folds")
+    assert count(module, "ttg.convert_layout") == (0 if folded else 1)
+
+
+def arithmetic(target: str) -> str:
+    """The host's index row, made by ``#wide``, converted for the region's store by ``#one``."""
+    return module_text(target, vectors(target), f'''  tt.func public @k(%y: !tt.ptr<i32>) {{
+    %0 = tt.make_range {{end = 512 : i32, start = 0 : i32}} : tensor<512xi32, #wide>
+    %1 = ttg.convert_layout %0 {TAGGED} : tensor<512xi32, #wide> -> tensor<512xi32, #one>
+    %2 = tt.splat %y : !tt.ptr<i32> -> tensor<512x!tt.ptr<i32>, #one>
+    %3 = tt.addptr %2, %1 : tensor<512x!tt.ptr<i32>, #one>, tensor<512xi32, #one>
+    tt.store %3, %1 : tensor<512x!tt.ptr<i32>, #one>
+    tt.return
+  }}
+''')
+
+
+@pytest.mark.ir_pass("rematerialize", "canonicalize folds")
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_boundary_conversion_of_index_arithmetic_becomes_the_arithmetic_in_the_wanted_layout(target):
+    module, context, _ = parsed(arithmetic(target), target)
+    state = run_pass(stitch_of(context, target), module, "rematerialize", "canonicalize folds")
+    assert state.folded.recomputed == {"0:in:1"}
+    body = printed(module, vectors(target))
+    assert "ttg.convert_layout" not in body and "#wide" not in body
+    assert "tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #one>" in body
 
 
 def staged(target: str, boundary: str = TAGGED) -> str:
@@ -119,20 +168,22 @@ def staged(target: str, boundary: str = TAGGED) -> str:
 ''')
 
 
+@pytest.mark.ir_pass("fold shared loads", "canonicalize folds")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_boundary_conversion_of_a_shared_memory_load_becomes_a_load_in_the_wanted_layout(target):
-    module, context, builder = parsed(staged(target), target)
-    assert stitch._fold_into_shared_loads(module, builder) == {"0:in:1"}
-    stitch.canonicalize(module, context)
+    module, context, _ = parsed(staged(target), target)
+    state = run_pass(stitch_of(context, target), module, "fold shared loads", "canonicalize folds")
+    assert state.folded.loaded == {"0:in:1"}
     body = printed(module, tiles(target))
     assert "ttg.convert_layout" not in body
     assert '= ttg.local_load %0 {hybrid.boundary = "0:in:1"} : !ttg.memdesc<64x64xf32, #shared, #smem> -> ' \
            'tensor<64x64xf32, #cols>' in body
 
 
+@pytest.mark.ir_pass("fold shared loads")
 def test_an_untagged_conversion_of_a_shared_memory_load_stays():
-    module, _, builder = parsed(staged("sm90a", boundary=""), "sm90a")
-    assert stitch._fold_into_shared_loads(module, builder) == set()
+    module, context, _ = parsed(staged("sm90a", boundary=""), "sm90a")
+    assert run_pass(stitch_of(context, "sm90a"), module, "fold shared loads").folded == Folded.nothing()
     assert count(module, "ttg.convert_layout") == 1
 
 
@@ -156,37 +207,51 @@ def _after_alloc(body: str) -> str:
     return next(lines[k + 1] for k, line in enumerate(lines) if "ttg.local_alloc" in line)
 
 
+@pytest.mark.ir_pass("fold shared stores", "canonicalize folds")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_boundary_conversion_only_stored_to_shared_memory_is_dropped_and_the_load_moved_up(target):
-    module, context, builder = parsed(stored(target), target)
-    assert stitch.fold_into_shared_stores(module, builder) == {"0:in:1"}
-    stitch.canonicalize(module, context)
+    module, context, _ = parsed(stored(target), target)
+    state = run_pass(stitch_of(context, target), module, "fold shared stores", "canonicalize folds")
+    assert state.folded.stored == {"0:in:1"}
     body = printed(module, tiles(target))
     assert "ttg.convert_layout" not in body
     assert "ttg.local_alloc %arg0 : (tensor<64x64xf32, #cols>)" in body
     assert "ttg.local_load" in _after_alloc(body) and count(module, "ttg.local_load") == 1
 
 
+@pytest.mark.ir_pass("fold shared stores")
 def test_an_untagged_conversion_stored_to_shared_memory_stays():
-    module, _, builder = parsed(stored("sm90a", boundary=""), "sm90a")
-    assert stitch.fold_into_shared_stores(module, builder) == set()
+    module, context, _ = parsed(stored("sm90a", boundary=""), "sm90a")
+    assert run_pass(stitch_of(context, "sm90a"), module, "fold shared stores").folded == Folded.nothing()
     assert count(module, "ttg.convert_layout") == 1 and "tt.load" in _after_alloc(printed(module, tiles("sm90a")))
 
 
+#: The Gluon function a Triton host calls for the tile it stores (declared: its body is no matter here).
+GLUON_CALL = "tt.func private @__hybrid_r0_g(tensor<64x64xf32, #cols>) -> tensor<64x64xf32, #rows>"
+
+
+@pytest.mark.ir_pass("load stored results early")
 @pytest.mark.parametrize("target", TARGETS)
 def test_the_hosts_loads_of_a_buffer_storing_a_boundary_value_are_moved_up_to_the_store(target):
-    module, context, builder = parsed(stored(target, boundary=""), target)
-    value = ops(module, "ttg.convert_layout")[0].get_result(0)
-    assert stitch.load_stored_values_early(module, builder, {value.id(): "0:out:0"}) == {"0:out:0"}
-    stitch.canonicalize(module, context)
+    """Run inside the host's relayout (``hide region bodies`` .. ``restore region bodies``), which
+    records the relayout the pass adds to."""
+    text = stored(target, boundary="").replace(
+        "%0 = ttg.convert_layout %t  : tensor<64x64xf32, #cols> -> tensor<64x64xf32, #rows>",
+        "%0 = tt.call @__hybrid_r0_g(%t) : (tensor<64x64xf32, #cols>) -> tensor<64x64xf32, #rows>")
+    module, context, _ = parsed(text.replace("  }\n}\n", f"  }}\n  {GLUON_CALL}\n}}\n"), target)
+    state = stitch_of(context, target)
+    state.compile.gluon.symbols["__hybrid_r0_g"] = 0
+    run_pass(state, module, "hide region bodies", "load stored results early", "restore region bodies", "canonicalize")
+    assert state.relaid.stored == {"0:out:0"}
     assert "ttg.local_load" in _after_alloc(printed(module, tiles(target)))
     assert count(module, "ttg.local_load") == 1
 
 
+@pytest.mark.ir_pass(*FOLDS)
 @pytest.mark.parametrize("target", TARGETS)
-def test_fold_boundary_conversions_says_what_it_folded_each_boundary_into(target):
+def test_the_folds_say_what_they_folded_each_boundary_into(target):
     module, context, _ = parsed(staged(target), target)
-    folded = stitch.fold_boundary_conversions(module, context)
+    folded = run_pass(stitch_of(context, target), module, *FOLDS).folded
     assert folded.loaded == {"0:in:1"} and not (folded.stored or folded.constants or folded.recomputed)
     module, context, _ = parsed(constant(target, "2.500000e+00"), target)
-    assert stitch.fold_boundary_conversions(module, context).constants == {"0:in:1"}
+    assert run_pass(stitch_of(context, target), module, *FOLDS).folded.constants == {"0:in:1"}

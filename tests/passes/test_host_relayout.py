@@ -1,17 +1,26 @@
-"""A Triton host laid out again around its Gluon calls (``lowering/host_relayout.py``): its tile
-loaded in the layout the call takes (``relayout``, ``"reloaded"``), its code after a call adopting
-the call's result layout (``"adopted"``), and a region's tensor-memory load sunk to its use on
-sm100a (``interleave_tmem``), a tile a call returns for a dot transposed in registers before its
-store to shared memory on gfx942 (``_transpose_in_thread``). Shrunk from ``tests/triton_hosts.py``'s
+"""A Triton host laid out again around its Gluon calls (``lowering/host_relayout.py``, the passes
+``hide region bodies`` to ``restore region bodies``): its tile loaded in the layout the call takes
+(``"reloaded"``), its code after a call adopting the call's result layout (``"adopted"``), and a
+region's tensor-memory load sunk to its use on sm100a (``interleave tmem``), a tile a call returns
+for a dot transposed in registers before its store to shared memory on gfx942 (``transpose in
+thread``). Shrunk from ``tests/triton_hosts.py``'s
 ``h_reduce`` and ``examples/mma_handoff.py`` (its ``b_tile`` ported, on gfx942)."""
 import pytest
 
-from interop.lowering import host_relayout
-from interop.stitching import stitch
-from interop.targets import TARGETS
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from interop import pipeline
+from interop.stitching.stitch import Folded
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 REGIONS = {"__hybrid_r0_g": 0}
+#: The host's relayout, in the pipeline's order.
+RELAYOUT = [p.name for p in pipeline.TRITON_HOST if p.stage == pipeline.RELAYOUT and not p.markers_gone]
+
+
+def relaid(module, context, target: str, regions: dict[str, int]) -> Folded:
+    """What the relayout's passes folded, run on ``module`` calling the Gluon functions ``regions``."""
+    state = stitch_of(context, target)
+    state.compile.gluon.symbols.update(regions)
+    return run_pass(state, module, *RELAYOUT).relaid
 
 
 def layouts(target: str) -> dict[str, str]:
@@ -75,10 +84,11 @@ def reducing(target: str) -> str:
 ''')
 
 
+@pytest.mark.ir_pass(*RELAYOUT)
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_the_hosts_tile_is_loaded_in_the_layout_the_call_takes(target):
     module, context, _ = parsed(reducing(target), target)
-    folded = host_relayout.relayout(module, context, TARGETS[target], REGIONS)
+    folded = relaid(module, context, target, REGIONS)
     assert folded.moved == {"0:in:0": "reloaded"}
     load, = ops(module, "tt.load")
     assert ops(module, "tt.call")[0].get_operand(0).id() == load.get_result(0).id()   # no conversion between
@@ -115,19 +125,21 @@ def storing(target: str) -> str:
 ''')
 
 
+@pytest.mark.ir_pass(*RELAYOUT)
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_the_hosts_code_after_a_call_adopts_its_result_layout(target):
     module, context, _ = parsed(storing(target), target)
-    assert host_relayout.relayout(module, context, TARGETS[target], REGIONS).moved == {"0:out:0": "adopted"}
+    assert relaid(module, context, target, REGIONS).moved == {"0:out:0": "adopted"}
     store, = ops(module, "tt.store")
     assert count(module, "ttg.convert_layout") == 0
     assert layouts(target)["taken"] in str(store.get_operand(0).get_type())
 
 
+@pytest.mark.ir_pass(*RELAYOUT)
 def test_a_host_without_gluon_calls_is_left_as_triton_made_it():
     module, context, _ = parsed(reducing("sm90a"), "sm90a")
     before = printed(module, layouts("sm90a"))
-    assert host_relayout.relayout(module, context, TARGETS["sm90a"], {}) == stitch.Folded.nothing()
+    assert relaid(module, context, "sm90a", {}) == Folded.nothing()
     assert printed(module, layouts("sm90a")) == before
 
 
@@ -164,16 +176,18 @@ def _sunk(module) -> bool:
     return body.index("ttng.tmem_load") > body.index("tt.splat %arg0")
 
 
+@pytest.mark.ir_pass("interleave tmem")
 def test_a_regions_tensor_memory_load_is_sunk_past_the_hosts_address_arithmetic_on_sm100a():
     module, context, _ = parsed(tmem("sm100a"), "sm100a")
     assert not _sunk(module)
-    host_relayout.interleave_tmem(module, context, TARGETS["sm100a"])
+    run_pass(stitch_of(context, "sm100a"), module, "interleave tmem")
     assert _sunk(module)
 
 
+@pytest.mark.ir_pass("interleave tmem")
 def test_a_target_without_tensor_memory_is_left_alone():
     module, context, _ = parsed(tmem("sm100a"), "sm100a")
-    host_relayout.interleave_tmem(module, context, TARGETS["sm90a"])
+    run_pass(stitch_of(context, "sm90a"), module, "interleave tmem")
     assert not _sunk(module)
 
 
@@ -197,9 +211,18 @@ STAGED = module_text("gfx942", STAGING, '''  tt.func public @k(%a: tensor<128x64
 ''')
 
 
-def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_store_on_gfx942():
+def transposed(regions: dict[str, int]):
+    """``STAGED`` after ``transpose in thread``, in the relayout that records the calls it needs."""
     module, context, _ = parsed(STAGED, "gfx942")
-    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set(REGIONS))
+    state = stitch_of(context, "gfx942")
+    state.compile.gluon.symbols.update(regions)
+    run_pass(state, module, "hide region bodies", "transpose in thread", "restore region bodies")
+    return module
+
+
+@pytest.mark.ir_pass("transpose in thread")
+def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_store_on_gfx942():
+    module = transposed(REGIONS)
     transpose, = ops(module, "amdg.in_thread_transpose")
     assert transpose.get_operand(0).id() == ops(module, "tt.call")[0].get_result(0).id()
     alloc, = ops(module, "ttg.local_alloc")
@@ -207,8 +230,7 @@ def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_s
     assert "#flat" not in printed(module, STAGING)   # stored into the swizzle the transpose is made for
 
 
+@pytest.mark.ir_pass("transpose in thread")
 def test_without_gluon_calls_a_staged_tile_is_left_as_it_is():
-    module, context, _ = parsed(STAGED, "gfx942")
-    before = printed(module, STAGING)
-    host_relayout._transpose_in_thread(module, context, TARGETS["gfx942"], set())
-    assert printed(module, STAGING) == before
+    before = printed(parsed(STAGED, "gfx942")[0], STAGING)
+    assert printed(transposed({}), STAGING) == before

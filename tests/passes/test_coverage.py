@@ -1,0 +1,33 @@
+"""Every pass of the pipeline (``interop.pipeline``) has an IR-level test here: a test declares the
+passes it runs with ``@pytest.mark.ir_pass(name, ...)``, and a pass added to a pipeline without
+one fails this check."""
+import importlib
+import pkgutil
+
+import pytest
+
+import tests.passes
+from interop import pipeline
+
+
+def declared() -> set[str]:
+    """The pass names the tests of ``tests.passes`` declare (read from their marks, so that the
+    check holds when this file runs alone)."""
+    names: set[str] = set()
+    for info in pkgutil.iter_modules(tests.passes.__path__):
+        if info.name.startswith("test_"):
+            module = importlib.import_module(f"tests.passes.{info.name}")
+            for name, function in vars(module).items():
+                if name.startswith("test_"):
+                    names.update(n for mark in getattr(function, "pytestmark", []) if mark.name == "ir_pass"
+                                 for n in mark.args)
+    return names
+
+
+def test_every_pass_of_both_pipelines_has_an_ir_level_test():
+    passes = {p.name for p in pipeline.TRITON_HOST + pipeline.GLUON_HOST}
+    assert sorted(passes - declared()) == []
+
+
+def test_a_declared_pass_is_one_of_the_pipelines():
+    assert sorted(declared() - {p.name for p in pipeline.TRITON_HOST + pipeline.GLUON_HOST}) == []
