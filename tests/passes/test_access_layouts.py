@@ -5,7 +5,7 @@ layout issued in the value's (``issue_stores_in_value_layouts``)."""
 import pytest
 
 from interop.stitching import access_layouts, stitch
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
 TAG = "hybrid.boundary"
@@ -42,15 +42,29 @@ def loaded(target: str, wanted: str) -> str:
 ''')
 
 
+def called(target: str) -> str:
+    """``loaded``'s tile converted for a Gluon call (``__hybrid_r0_g``, region 0) instead of a store."""
+    return loaded(target, "taken").replace(
+        "    tt.store %y, %11 : tensor<32x64x!tt.ptr<f32>, #taken>\n",
+        "    tt.call @__hybrid_r0_g(%11) : (tensor<32x64xf32, #taken>) -> ()\n").replace(
+        "  }\n}\n", "  }\n  tt.func private @__hybrid_r0_g(tensor<32x64xf32, #taken>)\n}\n")
+
+
+@pytest.mark.ir_pass("issue loads in call layouts")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_tile_converted_for_a_call_is_loaded_in_the_calls_layout(target):
-    module, context, builder = parsed(loaded(target, "taken"), target)
-    assert access_layouts.issue_in_wanted_layouts(module, builder, {"0:in:0"}) == {"0:in:0"}
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "the test's rewrite")
+    """Run in a Triton host's relayout after ``sink result casts``, which records the calls'
+    operands; ``restore region bodies`` says the boundary's tile was loaded again."""
+    module, context, _ = parsed(called(target), target)
+    state = stitch_of(context, target)
+    state.compile.gluon.symbols["__hybrid_r0_g"] = 0
+    run_pass(state, module, "hide region bodies", "sink result casts", "issue loads in call layouts")
+    assert state.relayout.issued == {"0:in:0"}
+    run_pass(state, module, "restore region bodies", "canonicalize")
     load, = ops(module, "tt.load")
     assert count(module, "ttg.convert_layout") == 0 and tiles(target)["taken"] in str(load.get_result(0).get_type())
     assert "#coalesced" not in printed(module, tiles(target))   # the pointers made again in the call's layout
+    assert ops(module, "tt.call")[0].get_operand(0).id() == load.get_result(0).id()
 
 
 @pytest.mark.parametrize("wanted, tags", [("columns", {"0:in:0"}), ("taken", {"0:in:1"})],

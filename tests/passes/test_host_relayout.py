@@ -8,19 +8,27 @@ thread``). Shrunk from ``tests/triton_hosts.py``'s
 import pytest
 
 from interop import pipeline
+from interop.lowering.triton_host import GluonCall
+from interop.region import CallSite
 from interop.stitching.stitch import Folded
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
+from tests.passes.modules import (LANES, blocked, conditions, count, module_text, ops, parsed, printed, run_pass,
+                                  stitch_of)
 
 REGIONS = {"__hybrid_r0_g": 0}
 #: The host's relayout, in the pipeline's order.
 RELAYOUT = [p.name for p in pipeline.TRITON_HOST if p.stage == pipeline.RELAYOUT and not p.markers_gone]
 
 
-def relaid(module, context, target: str, regions: dict[str, int]) -> Folded:
-    """What the relayout's passes folded, run on ``module`` calling the Gluon functions ``regions``."""
+def relayout_state(context, target: str, regions: dict[str, int] = REGIONS):
+    """The state of a Triton host's compile whose Gluon calls, built, are ``regions``."""
     state = stitch_of(context, target)
     state.compile.gluon.symbols.update(regions)
-    return run_pass(state, module, *RELAYOUT).relaid
+    return state
+
+
+def relaid(module, context, target: str, regions: dict[str, int]) -> Folded:
+    """What the relayout's passes folded, run on ``module`` calling the Gluon functions ``regions``."""
+    return run_pass(relayout_state(context, target, regions), module, *RELAYOUT).relaid
 
 
 def layouts(target: str) -> dict[str, str]:
@@ -214,9 +222,7 @@ STAGED = module_text("gfx942", STAGING, '''  tt.func public @k(%a: tensor<128x64
 def transposed(regions: dict[str, int]):
     """``STAGED`` after ``transpose in thread``, in the relayout that records the calls it needs."""
     module, context, _ = parsed(STAGED, "gfx942")
-    state = stitch_of(context, "gfx942")
-    state.compile.gluon.symbols.update(regions)
-    run_pass(state, module, "hide region bodies", "transpose in thread", "restore region bodies")
+    run_pass(relayout_state(context, "gfx942", regions), module, "hide region bodies", "transpose in thread", "restore region bodies")
     return module
 
 
@@ -234,3 +240,65 @@ def test_a_tile_a_call_returns_for_a_dot_is_transposed_in_registers_before_its_s
 def test_without_gluon_calls_a_staged_tile_is_left_as_it_is():
     before = printed(parsed(STAGED, "gfx942")[0], STAGING)
     assert printed(transposed({}), STAGING) == before
+
+
+@pytest.mark.ir_pass("hide region bodies")
+def test_the_gluon_functions_bodies_are_out_of_the_passes_sight():
+    module, context, _ = parsed(reducing("sm90a"), "sm90a")
+    state = run_pass(relayout_state(context, "sm90a"), module, "hide region bodies")
+    assert count(module, "tt.reduce") == count(module, "arith.mulf") == 0   # a declaration, its body held elsewhere
+    assert state.relayout.regions == REGIONS and state.relayout.before == {"0:in:0", "0:out:0"}
+
+
+@pytest.mark.ir_pass("hide region bodies", "restore region bodies")
+def test_the_bodies_come_back_and_a_relayout_that_changed_nothing_replaced_nothing():
+    """Run after ``hide region bodies``, which holds the bodies."""
+    module, context, _ = parsed(reducing("sm90a"), "sm90a")
+    before = printed(module, layouts("sm90a"))
+    state = run_pass(relayout_state(context, "sm90a"), module, "hide region bodies", "restore region bodies")
+    assert printed(module, layouts("sm90a")) == before
+    assert state.relayout is None and state.relaid == Folded.nothing()
+
+
+@pytest.mark.ir_pass("fold opaque branches")
+def test_the_calls_opaque_branch_is_folded_and_the_call_kept():
+    """Run between ``hide region bodies`` and ``restore region bodies``, as in the pipeline."""
+    module, context, _ = parsed(reducing("sm90a"), "sm90a")
+    run_pass(relayout_state(context, "sm90a"), module, "hide region bodies", "fold opaque branches",
+             "restore region bodies")
+    assert count(module, "scf.if") == 0 and count(module, "tt.call") == 1 and count(module, "tt.reduce") == 1
+
+
+@pytest.mark.ir_pass("tag boundaries")
+def test_the_conversions_on_a_calls_operands_and_results_are_tagged_as_its_boundaries():
+    """Run between ``hide region bodies`` and ``restore region bodies``; the layout passes before
+    it remake conversions without tags, as the module here has them."""
+    module, context, _ = parsed(reducing("sm90a").replace(' {hybrid.boundary = "0:in:0"}', "").replace(
+        ' {hybrid.boundary = "0:out:0"}', ""), "sm90a")
+    run_pass(relayout_state(context, "sm90a"), module, "hide region bodies", "tag boundaries", "restore region bodies")
+    tags = [op.get_str_attr("hybrid.boundary") for op in ops(module, "ttg.convert_layout")]
+    assert tags == ["0:in:0", "0:out:0", None, None]   # the Gluon function's own conversions untouched
+
+
+def g_gone():
+    """The Gluon function called (only its name is read: it is not built)."""
+
+
+@pytest.mark.ir_pass("splice Gluon calls")
+def test_a_gluon_call_in_ir_the_code_generator_discarded_drops_its_region_and_the_calls_are_enabled():
+    """The call recorded at code generation (``GluonRegions``) without a copy of its boundary in
+    the module: nothing to build; the flags guarding the Gluon calls left are set."""
+    module, context, _ = parsed(module_text("sm90a", {}, '''  tt.func public @k() {
+    %0 = tt.elementwise_inline_asm "hybrid.gluon.enable" {constraints = "=r", packed_element = 1 : i32, pure = true} -> i1
+    scf.if %0 {
+      gpu.barrier
+    }
+    tt.return
+  }
+'''), "sm90a")
+    state = stitch_of(context, "sm90a")
+    region = state.compile.new_region("g_gone", "gluon", CallSite("k.py", 9), "", shared_bytes=0, lines=())
+    state.compile.gluon._calls.append(GluonCall(region, g_gone, [], [], [], False, {}, [], []))
+    assert conditions(module) == {"%0"}
+    run_pass(state, module, "splice Gluon calls")
+    assert state.regions == [] and conditions(module) == {"%true"}   # (the flag, unused, left to the canonicalizer)

@@ -1,13 +1,10 @@
-"""How each boundary value moves (``boundaries/planner.plan``): a tile the host makes by rows and a
+"""How each boundary value moves (``plan boundaries``, ``boundaries/planner.plan``, as the build's
+``boundaries`` setting asks): a tile the host makes by rows and a
 Gluon region reads by columns converted by Triton, or handed off in one shared buffer; a
 conversion that moves nothing is not planned."""
 import pytest
 
-from interop.boundaries import planner
-from interop.boundaries.scratch import ScratchProbe
-from interop.targets import TARGETS
-from interop.triton.frontend import make_backend
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, run_pass, stitch_of
 
 TARGET_NAMES = ["sm90a", "gfx942"]
 
@@ -28,15 +25,14 @@ def converting(target: str, wanted: str) -> str:
 ''')
 
 
-def probe(context, target: str) -> ScratchProbe:
-    return ScratchProbe(context, TARGETS[target], make_backend(TARGETS[target]).parse_options({"num_warps": 4}))
-
-
 def planned(target: str, wanted: str, way: str):
+    """The module and (the planner's choices, the conversions left) after ``plan boundaries``."""
     module, context, _ = parsed(converting(target, wanted), target)
-    return module, planner.plan(module, context, probe(context, target), way)
+    state = run_pass(stitch_of(context, target, boundaries=way), module, "plan boundaries")
+    return module, (state.choices, state.live)
 
 
+@pytest.mark.ir_pass("plan boundaries")
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_a_handoff_stores_the_tile_once_and_loads_it_in_the_regions_layout(target):
     module, (choices, live) = planned(target, "cols", "shared")
@@ -50,6 +46,7 @@ def test_a_handoff_stores_the_tile_once_and_loads_it_in_the_regions_layout(targe
     assert layouts(target)["cols"] in str(load.get_result(0).get_type())
 
 
+@pytest.mark.ir_pass("plan boundaries")
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_a_conversion_left_to_triton_is_kept_and_says_what_it_moves(target):
     module, (choices, live) = planned(target, "cols", "convert")
@@ -58,6 +55,18 @@ def test_a_conversion_left_to_triton_is_kept_and_says_what_it_moves(target):
     assert conversion.movement.kind == "shared" and conversion.movement.shared_bytes > 0
 
 
+@pytest.mark.ir_pass("plan boundaries")
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_in_auto_mode_the_way_modelled_cheaper_is_taken_and_a_tie_keeps_the_conversion(target):
+    module, (choices, live) = planned(target, "cols", "auto")
+    choice, = choices
+    assert choice.tags == ("0:in:0", ) and choice.cost <= choice.other
+    assert choice.way == "handoff" if choice.cost < choice.other else choice.way == "convert"
+    assert f"modelled cost {choice.cost} against {choice.other}" in choice.reason
+    assert count(module, "ttg.convert_layout") == len(live.get("0:in:0", []))   # what is left is what it says
+
+
+@pytest.mark.ir_pass("plan boundaries")
 def test_a_conversion_between_layouts_that_place_alike_is_not_planned():
     """Over a one-row tile a ``[4, 1]`` and a ``[1, 1]`` blocked layout place every element alike:
     nothing to move between threads, nothing to weigh."""
@@ -68,6 +77,7 @@ def test_a_conversion_between_layouts_that_place_alike_is_not_planned():
     tt.return
   }
 '''), "sm90a")
-    choices, live = planner.plan(module, context, probe(context, "sm90a"), "auto")
+    state = run_pass(stitch_of(context, "sm90a"), module, "plan boundaries")   # (the default: "auto")
+    choices, live = state.choices, state.live
     assert choices == [] and count(module, "ttg.convert_layout") == 1
     assert live["0:in:0"][0].movement.kind in ("none", "registers")

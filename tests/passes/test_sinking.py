@@ -1,10 +1,11 @@
-"""A boundary conversion moved past the casts after it on Triton's side (``stitching/sinking.py``):
-a Gluon region's fp32 accumulator converted for the Triton host's epilogue ``acc.to(fp16)``,
-then stored (``examples/matmul_gluon_epilogue.py``'s shape, shrunk)."""
+"""A boundary conversion moved past the casts after it on Triton's side (``sink casts``, and ``sink
+result casts`` in a Triton host's relayout; ``stitching/sinking.py``): a Gluon region's fp32
+accumulator converted for the Triton host's epilogue ``acc.to(fp16)``, then stored
+(``examples/matmul_gluon_epilogue.py``'s shape, shrunk)."""
 import pytest
 
-from interop.stitching import sinking, stitch
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from interop.region import CallSite
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
 
@@ -35,10 +36,23 @@ def epilogue(target: str, store: str, cast: str = "arith.truncf", to: str = "f16
 ''')
 
 
+def sunk(text: str, target: str, direction: str = "out", then: tuple[str, ...] = ()):
+    """``text`` after ``sink casts`` (and the passes ``then``) in a compile whose Gluon region 0's
+    boundary ``direction`` 0 is planned (a result: into the host's Triton code; an operand: into
+    the Gluon function's code), and what the pass moved."""
+    module, context, _ = parsed(text, target)
+    state = stitch_of(context, target)
+    region = state.compile.new_region("g_mma", "gluon", CallSite("k.py", 4), "", shared_bytes=0, lines=())
+    types = {name: f"tensor<64x64xf32, {attribute}>" for name, attribute in layouts(target).items()}
+    state.compile.plan(region, direction, 0, "acc", types["mine"], types["host"])
+    return module, run_pass(state, module, "sink casts", *then).folded.moved
+
+
+@pytest.mark.ir_pass("sink casts")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_conversion_before_a_cast_and_the_hosts_own_conversion_merges_into_it(target):
-    module, _, builder = parsed(epilogue(target, "store"), target)
-    assert sinking.sink_past_casts(module, builder, {"0:out:0"}) == {"0:out:0": "merged"}
+    module, moved = sunk(epilogue(target, "store"), target)
+    assert moved == {"0:out:0": "merged"}
     body = printed(module, layouts(target))
     stored = ops(module, "tt.store")[0].get_operand(1)
     live = [op for op in ops(module, "ttg.convert_layout") if op.get_result(0).id() == stored.id()]
@@ -47,11 +61,11 @@ def test_a_conversion_before_a_cast_and_the_hosts_own_conversion_merges_into_it(
     assert "tensor<64x64xf16, #mine> -> tensor<64x64xf16, #store>" in body
 
 
+@pytest.mark.ir_pass("sink casts", "canonicalize folds")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_conversion_before_a_narrowing_cast_converts_after_it_instead(target):
-    module, context, builder = parsed(epilogue(target, "host"), target)
-    assert sinking.sink_past_casts(module, builder, {"0:out:0"}) == {"0:out:0": "narrowed"}
-    stitch.canonicalize(module, context)
+    module, moved = sunk(epilogue(target, "host"), target, then=("canonicalize folds", ))
+    assert moved == {"0:out:0": "narrowed"}
     body = printed(module, layouts(target))
     assert count(module, "ttg.convert_layout") == 1
     lines = body.splitlines()
@@ -61,15 +75,32 @@ def test_a_conversion_before_a_narrowing_cast_converts_after_it_instead(target):
     assert "arith.truncf %arg0 : tensor<64x64xf32, #mine> to tensor<64x64xf16, #mine>" in body
 
 
+@pytest.mark.ir_pass("sink casts")
 def test_a_widening_cast_without_the_hosts_conversion_after_it_is_left_alone():
-    module, _, builder = parsed(epilogue("sm90a", "host", cast="arith.extf", to="f64"), "sm90a")
-    before = printed(module, layouts("sm90a"))
-    assert sinking.sink_past_casts(module, builder, {"0:out:0"}) == {}
-    assert printed(module, layouts("sm90a")) == before
+    text = epilogue("sm90a", "host", cast="arith.extf", to="f64")
+    module, moved = sunk(text, "sm90a")
+    assert moved == {} and printed(module, layouts("sm90a")) == printed(parsed(text, "sm90a")[0], layouts("sm90a"))
 
 
+@pytest.mark.ir_pass("sink casts")
 def test_a_conversion_into_gluon_code_is_never_moved():
-    module, _, builder = parsed(epilogue("sm90a", "store"), "sm90a")
-    before = printed(module, layouts("sm90a"))
-    assert sinking.sink_past_casts(module, builder, {"0:in:0"}) == {}   # (another boundary's tag only)
-    assert printed(module, layouts("sm90a")) == before
+    text = epilogue("sm90a", "store").replace('"0:out:0"', '"0:in:0"')   # (the Gluon function's operand)
+    module, moved = sunk(text, "sm90a", direction="in")
+    assert moved == {} and printed(module, layouts("sm90a")) == printed(parsed(text, "sm90a")[0], layouts("sm90a"))
+
+
+@pytest.mark.ir_pass("sink result casts")
+@pytest.mark.parametrize("target", TARGETS)
+def test_in_a_triton_hosts_relayout_a_calls_result_conversion_merges_into_the_hosts_own(target):
+    """Run between ``hide region bodies`` and ``restore region bodies`` (which records it moved),
+    on the result of a Gluon call: the Triton host's boundaries are its calls' there."""
+    text = epilogue(target, "store").replace("%acc: tensor<64x64xf32, #mine>, ", "").replace(
+        "    %0 = ttg.convert_layout %acc", "    %acc = tt.call @__hybrid_r0_g() : () -> tensor<64x64xf32, #mine>\n"
+        "    %0 = ttg.convert_layout %acc").replace("  }\n}\n", "  }\n  tt.func private @__hybrid_r0_g() -> "
+                                              "tensor<64x64xf32, #mine>\n}\n")
+    module, context, _ = parsed(text, target)
+    state = stitch_of(context, target)
+    state.compile.gluon.symbols["__hybrid_r0_g"] = 0
+    run_pass(state, module, "hide region bodies", "sink result casts", "restore region bodies")
+    assert state.relaid.moved == {"0:out:0": "merged"}
+    assert "arith.truncf %0 : tensor<64x64xf32, #mine> to tensor<64x64xf16, #mine>" in printed(module, layouts(target))

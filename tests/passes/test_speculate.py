@@ -1,10 +1,9 @@
-"""A branch that guards pure code against poison taken always (``stitching/speculate.py``): a Gluon
+"""A branch that guards pure code against poison taken always (``speculate``, ``stitching/speculate.py``): a Gluon
 call's opaque ``scf.if`` in a Triton host once its pure region is inlined, as Triton 3.6's
 pipeliner leaves it in a loop's epilogue (shrunk from ``tests/triton_hosts.py``'s ``h_reduce``)."""
 import pytest
 
-from interop.stitching import speculate, stitch
-from tests.passes.modules import LANES, blocked, conditions, count, module_text, parsed
+from tests.passes.modules import LANES, blocked, conditions, count, module_text, parsed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
 
@@ -44,20 +43,20 @@ LOADS = PURE.replace("%2 = arith.mulf %t, %cst", "%l = tt.load %x : tensor<32x64
                      "      %2 = arith.mulf %l, %cst")
 
 
+@pytest.mark.ir_pass("speculate")
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_branch_guarding_pure_code_against_poison_becomes_straight_line_code(target):
-    module, context, builder = parsed(guarded(target, PURE), target)
-    assert speculate.poison_branches(module, builder) == 1
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "the test's rewrite")
+    module, context, _ = parsed(guarded(target, PURE), target)
+    assert conditions(module) == {"%arg2"}
+    run_pass(stitch_of(context, target), module, "speculate")
     assert conditions(module) <= {"%true"} and count(module, "tt.reduce") == 1
 
 
+@pytest.mark.ir_pass("speculate")
 @pytest.mark.parametrize("then, otherwise", [(LOADS, "%0"), (PURE, "%r0")], ids=["loads", "else-computes"])
 def test_a_branch_that_loads_or_yields_a_value_otherwise_stays(then, otherwise):
     text = guarded("sm90a", then, otherwise).replace(
         "    %1 = scf.if", "    %r0 = arith.constant dense<0.000000e+00> : tensor<32xf32, #row>\n    %1 = scf.if")
-    module, context, builder = parsed(text, "sm90a")
-    assert speculate.poison_branches(module, builder) == 0
-    stitch.canonicalize(module, context)
+    module, context, _ = parsed(text, "sm90a")
+    run_pass(stitch_of(context, "sm90a"), module, "speculate")
     assert conditions(module) == {"%arg2"}

@@ -1,14 +1,17 @@
-"""Splicing a lowered region into its host, inlining it, connecting its results
-(``interop/stitching/stitch.py``: ``splice``, ``bind_ports``, ``inline``, ``connect_results``,
-``check_no_markers``), on a Gluon host calling a Triton region that loads a row (``tests/kernels.py``'s
-``k_fold``, shrunk)."""
+"""Splicing a lowered region into its host, inlining it, connecting its results (the passes
+``splice Triton calls``, ``inline``, ``connect results``; ``interop/stitching/stitch.py``: ``splice``,
+``bind_ports``, ``inline``, ``connect_results``, ``check_no_markers``), on a Gluon host calling a
+Triton region that loads a row (``tests/kernels.py``'s ``k_fold``, shrunk)."""
 from dataclasses import dataclass
 
 import pytest
 
+from interop.errors import RegionError
+from interop.lowering.triton_regions import PendingSplice
+from interop.region import CallSite
 from interop.stitching import stitch
 from interop.triton.bindings import parse_module
-from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed
+from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 
 def layouts(target: str) -> dict[str, str]:
@@ -46,6 +49,8 @@ HOST = '''  tt.func public @k_fold(%x: !tt.ptr<f32>, %y: !tt.ptr<f16>, %n: i32) 
     tt.return
   }
 '''
+#: The host, its call discarded (the result's placeholder left without the region's value).
+UNCALLED = HOST.replace("    tt.call @__hybrid_r0_t_arange_load(%x, %n) : (!tt.ptr<f32>, i32) -> ()\n", "")
 SPLICED = HOST + '''  tt.func private @__hybrid_r0_t_arange_load(%x: !tt.ptr<f32>, %n: i32) {
 ''' + REGION_BODY + '''  }
 '''
@@ -55,8 +60,17 @@ def spliced(target: str):
     return parsed(module_text(target, layouts(target), SPLICED), target)
 
 
-def test_splice_moves_the_regions_body_into_the_hosts_placeholder():
-    target = "sm90a"
+@dataclass
+class Lowered:
+    """What ``bind_ports`` and ``splice`` read of a ``lower_triton.LoweredRegion``."""
+    module: object
+    function: object
+    leaf_is_tensor: list
+
+
+def unspliced(target: str):
+    """The host, its placeholder declared, and the state of its compile: the region lowered (its
+    module, in the host's context), waiting for its splice. Returns (module, state, lowered module)."""
     host = module_text(target, layouts(target), HOST + '''  tt.func private @__hybrid_r0_t_arange_load(!tt.ptr<f32>, i32)
 ''')
     region = module_text(target, layouts(target), '''  tt.func public @region(%x: !tt.ptr<f32>, %n: i32) {
@@ -64,20 +78,39 @@ def test_splice_moves_the_regions_body_into_the_hosts_placeholder():
 ''')
     module, context, _ = parsed(host, target)
     lowered = parse_module(region, context)
-    stitch.splice(module, module.get_function("__hybrid_r0_t_arange_load"), lowered,
-                  lowered.get_function("region"))
-    stitch.verify(module, "the test's splice")
+    state = stitch_of(context, target, "gluon")
+    pending(state, module, Lowered(lowered, lowered.get_function("region"), [False, False]), ())
+    return module, state, lowered
+
+
+def pending(state, module, lowered: Lowered, tensor_types: tuple) -> None:
+    """A call of ``t_arange_load`` (region 0) lowered to ``lowered``, waiting for its splice."""
+    region = state.compile.new_region("t_arange_load", "triton", CallSite("k.py", 3), "", shared_bytes=0, lines=())
+    state.compile.triton._pending.append(PendingSplice(region, lowered, module.get_function(region.symbol),
+                                                       tensor_types, fn=None, args=[]))
+
+
+@pytest.mark.ir_pass("splice Triton calls")
+def test_splice_moves_the_regions_body_into_the_hosts_placeholder():
+    target = "sm90a"
+    module, state, lowered = unspliced(target)
+    run_pass(state, module, "splice Triton calls")
     placeholder = printed(module, layouts(target)).split("tt.func private @__hybrid_r0_t_arange_load(")[1]
     assert "tt.load" in placeholder and '"hybrid.out.0"' in placeholder
     assert count(lowered, "tt.load") == 0   # moved, not copied
 
 
-@dataclass
-class Lowered:
-    """What ``bind_ports`` reads of a ``lower_triton.LoweredRegion``."""
-    module: object
-    function: object
-    leaf_is_tensor: list
+@pytest.mark.ir_pass("splice Triton calls")
+def test_a_splice_the_host_passes_another_tensor_type_to_is_named_with_its_region():
+    target = "sm90a"
+    module, context, _ = parsed(module_text(target, layouts(target), UNCALLED + '''  tt.func private @__hybrid_r0_t_arange_load(!tt.ptr<f32>, tensor<256xf32, #row>)
+'''), target)
+    lowered = parse_module(module_text(target, layouts(target), PORTS), context)
+    state = stitch_of(context, target, "gluon")
+    wrong = ops(lowered, "ttg.convert_layout")[0].get_result(0).get_type()   # the #vec type
+    pending(state, module, Lowered(lowered, lowered.get_function("region"), [False, True]), (wrong, ))
+    with pytest.raises(RegionError, match=r"t_arange_load.*k.py:3.*tensor input 1 of the lowered region is"):
+        run_pass(state, module, "splice Triton calls")
 
 
 #: A region taking a pointer and a tensor (in the host's layout), converting the tensor to the
@@ -116,13 +149,14 @@ def test_bind_ports_refuses_a_tensor_input_in_another_type_than_the_hosts():
         stitch.bind_ports(Lowered(module, function, [False, True]), wrong, 0, context)
 
 
+@pytest.mark.ir_pass("splice Triton calls", "inline", "connect results", "canonicalize")
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_inline_and_connect_results_make_the_placeholder_the_regions_value(target):
-    module, context, _ = spliced(target)
-    stitch.inline(module, context)
+    """From the splice: the Gluon host's pipeline runs them only where a splice is waiting."""
+    module, state, _ = unspliced(target)
+    run_pass(state, module, "splice Triton calls", "inline")
     assert count(module, "tt.call") == 0 and count(module, "tt.load") == 1
-    stitch.connect_results(module, context)
-    stitch.canonicalize(module, context)
+    run_pass(state, module, "connect results", "canonicalize")
     body = printed(module, layouts(target))
     assert "hybrid." not in body   # the sink, the placeholder and the flag are gone
     load = next(line for line in body.splitlines() if "tt.load" in line).split(" = ")[0].strip()
@@ -130,12 +164,12 @@ def test_inline_and_connect_results_make_the_placeholder_the_regions_value(targe
     stitch.check_no_markers(module)
 
 
+@pytest.mark.ir_pass("connect results")
 def test_connect_results_without_the_regions_value_says_which_result():
     target = "sm90a"
-    module, context, _ = parsed(module_text(target, layouts(target), HOST.replace(
-        "    tt.call @__hybrid_r0_t_arange_load(%x, %n) : (!tt.ptr<f32>, i32) -> ()\n", "")), target)
-    with pytest.raises(stitch.StitchError, match="no region value for result 0:0"):
-        stitch.connect_results(module, context)
+    module, context, _ = parsed(module_text(target, layouts(target), UNCALLED), target)
+    with pytest.raises(RegionError, match="the pass 'connect results' failed: no region value for result 0:0"):
+        run_pass(stitch_of(context, target), module, "connect results")
 
 
 def test_check_no_markers_names_the_markers_left():
