@@ -4,8 +4,6 @@ one fails this check."""
 import importlib
 import pkgutil
 
-import pytest
-
 import tests.passes
 from interop import pipeline
 
