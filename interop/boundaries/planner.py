@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from triton.experimental.gluon import language as gl
 
 from . import movement, swizzle
-from ..stitching import stitch
 from ..instrumentation import timing
 from ..boundary import TAG, shape_and_dtype
+from ..ir.canonicalize import canonicalize
+from ..ir.shared_loads import load_instead
+from ..ir.verify import verify
 from ..triton.bindings import gluon_ir, parse_module
 
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
@@ -109,8 +111,8 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
             live.setdefault(op.get_str_attr(TAG), []).append(
                 LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
     if handed:
-        stitch.canonicalize(module, context)   # the replaced conversions are dead
-        stitch.verify(module, "planning the boundaries")
+        canonicalize(module, context)   # the replaced conversions are dead
+        verify(module, "planning the boundaries")
     return choices, live
 
 
@@ -176,5 +178,5 @@ def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:
     for k, op in enumerate(ops):
         if k:
             builder.set_insertion_point_after(op)
-        stitch.load_instead(builder, op, buffer)
+        load_instead(builder, op, buffer, TAG)
     return str(buffer_type)

@@ -13,7 +13,8 @@ import functools
 import hashlib
 
 from ..lowering import arch, interception
-from .. import caches, diagnostics, records, setting
+from .. import caches, records, setting
+from ..ir import diagnostics
 from . import stages_hook
 from ..instrumentation import timing
 from .compile_context import CompileContext

@@ -19,6 +19,8 @@ from ..stitching import speculate, stitch
 from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
 from ..errors import RegionError
 from ..boundaries.scratch import ScratchProbe
+from ..ir.canonicalize import canonicalize
+from ..ir.verify import verify
 from ..triton.bindings import gluon_ir
 
 
@@ -55,7 +57,7 @@ def assemble(cc, module) -> None:
             convert_in.untag(module, gluon_ir.GluonOpBuilder(cc.context))
             # a pure region its opaque branch (a pipeliner's predicate folded in) still guards
             if speculate.poison_branches(module, gluon_ir.GluonOpBuilder(cc.context)):
-                stitch.canonicalize(module, cc.context)
+                canonicalize(module, cc.context)
             # Triton's late placement, made while the Gluon calls were opaque
             host_relayout.interleave_tmem(module, cc.context, cc.target)
         stitch.check_no_markers(module)
@@ -75,7 +77,7 @@ def assemble(cc, module) -> None:
     cc.boundaries = [_completed(planned, live, folded, by_tag) for planned in cc.planned]
     if cc.scopes.on and cc.regions:
         instrument.bracket(module, gluon_ir.GluonOpBuilder(cc.context), cc.scopes.timed_loops)
-        stitch.verify(module, "placing the Proton scopes")
+        verify(module, "placing the Proton scopes")
 
 
 _NARROWED = "; moved past the cast that narrows it"

@@ -19,7 +19,9 @@ empty one) where the buffer store replaces it, and kept (the flag becomes true) 
 """
 from __future__ import annotations
 
-from .. import diagnostics
+from ..ir import diagnostics
+from ..ir.canonicalize import canonicalize
+from ..ir.verify import verify
 from ..stitching import opaque, stitch
 from ..stitching.access_layouts import load_operands
 from ..triton import compat
@@ -107,8 +109,8 @@ def resolve(module, context, target) -> int:
             builder.create_yield_op([])
             block.erase()
     stitch.set_flags(module, FLAG, True, context)
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "issuing marked accesses as AMD buffer ops")
+    canonicalize(module, context)
+    verify(module, "issuing marked accesses as AMD buffer ops")
     return len(loads) + len(stores)
 
 

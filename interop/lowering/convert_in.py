@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from . import interception
 from ..boundary import TAG
+from ..ir.canonicalize import canonicalize
+from ..ir.verify import verify
 from ..stitching import remat, stitch
 from ..triton.bindings import gluon_ir
 from ..triton.language import core as tl
@@ -49,9 +51,9 @@ def fold(module, context) -> None:
     builder = gluon_ir.GluonOpBuilder(context)
     stitch.fold_constant_conversions(module, builder)
     remat.recompute_boundary_conversions(module, builder)
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
     untag(module, builder)
-    stitch.verify(module, "making entry conversions in place")
+    verify(module, "making entry conversions in place")
 
 
 def untag(module, builder) -> None:

@@ -19,8 +19,9 @@ from typing import Iterator
 from triton.experimental.gluon import language as gl
 
 from . import arch, arguments, caller_loads, host_relayout, interception, lower_gluon, triton_host
-from ..stitching import access_layouts, opaque, stitch, uses
-from .. import diagnostics, locations, validate
+from ..ir import diagnostics, uses
+from ..stitching import access_layouts, opaque, stitch
+from .. import locations, validate
 from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble

@@ -27,12 +27,14 @@ a result the host stores to shared memory for a dot is then transposed in regist
 from __future__ import annotations
 
 from . import arch
-from .. import diagnostics
 from ..boundaries import movement
 from ..boundary import TAG, tag
 from ..instrumentation import timing
+from ..ir import diagnostics
+from ..ir.uses import uses
+from ..ir.verify import verify
+from ..ir.walk import result_types
 from ..stitching import access_layouts, anchors, sinking, stitch
-from ..stitching.uses import uses
 from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, parse_module, passes
 
@@ -70,7 +72,7 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
     finally:
         for function, holder in held:
             stitch.splice(module, function, *holder)
-    stitch.verify(module, "laying the host out again around its Gluon calls")
+    verify(module, "laying the host out again around its Gluon calls")
     gone = {t: "reloaded" if t in issued else "adopted"
             for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
     return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
@@ -178,7 +180,7 @@ def _hide_bodies(module, context) -> list[tuple]:
     held = []
     for name in _functions_with_bodies(module):
         function = module.get_function(name)
-        results = stitch.result_types(module, function)
+        results = result_types(module, function)
         keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
             list(function.type.param_types()), results), "private", False)
         holder.push_back(keeper)

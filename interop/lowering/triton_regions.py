@@ -23,6 +23,7 @@ from ..instrumentation import instrument, timing
 from ..boundaries import movement, swizzle
 from .assemble import assemble
 from ..boundary import layout_of, tag
+from ..ir.walk import function_blocks
 from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
 from ..region import CallSite, Region
@@ -311,7 +312,7 @@ def _check_descriptors(function: str, call_site: CallSite, leaves: list, lowered
                    if arguments.is_descriptor(leaf.type)]
     if not descriptors:   # (most regions: no walk of the lowered module)
         return
-    entry = stitch.function_blocks(lowered.module, lowered.function)[0]
+    entry = function_blocks(lowered.module, lowered.function)[0]
     for k, value_name, leaf in descriptors:
         host, region = str(leaf.handle.get_type()), str(entry.arg(k).get_type())
         if host != region:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..boundary import TAG
 from .remat import CASTS, in_layout
-from .uses import uses
+from ..ir.uses import uses
 
 _NARROWING = {"arith.truncf"}
 

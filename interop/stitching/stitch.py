@@ -11,10 +11,14 @@ import re
 import struct
 from dataclasses import dataclass
 
-from .. import diagnostics
 from . import opaque, remat, sinking
-from .uses import owners, uses
 from ..boundary import TAG, tag
+from ..ir import diagnostics
+from ..ir.canonicalize import canonicalize
+from ..ir.shared_loads import load_instead
+from ..ir.uses import owners, uses
+from ..ir.verify import verify
+from ..ir.walk import function_blocks
 from ..triton.bindings import gluon_ir, ir, passes
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
@@ -23,52 +27,8 @@ RESULT = "hybrid.result"
 
 
 class StitchError(RuntimeError):
-    """The stitched module failed verification; the compile turns this into a RegionError."""
-
-
-def function_blocks(module, function) -> list:
-    """The top-level blocks of ``function`` in ``module`` (the bindings have no direct accessor)."""
-    region_id = function.get_region(0).id()
-    blocks: list = []
-
-    def visit(op):
-        block = op.get_block()
-        if block is not None and block.get_parent().id() == region_id and all(b.id() != block.id() for b in blocks):
-            blocks.append(block)
-
-    module.walk(visit)
-    return blocks
-
-
-def walk_function(module, function, visit) -> None:
-    """``visit`` each op inside ``function`` of ``module``, in ``module.walk``'s order."""
-    region_id = function.get_region(0).id()
-    memo: dict[int, bool] = {}
-
-    def inside(block) -> bool:
-        region = block.get_parent()
-        if region.id() not in memo:
-            enclosing = region
-            while enclosing is not None and enclosing.id() != region_id:
-                enclosing = enclosing.get_parent_region()
-            memo[region.id()] = enclosing is not None
-        return memo[region.id()]
-
-    module.walk(lambda op: visit(op) if op.get_block() is not None and inside(op.get_block()) else None)
-
-
-def result_types(module, function) -> list:
-    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
-    function type's parameters only)."""
-    region = function.get_region(0).id()
-    found: list = []
-
-    def visit(op):
-        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
-            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
-
-    module.walk(visit)
-    return found[0] if found else []
+    """A lowered region does not fit its placeholder, or stitching left a marker; the compile turns
+    this into a RegionError."""
 
 
 def splice(host_module, placeholder, region_module, region_function) -> None:
@@ -178,18 +138,6 @@ def check_no_markers(module) -> None:
     left = sorted({opaque.marker_of(op) for op in opaque.markers(module)})
     if left:
         raise StitchError(f"boundary marker ops survived stitching: {left}")
-
-
-def called_symbols(module) -> set[str]:
-    """Callees of the ``tt.call`` ops in ``module`` (a call in discarded IR is not among them)."""
-    called: set[str] = set()
-
-    def visit(op):
-        if op.get_name() == "tt.call":
-            called.add(op.get_flat_symbol_ref_attr("callee"))
-
-    module.walk(visit)
-    return called
 
 
 def inline(module, context) -> None:
@@ -348,24 +296,6 @@ def _scalar(element: str, literal: str):
     return float(literal)
 
 
-def canonicalize(module, context) -> None:
-    """Gluon's canonicalizer: deletes what a rewrite left dead (conversions, markers made pure)."""
-    pm = ir.pass_manager(context)
-    passes.gluon.add_canonicalizer(pm)
-    diagnostics.run(pm, module, "hybrid_canonicalize")
-
-
-def load_instead(builder, conversion, buffer) -> None:
-    """Replace a boundary's ``conversion`` by a ``local_load`` of ``buffer`` (which holds the
-    converted value's data) in the conversion's result layout, at the builder's insertion point,
-    keeping its location and boundary tag."""
-    result = conversion.get_result(0)
-    loaded = builder.create_local_load(result.get_type(), buffer)
-    loaded.set_loc(result.get_loc())
-    loaded.set_attr(TAG, builder.get_string_attr(conversion.get_str_attr(TAG)))
-    result.replace_all_uses_with(loaded)
-
-
 def _fold_into_shared_loads(module, builder) -> set[str]:
     """A boundary conversion of a value just loaded from shared memory becomes a load in the
     layout the conversion produces, right beside the original load (same data): a shared-memory
@@ -387,7 +317,7 @@ def _fold_into_shared_loads(module, builder) -> set[str]:
         if load is None:
             continue
         builder.set_insertion_point_after(load)
-        load_instead(builder, op, load.get_operand(0))
+        load_instead(builder, op, load.get_operand(0), TAG)
         folded.add(op.get_str_attr(TAG))
     return folded
 
@@ -439,9 +369,3 @@ def _load_right_after(alloc, users: dict, builder) -> None:
             early = builder.create_local_load(load.get_result(0).get_type(), buffer)
             early.set_loc(load.get_result(0).get_loc())
             load.get_result(0).replace_all_uses_with(early)
-
-
-def verify(module, step: str) -> None:
-    errors = diagnostics.verify(module)
-    if errors:
-        raise StitchError(f"the stitched module does not verify after {step}:\n{errors}")
