@@ -34,9 +34,10 @@ from . import movement, swizzle
 from ..instrumentation import timing
 from ..boundary import TAG, shape_and_dtype
 from ..ir.canonicalize import canonicalize
+from ..ir.copy import copy_module
 from ..ir.shared_loads import load_instead
 from ..ir.verify import verify
-from ..triton.bindings import gluon_ir, parse_module
+from ..triton.bindings import gluon_ir
 
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
@@ -76,9 +77,9 @@ def plan(module, context, probe, way: str = "auto",
     memory than Triton's conversion of it (which stages a large tile in rounds)."""
     compact = False
     if way == "auto":
-        trial = parse_module(str(module), context)
+        trial = copy_module(module, context)
         if any(c.way == "handoff" for c in _plan(trial, context, probe, way, shared_limit, False)[0]):
-            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(parse_module(str(module), context))
+            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(copy_module(module, context))
     return _plan(module, context, probe, way, shared_limit, compact)
 
 

@@ -31,12 +31,13 @@ from ..boundaries import movement
 from ..boundary import TAG, tag
 from ..instrumentation import timing
 from ..ir import diagnostics
+from ..ir.copy import copy_module
 from ..ir.uses import uses
 from ..ir.verify import verify
 from ..ir.walk import result_types
 from ..stitching import access_layouts, anchors, sinking, stitch
 from ..triton import compat
-from ..triton.bindings import gluon_ir, ir, parse_module, passes
+from ..triton.bindings import gluon_ir, ir, passes
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
 _BOUNDARY_OPS = ("ttg.convert_layout", "ttg.local_load")
@@ -118,7 +119,7 @@ def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
     from the kernel's IR has the layout the pass gives the load; another would need a conversion)."""
     if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
         return
-    if _transposed_in_thread(parse_module(str(module), context), context, callees):
+    if _transposed_in_thread(copy_module(module, context), context, callees):
         _transposed_in_thread(module, context, callees)
 
 
@@ -154,7 +155,7 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
     def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
         """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
         if (anchored, loads_held) not in costs:
-            trial = parse_module(str(module), context)
+            trial = copy_module(module, context)
             _lay_out(trial, context, target, callees, anchored, loads_held)
             costs[anchored, loads_held] = (movement.loaded_bytes(trial),
                                            movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from . import arch, arguments, axis_hints
 from ..ir import diagnostics
 from ..ir.canonicalize import canonicalize
+from ..ir.copy import copy_module
 from ..ir.walk import function_blocks
 from ..stitching import access_layouts, opaque, remat
 from ..boundaries.scratch import ScratchProbe
@@ -168,12 +169,12 @@ def lay_out_again(context, module, target, options):
     loop it can also undo what the backend's later passes chose."""
     if target.backend != "hip":
         return module
-    trial = parse_module(str(module), context)
+    trial = copy_module(module, context)
     _relayout(context, trial, target)
     probe = ScratchProbe(context, target, options)
     pays = layout_conversions(str(trial)) < layout_conversions(str(module)) \
-        and probe.kernel_bytes(parse_module(str(trial), context)) \
-        <= probe.kernel_bytes(parse_module(str(module), context))
+        and probe.kernel_bytes(copy_module(trial, context)) \
+        <= probe.kernel_bytes(copy_module(module, context))
     return trial if pays else module
 
 
