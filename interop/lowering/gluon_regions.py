@@ -25,7 +25,7 @@ from .. import locations, validate
 from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble
-from ..boundary import TAG, is_shared
+from ..boundary import TAG, BoundaryTag, is_shared
 from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
                       raised_within)
 from ..region import CallSite
@@ -414,8 +414,8 @@ def _gluon_result(producers: dict, value):
     host took it in the layout Triton chose while both calls were opaque), or None;
     ``producers``: ``uses.producers`` of the module."""
     conversion = producers.get(value.id())
-    if conversion is None or conversion.get_name() != "ttg.convert_layout" \
-            or ":out:" not in (conversion.get_str_attr(TAG) or ""):
+    if conversion is None or conversion.get_name() != "ttg.convert_layout" or not conversion.get_str_attr(TAG) \
+            or BoundaryTag.parse(conversion.get_str_attr(TAG)).direction != "out":
         return None
     source = conversion.get_operand(0)
     call = producers.get(source.id())

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from . import arch
 from ..boundaries import movement
-from ..boundary import TAG, tag
+from ..boundary import TAG, BoundaryTag, Moved
 from ..instrumentation import timing
 from ..ir import diagnostics
 from ..ir.copy import copy_module
@@ -50,8 +50,8 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
     each Gluon function called -> its region's index. Returns what became of the boundaries'
     conversions: moved past the host's casts before Triton's passes run (``sinking``), so that
     they see the host as all-Triton's (a cast in the region's layout, then the host's own
-    conversion); removed by them (``"adopted"``: the host takes the region's layout); a tile the
-    host loaded, loaded again in the layout the region takes (``"reloaded"``,
+    conversion); removed by them (``Moved.ADOPTED``: the host takes the region's layout); a tile the
+    host loaded, loaded again in the layout the region takes (``Moved.RELOADED``,
     ``access_layouts``); or, a
     result stored into shared memory as it came, the host's loads of that buffer moved up to the
     store (``stitch.load_stored_values_early``). A host without Gluon calls (all in untaken
@@ -74,8 +74,8 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         for function, holder in held:
             stitch.splice(module, function, *holder)
     verify(module, "laying the host out again around its Gluon calls")
-    gone = {t: "reloaded" if t in issued else "adopted"
-            for t in before - _tags(module) - stored if moved.get(t) != "merged"}   # or narrowed, then removed
+    gone = {t: Moved.RELOADED if t in issued else Moved.ADOPTED
+            for t in before - _tags(module) - stored if moved.get(t) is not Moved.MERGED}   # or narrowed, then removed
     return stitch.Folded(loaded=frozenset(), stored=frozenset(stored), constants=frozenset(), recomputed=frozenset(),
                          moved={**moved, **gone})
 
@@ -210,8 +210,10 @@ def _call_edges(module, regions: dict[str, int]) -> tuple[dict[int, str], dict[i
     def visit(op):
         index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
         if index is not None:
-            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
-            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
+            operands.update({op.get_operand(k).id(): BoundaryTag(index, "in", k).text
+                             for k in range(op.get_num_operands())})
+            results.update({op.get_result(j).id(): BoundaryTag(index, "out", j).text
+                            for j in range(op.get_num_results())})
 
     module.walk(visit)
     return results, operands

@@ -22,7 +22,7 @@ from .. import locations, validate
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, swizzle
 from .assemble import assemble
-from ..boundary import layout_of, tag
+from ..boundary import BoundaryTag, layout_of
 from ..ir.walk import function_blocks
 from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
@@ -242,7 +242,7 @@ class TritonRegions:
             return
         region, j = self._results[value.handle.id()]
         planned = self.cc.planned
-        k = next((k for k, p in enumerate(planned) if p.tag == tag(region.index, "out", j)), None)
+        k = next((k for k, p in enumerate(planned) if p.tag == BoundaryTag(region.index, "out", j).text), None)
         if k is None or planned[k].handoff == "shared":   # staged twice: the first buffer is the record's
             return
         ty = value.type
