@@ -10,6 +10,7 @@ the stitched module.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import asdict, dataclass, fields
 
 #: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
@@ -133,6 +134,20 @@ def layout_of(type_text: str) -> str:
 def shape_and_dtype(type_text: str) -> tuple[tuple, str]:
     dims = type_text[type_text.index("<") + 1:-1].partition(", ")[0].split("x")
     return tuple(int(d) for d in dims[:-1]), dims[-1]
+
+
+#: Bits an element takes in registers and shared memory, by MLIR type (an ``i1`` a byte).
+_BITS = {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64, "f64": 64}
+
+
+def element_bits(dtype: str) -> int:
+    """Bits an element of MLIR type ``dtype`` takes in registers and shared memory (an ``i1`` a byte)."""
+    return 8 if dtype.startswith("f8") else _BITS.get(dtype, 32)
+
+
+def tile_bytes(shape, bits: int) -> int:
+    """Bytes of a ``shape`` tile of ``bits``-bit elements."""
+    return math.prod(shape) * bits // 8
 
 
 def is_shared(type_text: str) -> bool:

@@ -161,14 +161,15 @@ def test_the_compiler_core_has_no_import_circle():
 
 
 # interop's steps, lowest first: each imports only from its own step and those before it. Triton's
-# layer, the IR utilities every rewrite uses (walking, verifying, copying) and the shared records and
-# errors (interop/*.py) come first; lowering drives stitching and the boundaries; the entry (request,
-# sources, hooks) drives lowering.
-STEPS = ("triton", "ir", "", "instrumentation", "stitching", "boundaries", "lowering", "entry")
+# layer, the IR utilities every rewrite uses (walking, verifying, copying), the shared records and
+# errors (interop/*.py) and the targets (names, which op needs which architecture, shared memory)
+# come first; lowering drives stitching and the boundaries; the entry (request, sources, hooks)
+# drives lowering.
+STEPS = ("triton", "ir", "", "targets", "instrumentation", "stitching", "boundaries", "lowering", "entry")
 
 
 def step_of(module: str) -> str:
-    """``interop.lowering.arch`` -> ``lowering``; ``interop.errors`` -> ``''``."""
+    """``interop.lowering.assemble`` -> ``lowering``; ``interop.errors`` -> ``''``."""
     parts = module.split(".") + [""]
     return parts[1] if parts[1] in STEPS else ""
 

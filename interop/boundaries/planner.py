@@ -32,7 +32,7 @@ from triton.experimental.gluon import language as gl
 
 from . import movement, swizzle
 from ..instrumentation import timing
-from ..boundary import TAG, shape_and_dtype
+from ..boundary import TAG, element_bits, shape_and_dtype, tile_bytes
 from ..ir.canonicalize import canonicalize
 from ..ir.copy import copy_module
 from ..ir.shared_loads import load_instead
@@ -120,14 +120,14 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
 def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool, probe) -> Choice:
     source = ops[0].get_operand(0)
     shape, dtype = shape_and_dtype(str(source.get_type()))
-    bits = movement.element_bits(dtype)
+    bits = element_bits(dtype)
     writer = builder.get_gluon_layout_from_tensor(source)
     readers = [builder.get_gluon_layout_from_tensor(op.get_result(0)) for op in ops]
     converting = sum(_conversion_cost(builder, op, writer, reader, move, list(shape), bits, _ELEMENTS.get(dtype), probe)
                      for op, reader, move in zip(ops, readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
     handing = shared.cost + BARRIER
-    tile = movement.tile_bytes(shape, bits)
+    tile = tile_bytes(shape, bits)
     fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
     bounded = compact and tile > max(m.shared_bytes for m in moves)   # more than Triton's rounds take
     fits = fits and not bounded

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 
-from . import arch, buffer_access, convert_in, host_relayout
+from . import buffer_access, convert_in, host_relayout
+from ..targets import arch
 from ..instrumentation import instrument, timing
 from ..boundaries import movement, planner, reasons
 from ..stitching import speculate, stitch

@@ -26,7 +26,7 @@ a result the host stores to shared memory for a dot is then transposed in regist
 """
 from __future__ import annotations
 
-from . import arch
+from ..targets import arch
 from ..boundaries import movement
 from ..boundary import TAG, BoundaryTag, Moved
 from ..instrumentation import timing

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arch, arguments, axis_hints
+from . import arguments, axis_hints
+from ..targets import arch
 from ..ir import diagnostics
 from ..ir.canonicalize import canonicalize
 from ..ir.copy import copy_module

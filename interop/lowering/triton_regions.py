@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache
+from . import arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache
+from ..targets import arch
 from ..stitching import opaque, stitch
 from .. import locations, validate
 from ..instrumentation import instrument, timing
-from ..boundaries import movement, swizzle
+from ..boundaries import swizzle
 from .assemble import assemble
-from ..boundary import BoundaryTag, layout_of
+from ..boundary import BoundaryTag, layout_of, tile_bytes
 from ..ir.walk import function_blocks
 from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
@@ -248,7 +249,7 @@ class TritonRegions:
         ty = value.type
         planned[k] = dataclasses.replace(
             planned[k], to_layout=layout_of(str(buffer.handle.get_type())), handoff="shared",
-            shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
+            shared_bytes=tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
             reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
 
     # -- after code generation -----------------------------------------------------------------
