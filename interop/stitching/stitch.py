@@ -244,7 +244,7 @@ def fold_constant_conversions(module, builder) -> set[str]:
     constants: dict[int, object] = {}   # result id -> its arith.constant
     conversions: list = []
 
-    def visit(op):   # (ops come after the constants they use)
+    def visit(op):
         if op.get_name() == "arith.constant":
             constants[op.get_result(0).id()] = op
         elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):

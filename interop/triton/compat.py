@@ -196,11 +196,11 @@ class Integers:
     """The integer attributes and the constants of ``module``'s ops, as one step reads them.
 
     3.8's and 3.9's bindings read integers from an op. 3.6's read only string, bool and symbol
-    attributes, 3.7's no constant values, and none reads a float or bool constant (3.9's
-    ``get_constant_value`` gives None for a float): there every op is given a name location for
-    one print of the module (Triton's printer names a value after its op's name location, so each
-    op's own line is found by its name), its line kept, and its location put back. Ops made
-    after the print are unknown to it (None)."""
+    attributes, 3.7's no constant values, and none reads a float constant (3.9's
+    ``get_constant_value`` gives None for one; bools, -1 there, are read with the floats): there
+    every op is given a name location for one print of the module (Triton's printer names a
+    value after its op's name location, so each op's own line is found by its name), its line
+    kept, and its location put back. Ops made after the print are unknown to it (None)."""
 
     _NAME = "hybrid.read."
     #: ``arith.cmpi``'s predicates in MLIR's ``arith::CmpIPredicate`` order (its ``predicate``).
