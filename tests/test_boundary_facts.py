@@ -21,7 +21,8 @@ def test_a_planned_boundary_is_tagged_as_its_tag_writes():
 def test_a_malformed_tag_names_the_attribute_and_its_form(text):
     with pytest.raises(ValueError) as error:
         BoundaryTag.parse(text)
-    assert TAG in str(error.value) and repr(text) in str(error.value) and "<region>:<in|out>:<index>" in str(error.value)
+    message = str(error.value)
+    assert TAG in message and repr(text) in message and "<region>:<in|out>:<index>" in message
 
 
 def test_every_fact_that_removes_a_conversion_has_a_reason():

@@ -7,8 +7,8 @@ sm80 end in an LLVM abort ("Cannot select: intrinsic ..."), an AMD buffer op on 
 abort, a TMA descriptor on AMD in ``'HIPOptions' object has no attribute 'enable_iisan'``.
 ``FEATURES`` says, per Gluon builtin (and per ttg op, for what Triton's own passes produce),
 which targets have it. The compiler checks every builtin call as it generates code
-(``interop.lowering.interception``) and every op of a built module (``interop.entry.source``); the interpreter checks the same builtins
-as it runs them (``hybrid.interpret.patch``). Both raise the same ``TargetError`` at the call's
+(``interop.lowering.interception``) and every op of a built module (``interop.entry.source``);
+the interpreter checks the same builtins as it runs them (``hybrid.interpret.patch``). Both raise the same ``TargetError`` at the call's
 ``file:line``. The rows were found by compiling each op for every target with Triton 3.6 and
 3.9 (``tests/test_conformance.py`` keeps checking those its kernels use): an op is listed where
 it compiles; Blackwell's TMA gather/scatter and the other generations follow upstream's docs.
