@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import triton
 from triton.backends.compiler import GPUTarget
 
-from interop.lowering import arch
+from interop.targets import arch
 
 from interop.instrumentation import instrument, timing
 

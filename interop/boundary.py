@@ -9,6 +9,8 @@ the stitched module.
 """
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import asdict, dataclass, fields
 
 #: Discardable attribute that marks the conversions a boundary introduced, value "<region>:<in|out>:<index>".
@@ -21,8 +23,39 @@ REMADE_IN_PLACE = "index arithmetic, made again in the layout wanted (no convers
 MADE_IN_PLACE = (CONSTANT_IN_PLACE, REMADE_IN_PLACE)
 
 
-def tag(region_index: int, direction: str, index: int) -> str:
-    return f"{region_index}:{direction}:{index}"
+@dataclass(frozen=True)
+class BoundaryTag:
+    """Which boundary a tagged op belongs to: the value of ``TAG``, read and written here only."""
+    region: int          # Region.index
+    direction: str       # "in" (host -> region) or "out" (region -> host)
+    index: int           # position among the flattened arguments or results
+
+    @property
+    def text(self) -> str:
+        return f"{self.region}:{self.direction}:{self.index}"
+
+    @classmethod
+    def parse(cls, text: str) -> "BoundaryTag":
+        parts = text.split(":")
+        if len(parts) != 3 or not parts[0].isdigit() or parts[1] not in ("in", "out") or not parts[2].isdigit():
+            raise ValueError(f"{TAG} = {text!r} is no boundary tag; one reads '<region>:<in|out>:<index>'")
+        return cls(int(parts[0]), parts[1], int(parts[2]))
+
+
+class Folding(enum.Enum):
+    """What took a boundary conversion's place when it was folded (``stitch.Folded``)."""
+    LOADED = "loaded"              # a shared-memory load in the wanted layout
+    STORED = "stored"              # its value stored into shared memory as it came
+    CONSTANT = "constant"          # the splat constant made in the wanted layout
+    RECOMPUTED = "recomputed"      # the index arithmetic made again in the wanted layout (``remat``)
+
+
+class Moved(enum.Enum):
+    """How a boundary's conversion moved away from the boundary (``stitch.Folded.moved``)."""
+    MERGED = "merged"              # past the casts after it, into the host's own conversion (``sinking``)
+    NARROWED = "narrowed"          # past the cast that narrows it, still converting (``sinking``)
+    ADOPTED = "adopted"            # removed by Triton's passes laying the host out again (``host_relayout``)
+    RELOADED = "reloaded"          # the host's load issued again in the wanted layout (``access_layouts``)
 
 
 @dataclass(frozen=True)
@@ -80,7 +113,7 @@ class PlannedBoundary:
 
     @property
     def tag(self) -> str:
-        return tag(self.region, self.direction, self.index)
+        return BoundaryTag(self.region, self.direction, self.index).text
 
     def boundary_fields(self) -> dict:
         """The fields a ``Boundary`` takes from this record as they are (its reason is decided
@@ -101,6 +134,20 @@ def layout_of(type_text: str) -> str:
 def shape_and_dtype(type_text: str) -> tuple[tuple, str]:
     dims = type_text[type_text.index("<") + 1:-1].partition(", ")[0].split("x")
     return tuple(int(d) for d in dims[:-1]), dims[-1]
+
+
+#: Bits an element takes in registers and shared memory, by MLIR type (an ``i1`` a byte).
+_BITS = {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64, "f64": 64}
+
+
+def element_bits(dtype: str) -> int:
+    """Bits an element of MLIR type ``dtype`` takes in registers and shared memory (an ``i1`` a byte)."""
+    return 8 if dtype.startswith("f8") else _BITS.get(dtype, 32)
+
+
+def tile_bytes(shape, bits: int) -> int:
+    """Bytes of a ``shape`` tile of ``bits``-bit elements."""
+    return math.prod(shape) * bits // 8
 
 
 def is_shared(type_text: str) -> bool:

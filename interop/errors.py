@@ -137,7 +137,7 @@ class TargetError(CompilationError, ValueError):
     """Gluon code uses an op its target does not have (wgmma on sm100a, TMA on AMD, ...).
 
     Raised where the op is written, by the compiler and by the interpreter alike, with the op,
-    the ``file:line in function`` and the targets that have it (``interop.lowering.arch``). A
+    the ``file:line in function`` and the targets that have it (``interop.targets.arch``). A
     ``CompilationError``, so that code generators pass it through intact.
     """
 

@@ -63,7 +63,7 @@ def _cuda(sm: int, shared: int) -> Isa:
     return Isa("cuda", EM_CUDA, sm, 32, shared)
 
 
-#: Per-CTA shared memory as in ``interop.lowering.arch`` (tests/test_bundle_trust.py keeps them equal).
+#: Per-CTA shared memory as in ``interop.targets.arch`` (tests/test_bundle_trust.py keeps them equal).
 ISAS: dict[str, Isa] = {
     "sm_80": _cuda(80, 166912), "sm_86": _cuda(86, 101376), "sm_89": _cuda(89, 101376),
     "sm_90": _cuda(90, 232448), "sm_90a": _cuda(90, 232448), "sm_100": _cuda(100, 232448),

@@ -5,7 +5,7 @@ Gluon (``python/tutorials/gluon``): layouts, async copy, TMA, wgmma, tcgen05, wa
 specialization (most kernels are ``tests/interp_kernels.py``'s). Triton (``python/tutorials``):
 vector add, softmax, matmul, layer norm, attention. Mixed: a Triton host with a wgmma or TMA
 Gluon region, a Gluon host with Triton regions around a wgmma mainloop. Each ``Case`` says
-which targets its ops exist on (``interop.lowering.arch``); ``tests/test_conformance.py`` compiles it for
+which targets its ops exist on (``interop.targets.arch``); ``tests/test_conformance.py`` compiles it for
 every target (``python -m tests.conformance_kernels TARGET``, one process per target) and runs
 it in the interpreter against torch, and on the other targets expects the same error from both.
 """

@@ -4,9 +4,7 @@ A Gluon host hands a Triton loop its accumulators (``gl.zeros``, ``gl.full``) an
 the constants are made in the loop's layouts (no conversion, no shared memory), the pointers
 pipeline (``axis_hints``). Each test pins the conversions and shared memory of its row.
 """
-import math
 import re
-import struct
 import sys
 from pathlib import Path
 
@@ -19,7 +17,6 @@ from triton.experimental.gluon import language as gl
 import hybrid
 from examples.layouts import tile_layout
 from examples.mma_handoff import b_tile, store_c
-from interop.stitching import stitch
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
 
@@ -88,19 +85,6 @@ def test_attention_inner_loop_in_a_gluon_host_costs_what_all_triton_costs(target
     v_ptrs = next(b for b in hybrid_build.boundaries if b.value == "v_ptrs")
     assert v_ptrs.reason == ("index arithmetic, made again in the layout wanted (no conversion)"
                              if target == "gfx942" else "layouts agree"), v_ptrs
-
-
-@pytest.mark.parametrize("element, literal, value", [
-    ("f32", "0xFF800000", -math.inf), ("f32", "1.000000e+00", 1.0), ("f32", "-2.500000e-01", -0.25),
-    ("f16", "0xFC00", -math.inf), ("bf16", "0xFF80", -math.inf), ("bf16", "0x3F80", 1.0),
-    ("i32", "-7", -7), ("i1", "true", True), ("f8E4M3FN", "1.0", None)])
-def test_printed_splat_literals_read_back_exactly(element, literal, value):
-    assert stitch._scalar(element, literal) == value
-
-
-def test_a_hex_literal_keeps_every_bit():
-    bits = 0x3DCCCCCD   # 0.1f, not exact in decimal
-    assert stitch._scalar("f32", hex(bits)) == struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
 @pytest.mark.skipif((3, 7) <= compat.TRITON_MAJOR_MINOR < (3, 9), reason="3.7 keeps the Gluon region in its scf.if; "

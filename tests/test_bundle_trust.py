@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hybrid.loader import BundleError, ManifestError, UntrustedBundle, load_bundle
-from interop.lowering.arch import shared_memory_limit
+from interop.targets.arch import shared_memory_limit
 from scheduler.bundle import MANIFEST, SIGNATURE, read_bundle, write_bundle
 from scheduler.manifest_schema import ISAS, elf_arch
 from triton.backends.compiler import GPUTarget

@@ -1,8 +1,18 @@
 """Version handling lives in one module."""
+import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from interop.ir.canonicalize import canonicalize
+from interop.ir.verify import verify
+from interop.stitching import stitch
+from interop.triton import compat
+from interop.triton.bindings import gluon_ir, ir, parse_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,3 +72,52 @@ def test_gluon_async_copy_is_cp_async_on_this_triton():
     kernel = compile_pure(stage, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"L": gl.BlockedLayout([1], [32], [4], [0])},
                           "sm80", 4)
     assert "cp.async" in kernel.asm["ptx"] and "cp.async.wait_group" in kernel.asm["ptx"]
+
+
+def _splat_constant(element: str, literal: str):
+    """A module whose kernel converts a splat of ``literal`` at a boundary, and its constant op."""
+    context = ir.context()
+    ir.load_dialects(context)
+    module = parse_module(f'''#rows = #ttg.blocked<{{sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]}}>
+#cols = #ttg.blocked<{{sizePerThread = [8, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]}}>
+module attributes {{"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, "ttg.threads-per-warp" = 32 : i32}} {{
+  tt.func public @host() -> tensor<64x64x{element}, #cols> {{
+    %c = arith.constant dense<{literal}> : tensor<64x64x{element}, #rows>
+    %w = ttg.convert_layout %c {{hybrid.boundary = "0:in:0"}} : tensor<64x64x{element}, #rows> -> tensor<64x64x{element}, #cols>
+    tt.return %w : tensor<64x64x{element}, #cols>
+  }}
+}}
+''', context)
+    found: list = []
+    module.walk(lambda op: found.append(op) if op.get_name() == "arith.constant" else None)
+    return module, context, found[0]
+
+
+@pytest.mark.parametrize("element, literal, value", [
+    ("f32", "0xFF800000", -math.inf), ("f32", "1.000000e+00", 1.0), ("f32", "-2.500000e-01", -0.25),
+    ("f16", "0xFC00", -math.inf), ("f16", "1.500000e+00", 1.5), ("bf16", "0xFF80", -math.inf), ("bf16", "0x3F80", 1.0),
+    ("i32", "-7", -7), ("i64", "9223372036854775807", 2**63 - 1), ("i8", "-1", -1), ("i1", "true", True),
+    ("i1", "false", False), ("f8E4M3FN", "1.000000e+00", None)])
+@pytest.mark.parametrize("direct", [None, False], ids=["bindings", "printed"])
+def test_splat_constants_read_back_exactly(element, literal, value, direct):
+    """Each splat a boundary may convert, read through the bindings where they read it (integers,
+    3.8 on) and off its own printed line where they do not (floats and bools, everywhere)."""
+    module, context, constant = _splat_constant(element, literal)
+    read = compat.Integers(module, gluon_ir.GluonOpBuilder(context), direct).splat_constant(constant, element)
+    assert read == value and type(read) is type(value)
+
+
+@pytest.mark.parametrize("element, literal", [("f32", "0xFF800000"), ("bf16", "-2.000000e+00"), ("i32", "3"),
+                                              ("i1", "true")])
+def test_a_converted_splat_is_made_in_the_wanted_layout(element, literal):
+    module, context, _ = _splat_constant(element, literal)
+    before = re.search(r"arith\.constant dense<([^>]*)>", str(module)).group(1)
+    assert stitch.fold_constant_conversions(module, gluon_ir.GluonOpBuilder(context)) == {"0:in:0"}
+    canonicalize(module, context)
+    verify(module, "folding the splat")
+    ops: list = []
+    module.walk(ops.append)
+    (returned, ) = [op.get_operand(0) for op in ops if op.get_name() == "tt.return"]
+    (made, ) = [op for op in ops if op.get_name() == "arith.constant"]   # the original one is dead
+    assert made.get_result(0).id() == returned.id() and "ttg.convert_layout" not in str(module)
+    assert f"arith.constant dense<{before}> : tensor<64x64x{element}, #" in str(module)

@@ -115,7 +115,7 @@ def _table_row(feature) -> str:
 
 
 def test_the_docs_show_the_architecture_table_as_it_is():
-    from interop.lowering.arch import FEATURES
+    from interop.targets.arch import FEATURES
     doc = (ROOT / "docs" / "errors.md").read_text()
     missing = [row for row in map(_table_row, FEATURES) if row not in doc]
     assert not missing, "docs/errors.md's architecture table is out of date; rows now:\n" + "\n".join(missing)
@@ -123,7 +123,7 @@ def test_the_docs_show_the_architecture_table_as_it_is():
 
 def test_the_module_walk_names_an_op_the_target_lacks_and_its_line():
     """The backstop behind the builtin checks: ops in a built module (a Triton region's too)."""
-    from interop.lowering import arch
+    from interop.targets import arch
     from interop.triton.bindings import ir
     from interop.triton.frontend import GluonASTSource, make_backend
     from tests import interp_kernels as ik

@@ -161,16 +161,17 @@ def test_the_compiler_core_has_no_import_circle():
 
 
 # interop's steps, lowest first: each imports only from its own step and those before it. Triton's
-# layer and the shared records and errors (interop/*.py) come first; lowering drives stitching and
-# the boundaries; the pass lists (interop/pipeline.py, a step of one module) name passes of all of
-# them; the entry (request, sources, hooks) runs the pass lists.
-STEPS = ("triton", "", "instrumentation", "stitching", "boundaries", "lowering", "pipeline", "entry")
+# layer, the IR utilities every rewrite uses (walking, verifying, copying), the shared records and
+# errors (interop/*.py) and the targets (names, which op needs which architecture, shared memory)
+# come first; lowering drives stitching and the boundaries; the pass lists (interop/pipeline.py, a
+# step of one module) name passes of all of them; the entry (request, sources, hooks) runs the pass lists.
+STEPS = ("triton", "ir", "", "targets", "instrumentation", "stitching", "boundaries", "lowering", "pipeline", "entry")
 #: steps that are one module of interop/ rather than a package
 MODULE_STEPS = {"pipeline"}
 
 
 def step_of(module: str) -> str:
-    """``interop.lowering.arch`` -> ``lowering``; ``interop.errors`` -> ``''``."""
+    """``interop.lowering.assemble`` -> ``lowering``; ``interop.errors`` -> ``''``."""
     parts = module.split(".") + [""]
     return parts[1] if parts[1] in STEPS else ""
 
@@ -233,3 +234,11 @@ def test_every_package_is_installed_and_nothing_else():
     found = {str(init.parent.relative_to(ROOT)).replace("/", ".") for package in PACKAGES
              for init in (ROOT / package).rglob("__init__.py")}
     assert listed == found and "hybrid.interpret" in found
+
+
+def test_the_planner_reads_the_ir_without_stitching():
+    """Planning needs only the IR utilities (``interop/ir/``): it reads (and tests) without the
+    stitching that runs before it."""
+    graph = module_imports({p: t for p, t in _project().items() if p.startswith("interop/")})
+    assert "interop.ir.copy" in graph["interop.boundaries.planner"]
+    assert not [m for m in graph["interop.boundaries.planner"] if step_of(m) == "stitching"]

@@ -13,7 +13,7 @@ from hybrid import interpret  # noqa: E402
 from hybrid.interpret.bounds import OutOfBoundsError  # noqa: E402
 from hybrid.loader import BundledKernel  # noqa: E402
 from interop.errors import SharedMemoryError  # noqa: E402
-from interop.lowering import arch  # noqa: E402
+from interop.targets import arch  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 from scheduler.grid import GridError, check_grid  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402

@@ -13,7 +13,8 @@ from interop import pipeline
 from interop.errors import RegionError
 from interop.lowering.assemble import recording_spliced
 from interop.lowering.triton_regions import recording_lowerings
-from interop.stitching import opaque, runner, stitch, stitch_passes
+from interop.ir.walk import function_blocks
+from interop.stitching import opaque, runner, stitch_passes
 from interop.triton.bindings import gluon_ir
 from tests.kernels import t_scale, vec_1d
 
@@ -87,7 +88,7 @@ def _marking(state, module) -> None:
     """A boundary marker left at the top of the kernel, as a pass that forgot one would."""
     builder = gluon_ir.GluonOpBuilder(state.context)
     kernel = module.get_function(module.get_entry_func_name())
-    builder.set_insertion_point_to_start(stitch.function_blocks(module, kernel)[0])
+    builder.set_insertion_point_to_start(function_blocks(module, kernel)[0])
     opaque.enable_flag(builder, "hybrid.left.behind")
 
 

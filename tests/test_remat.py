@@ -1,7 +1,10 @@
 """Index arithmetic made again in another layout instead of converted (``interop/stitching/remat.py``): a
 boundary's conversion of a pointer tile built from scalars, and a region's conversion of
 arithmetic on its tensor argument inside a loop (hoisted to one conversion of the argument)."""
-from interop.stitching import remat, stitch
+from interop.ir.canonicalize import canonicalize
+from interop.ir.verify import verify
+from interop.ir.walk import function_blocks
+from interop.stitching import remat
 from interop.triton.bindings import gluon_ir, ir, parse_module
 
 LAYOUTS = '''#rows = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
@@ -105,8 +108,8 @@ def _body(module) -> str:
 def test_a_boundary_conversion_of_a_pointer_tile_becomes_the_tile_made_in_the_wanted_layout():
     module, context = _parsed(BOUNDARIES)
     recomputed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(context))
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "the test's rewrite")
+    canonicalize(module, context)
+    verify(module, "the test's rewrite")
     assert recomputed == {"0:in:0"}   # the loaded tile is data: it stays converted
     body = _body(module)
     assert body.count("ttg.convert_layout") == 1 and "xf16, #rows> -> tensor<64x64xf16, #pairs>" in body
@@ -118,11 +121,11 @@ def test_a_boundary_conversion_of_a_pointer_tile_becomes_the_tile_made_in_the_wa
 def test_a_regions_conversion_in_its_loop_becomes_one_conversion_of_its_argument_at_the_entry():
     module, context = _parsed(REGION)
     function = module.get_function("region")
-    entry = stitch.function_blocks(module, function)[0]
+    entry = function_blocks(module, function)[0]
     builder = gluon_ir.GluonOpBuilder(context)
     assert remat.hoist_argument_conversions(module, entry, [entry.arg(2)], builder) == 1
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "the test's rewrite")
+    canonicalize(module, context)
+    verify(module, "the test's rewrite")
     body = _body(module)
     before_loop, loop = body.split("scf.for", 1)
     assert "ttg.convert_layout %arg2 : tensor<64x64x!tt.ptr<f16>, #rows> -> tensor<64x64x!tt.ptr<f16>, #pairs>" \
@@ -133,10 +136,10 @@ def test_a_regions_conversion_in_its_loop_becomes_one_conversion_of_its_argument
 
 def test_arithmetic_converted_in_a_loop_and_after_it_is_made_again_for_each_use():
     module, context = _parsed(TWO_USES)
-    entry = stitch.function_blocks(module, module.get_function("region"))[0]
+    entry = function_blocks(module, module.get_function("region"))[0]
     assert remat.hoist_argument_conversions(module, entry, [entry.arg(2)], gluon_ir.GluonOpBuilder(context)) == 2
-    stitch.canonicalize(module, context)
-    stitch.verify(module, "the test's rewrite")   # every op made dominates its use
+    canonicalize(module, context)
+    verify(module, "the test's rewrite")   # every op made dominates its use
     body = _body(module)
     assert body.count("ttg.convert_layout") == 1 and "ttg.convert_layout" not in body.split("scf.for", 1)[1]
 

@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 import hybrid  # noqa: E402
 from hybrid import interpret  # noqa: E402
 from hybrid.cli import main  # noqa: E402
-from interop.lowering import arch
+from interop.targets import arch
 from interop.entry import request
 from interop.errors import RequestError, RequestTypeError, TargetError  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
@@ -106,7 +106,7 @@ def test_valid_requests_pass_and_resolve_the_target():
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_fp8_rows_of_the_architecture_table_are_the_backends_own(target):
-    """The dtype rows of ``interop.lowering.arch.FEATURES`` say what Triton's backend supports per target."""
+    """The dtype rows of ``interop.targets.arch.FEATURES`` say what Triton's backend supports per target."""
     gpu = TARGETS[target]
     backend = set(make_backend(gpu).parse_options({}).supported_fp8_dtypes)
     assert set(arch.supported_fp8_dtypes(gpu)) == backend

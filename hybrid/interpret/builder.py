@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 from triton.experimental.gluon import language as gl
 
-from interop.lowering import arch
+from interop.targets import arch
 from interop.triton import interpreter as upstream
 from interop.triton.bindings import ir
 from interop.triton.interpreter import TensorHandle
@@ -51,7 +51,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
         super().__init__()
         self.target = target
         opts = {k: getattr(self.options, k) for k in dir(self.options) if not k.startswith("_")}
-        # the fp8 types the target has (interop.lowering.arch): Triton's own check refuses the others, as it
+        # the fp8 types the target has (interop.targets.arch): Triton's own check refuses the others, as it
         # does in the compiler from the backend's options
         opts["supported_fp8_dtypes"] = arch.supported_fp8_dtypes(target)
         self.options = SimpleNamespace(**opts, num_warps=num_warps, num_ctas=num_ctas, enable_iisan=False,
@@ -76,7 +76,7 @@ class HybridInterpreterBuilder(upstream.InterpreterBuilder):
 
     # -- bf16 and fp8: computed in fp32 and rounded to nearest even, as the GPU (numerics.py) ---
     def check_fp8_arithmetic(self, dtype, op) -> None:
-        """fp8 op fp8 is an op no target lowers (``interop.lowering.arch``): refused as the compiler refuses it."""
+        """fp8 op fp8 is an op no target lowers (``interop.targets.arch``): refused as the compiler refuses it."""
         name = FP8_OPS.get(op)
         if name and dtype.is_floating() and dtype.primitive_bitwidth == 8:
             feature = arch.feature_of_op(name)

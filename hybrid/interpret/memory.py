@@ -4,7 +4,7 @@ A descriptor keeps its allocation (``root``) so that an mbarrier can be keyed by
 (allocation, byte offset), however the program reached it (``index``, ``slice``, ...).
 
 A program's shared allocations are counted against its target's shared memory
-(``interop.lowering.arch``), as the compiler counts a kernel's buffers, and refused past it with
+(``interop.targets.arch``), as the compiler counts a kernel's buffers, and refused past it with
 the compiler's ``SharedMemoryError``: an allocation counts while the program holds it, and one
 made again at the same line replaces the earlier (a loop's buffer is one buffer compiled).
 The compiler's own scratch (layout conversions, pipelining) is not modelled, so the interpreter
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from interop.errors import shared_memory_error
-from interop.lowering import arch
+from interop.targets import arch
 from interop.targets import name_of
 
 

@@ -23,7 +23,7 @@ from triton.experimental.gluon.language.nvidia.hopper import tma as gluon_tma
 from triton.runtime import JITFunction
 
 import hybrid
-from interop.lowering import arch
+from interop.targets import arch
 from interop.errors import (NoResult, RegionError, TargetError, descriptor_without_tma, host_descriptor_into_region,
                             nested_region)
 from interop.targets import TARGETS
@@ -79,7 +79,7 @@ def semantic_for(language: str, num_warps: int, builder):
 
 def _dynamic(member):
     """``member`` called with the running frame's semantic (where it takes one, as the code
-    generator passes it), after the architecture check the compiler makes (``interop.lowering.arch``)."""
+    generator passes it), after the architecture check the compiler makes (``interop.targets.arch``)."""
     feature = arch.feature_of_builtin(member)
     takes_semantic = _takes_semantic(member)
     name = arch.builtin_name(member)

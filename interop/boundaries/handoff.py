@@ -23,7 +23,7 @@ from triton.experimental.gluon import language as gl
 
 from . import swizzle
 from .. import validate
-from ..stitching.uses import uses
+from ..ir.uses import uses
 from ..triton.language import DistributedLayout, SharedLayout, unwrap_constexpr
 from ..triton.language import core as tl
 

@@ -11,13 +11,12 @@ barrier, a load and (between rounds) another barrier.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..instrumentation import timing
-from ..boundary import shape_and_dtype
+from ..boundary import element_bits, shape_and_dtype, tile_bytes
 from ..targets import resolve
 from ..triton.bindings import gluon_ir, ir, parse_module
 from ..triton.frontend import make_backend
@@ -25,7 +24,6 @@ from ..triton.language import DistributedLinearLayout, layout_to_ir
 
 #: movement kinds, cheapest first
 ORDER = ("none", "registers", "shuffles", "shared")
-_BITS = {"i1": 8, "i8": 8, "i16": 16, "f16": 16, "bf16": 16, "i32": 32, "f32": 32, "i64": 64, "f64": 64}
 
 
 @dataclass(frozen=True)
@@ -97,16 +95,6 @@ def _moving(module, builder) -> list:
 
     module.walk(visit)
     return found
-
-
-def element_bits(dtype: str) -> int:
-    """Bits an element of MLIR type ``dtype`` takes in registers and shared memory (an ``i1`` a byte)."""
-    return 8 if dtype.startswith("f8") else _BITS.get(dtype, 32)
-
-
-def tile_bytes(shape, bits: int) -> int:
-    """Bytes of a ``shape`` tile of ``bits``-bit elements."""
-    return math.prod(shape) * bits // 8
 
 
 @timing.timed("movement analysis")

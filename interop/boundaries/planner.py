@@ -31,9 +31,11 @@ from dataclasses import dataclass
 from triton.experimental.gluon import language as gl
 
 from . import movement, swizzle
-from ..stitching import stitch
-from ..boundary import TAG, shape_and_dtype
-from ..triton.bindings import gluon_ir, parse_module
+from ..boundary import TAG, element_bits, shape_and_dtype, tile_bytes
+from ..ir.canonicalize import canonicalize
+from ..ir.copy import copy_module
+from ..ir.shared_loads import load_instead
+from ..triton.bindings import gluon_ir
 
 BARRIER = 16          # wavefront-equivalents of one CTA-wide barrier
 BUDGET = 0.25         # largest share of the target's shared memory one handoff buffer may take
@@ -72,9 +74,9 @@ def plan(module, context, probe, way: str = "auto",
     memory than Triton's conversion of it (which stages a large tile in rounds)."""
     compact = False
     if way == "auto":
-        trial = parse_module(str(module), context)
+        trial = copy_module(module, context)
         if any(c.way == "handoff" for c in _plan(trial, context, probe, way, shared_limit, False)[0]):
-            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(parse_module(str(module), context))
+            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(copy_module(module, context))
     return _plan(module, context, probe, way, shared_limit, compact)
 
 
@@ -107,21 +109,21 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
             live.setdefault(op.get_str_attr(TAG), []).append(
                 LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
     if handed:
-        stitch.canonicalize(module, context)   # the replaced conversions are dead
+        canonicalize(module, context)   # the replaced conversions are dead
     return choices, live
 
 
 def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool, probe) -> Choice:
     source = ops[0].get_operand(0)
     shape, dtype = shape_and_dtype(str(source.get_type()))
-    bits = movement.element_bits(dtype)
+    bits = element_bits(dtype)
     writer = builder.get_gluon_layout_from_tensor(source)
     readers = [builder.get_gluon_layout_from_tensor(op.get_result(0)) for op in ops]
     converting = sum(_conversion_cost(builder, op, writer, reader, move, list(shape), bits, _ELEMENTS.get(dtype), probe)
                      for op, reader, move in zip(ops, readers, moves))
     shared = swizzle.plan(builder, writer, readers, list(shape), bits)
     handing = shared.cost + BARRIER
-    tile = movement.tile_bytes(shape, bits)
+    tile = tile_bytes(shape, bits)
     fits = dtype in _ELEMENTS and (shared_limit is None or tile <= BUDGET * shared_limit)
     bounded = compact and tile > max(m.shared_bytes for m in moves)   # more than Triton's rounds take
     fits = fits and not bounded
@@ -173,5 +175,5 @@ def _hand_off(builder, ops: list, layout, shape: list, dtype: str) -> str:
     for k, op in enumerate(ops):
         if k:
             builder.set_insertion_point_after(op)
-        stitch.load_instead(builder, op, buffer)
+        load_instead(builder, op, buffer, TAG)
     return str(buffer_type)

@@ -16,7 +16,8 @@ import re
 
 from triton.experimental.gluon import language as gl
 
-from .. import caches, diagnostics
+from .. import caches
+from ..ir import diagnostics
 from ..instrumentation import timing
 from ..boundary import shape_and_dtype
 from ..triton import compat

@@ -17,7 +17,8 @@ import linecache
 import re
 from typing import Callable
 
-from .. import diagnostics, records
+from .. import records
+from ..ir import diagnostics
 from ..triton import compat
 from ..triton.bindings import ir, parse_module
 

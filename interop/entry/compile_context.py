@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..stitching import stitch
+from ..ir.walk import called_symbols
 from ..boundary import Boundary, PlannedBoundary, layout_of, shape_and_dtype
 from ..instrumentation.instrument import Scopes
 from ..region import CallSite, Region
@@ -62,7 +62,7 @@ class CompileContext:
     def keep_called(self, module) -> None:
         """Forget regions whose call was discarded (a loop's dry visit on Triton 3.6). A Triton
         region's placeholder still gets a body: a body-less function must never reach the backend."""
-        called = stitch.called_symbols(module)
+        called = called_symbols(module)
         self.regions = [r for r in self.regions if r.symbol in called]
         kept = {r.index for r in self.regions}
         self.planned = [p for p in self.planned if p.region in kept]

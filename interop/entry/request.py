@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from triton.backends.compiler import GPUTarget
 from triton.runtime import JITFunction
 
-from ..lowering import arch
+from ..targets import arch
 from ..errors import RequestError, RequestTypeError
 from ..targets import TARGETS, resolve
 from ..triton.frontend import make_backend
@@ -118,7 +118,7 @@ def check_type(name: str, ty) -> None:
 
 
 def check_dtypes(kernel: JITFunction, signature: Mapping, target: GPUTarget) -> None:
-    """Element types the target has (``interop.lowering.arch``'s dtype rows), as the compiler needs
+    """Element types the target has (``interop.targets.arch``'s dtype rows), as the compiler needs
     them; an error names the kernel and the argument."""
     for name, ty in signature.items():
         if isinstance(ty, str):

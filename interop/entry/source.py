@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from ..lowering import arch, interception
-from .. import caches, diagnostics, pipeline, records, setting
+from ..lowering import interception
+from ..targets import arch
+from .. import caches, pipeline, records, setting
+from ..ir import diagnostics
 from . import stages_hook
 from ..instrumentation import timing
 from .compile_context import CompileContext
@@ -101,7 +103,7 @@ def _finish_triton_host(cc: CompileContext, context, module):
 
 
 def _check_ops(module, target, kernel: str) -> None:
-    """Every op of ``module`` is one ``target`` has (``interop.lowering.arch``): a ``TargetError`` names
+    """Every op of ``module`` is one ``target`` has (``interop.targets.arch``): a ``TargetError`` names
     the first of each missing feature and its line, before the backend fails on it."""
     misplaced = arch.misplaced_ops(module, target)
     if misplaced:

@@ -13,7 +13,7 @@ refuses it, in the compiler and the interpreter alike (``arch``: ``hybrid.amd.``
 """
 from __future__ import annotations
 
-from . import arch
+from ..targets import arch
 from ..errors import ARCH_HINT, TargetError
 from ..region import CallSite
 from ..triton import compat

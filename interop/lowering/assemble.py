@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 
-from . import arch
+from ..targets import arch
 from ..instrumentation import instrument
-from ..boundaries import movement, planner
+from ..boundaries import movement, planner, reasons
 from ..stitching import runner, stitch, stitch_passes
-from ..boundary import CONSTANT_IN_PLACE, REMADE_IN_PLACE, Boundary, PlannedBoundary, layout_of
+from ..boundary import Boundary, Folding, Moved, PlannedBoundary, layout_of
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
 from ..stitching.state import Stitch
@@ -74,33 +74,20 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
     choice = choices.get(boundary_tag)
-    narrowed = folded.moved.get(boundary_tag) == "narrowed"
+    narrowed = folded.moved.get(boundary_tag) is Moved.NARROWED
     if choice is not None and choice.way == "handoff":
         owner = choice.tags[0] == boundary_tag
         fields.update(handoff="shared", movement="shared", shared_bytes=choice.shared_bytes if owner else 0,
                       barriers=int(owner), cost=choice.cost if owner else 0)
         reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
-        return Boundary(**fields, conversions=len(remaining), reason=reason + _NARROWED * narrowed)
+        return Boundary(**fields, conversions=len(remaining), reason=reason + reasons.NARROWED * narrowed)
+    fact = reasons.free(folded.facts(boundary_tag)) if not remaining else None
     if planned.reason is not None:
         reason = planned.reason
-    elif boundary_tag in folded.loaded and not remaining:
-        reason = "loaded from shared memory straight in the region's layout (no conversion)"
-        fields["handoff"] = "shared"
-    elif boundary_tag in folded.stored and not remaining:
-        reason = "stored into the host's shared buffer as the region produced it (no conversion)"
-    elif boundary_tag in folded.constants and not remaining:
-        reason = CONSTANT_IN_PLACE
-    elif boundary_tag in folded.recomputed and not remaining:
-        reason = REMADE_IN_PLACE
-    elif folded.moved.get(boundary_tag) == "merged" and not remaining:
-        reason = ("moved past the casts after it into the host's own conversion there, as the all-Triton kernel "
-                  "converts (where Triton's passes keep that conversion)")
-    elif folded.moved.get(boundary_tag) == "reloaded" and not remaining:
-        reason = ("the host loads the tile in the layout the region takes: its load issued again there, as Triton "
-                  "rematerializes inside a kernel")
-    elif folded.moved.get(boundary_tag) == "adopted" and not remaining:
-        reason = ("the host takes the region's layout: Triton's layout passes, run again around the call, "
-                  "removed the conversion")
+    elif fact is not None:
+        reason = reasons.FREE[fact]
+        if fact is Folding.LOADED:
+            fields["handoff"] = "shared"
     elif planned.agree:
         reason = "layouts agree"
     elif not remaining:
@@ -117,5 +104,5 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         fields["barriers"] = sum(m.barriers for m in moves)
         fields["shuffles"] = sum(m.shuffles for m in moves)
         fields["cost"] = choice.cost if choice is not None and choice.tags[0] == boundary_tag else 0
-        reason += (f" ({fields['movement']})" if choice is None else f": {choice.reason}") + _NARROWED * narrowed
+        reason += (f" ({fields['movement']})" if choice is None else f": {choice.reason}") + reasons.NARROWED * narrowed
     return Boundary(**fields, conversions=len(remaining), reason=reason)

@@ -22,7 +22,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..stitching.uses import producers
+from ..ir.uses import producers
 from ..triton import compat
 
 _MAX = 1 << 30   # attributes are i32; any power of two is a sound lower bound of a larger one

@@ -19,11 +19,13 @@ empty one) where the buffer store replaces it, and kept (the flag becomes true) 
 """
 from __future__ import annotations
 
-from .. import diagnostics
+from ..ir import diagnostics
+from ..ir.canonicalize import canonicalize
+from ..ir.copy import copy_module
 from ..stitching import opaque, stitch
 from ..stitching.access_layouts import load_operands
 from ..triton import compat
-from ..triton.bindings import gluon_ir, ir, parse_module
+from ..triton.bindings import gluon_ir, ir
 from ..triton.language import core as tl
 from . import interception
 from .amd_hints import refuse_off_amd
@@ -110,7 +112,7 @@ def resolve(state: Stitch, module) -> None:
             builder.create_yield_op([])
             block.erase()
     stitch.set_flags(module, FLAG, True, context)
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
 
 
 class _Marked:
@@ -164,7 +166,7 @@ def _converted_on_a_copy(module, context, target, found: _Marked, builder) -> tu
     turns into buffer ops, run on a copy of ``module`` (its range analysis sees the whole kernel)."""
     for k, load in enumerate(found.loads):
         load.get_result(0).set_attr(MARK, builder.get_string_attr(str(k)))
-    trial = parse_module(str(module), context)
+    trial = copy_module(module, context)
     pm = ir.pass_manager(context)
     compat.add_buffer_ops(pm, target)
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import interception
-from ..stitching import stitch
+from ..ir.walk import function_blocks, result_types, walk_function
 from ..stitching.access_layouts import load_operands
 from ..triton import compat
 from ..triton.bindings import gluon_ir
@@ -95,7 +95,7 @@ def hoistable(module, function_name: str) -> list[Hoist]:
     function = module.get_function(function_name)
     args = {function.args(i).id(): i for i in range(function.get_num_args())}
     marked = {load.get_result(0).id(): k for k, load in enumerate(_marked(module, function))}   # -> walk order
-    entry = stitch.function_blocks(module, function)[0].id() if marked else None   # (not a loop's or branch's)
+    entry = function_blocks(module, function)[0].id() if marked else None   # (not a loop's or branch's)
     producers: dict[int, object] = {}
     hoists: list[Hoist] = []
     blocked = [False]
@@ -121,7 +121,7 @@ def hoistable(module, function_name: str) -> list[Hoist]:
             blocked[0] = True   # a write, a call or a region: no load after it is read ahead of it
 
     if marked:
-        stitch.walk_function(module, function, visit)
+        walk_function(module, function, visit)
     return hoists
 
 
@@ -139,7 +139,7 @@ def take(module, function, builder, hoisted: list[int]) -> list:
     ``hoisted``'s order."""
     own = _marked(module, function)
     taken = {own[k].get_result(0).id() for k in hoisted}
-    body = stitch.function_blocks(module, function)[0]
+    body = function_blocks(module, function)[0]
     types = []
     for k in hoisted:
         result = own[k].get_result(0)
@@ -156,7 +156,7 @@ def take(module, function, builder, hoisted: list[int]) -> list:
             result.replace_all_uses_with(plain)
     if types:
         function.reset_type(builder.get_function_ty(list(function.type.param_types()) + types,
-                                                    stitch.result_types(module, function)))
+                                                    result_types(module, function)))
     return types
 
 
@@ -171,5 +171,5 @@ def _marked(module, function=None) -> list:
     if function is None:
         module.walk(visit)
     else:
-        stitch.walk_function(module, function, visit)
+        walk_function(module, function, visit)
     return found

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from . import interception
 from ..boundary import TAG
+from ..ir.canonicalize import canonicalize
 from ..stitching import remat, stitch
 from ..triton.bindings import gluon_ir
 from ..triton.language import core as tl
@@ -52,7 +53,7 @@ def make_in_place(state: Stitch, module) -> None:
     builder = gluon_ir.GluonOpBuilder(context)
     stitch.fold_constant_conversions(module, builder)
     remat.recompute_boundary_conversions(module, builder)
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
     _untag(module, builder)
 
 

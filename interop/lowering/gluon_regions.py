@@ -19,12 +19,14 @@ from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, caller_loads, interception, lower_gluon, triton_host
-from ..stitching import access_layouts, opaque, stitch, uses
-from .. import diagnostics, locations, validate
-from ..boundaries import handoff, layout_views, movement, swizzle
+from . import arguments, caller_loads, interception, lower_gluon, triton_host
+from ..targets import arch
+from ..ir import diagnostics, uses
+from ..stitching import access_layouts, opaque, stitch
+from .. import locations, validate
+from ..boundaries import handoff, layout_views, swizzle
 from ..instrumentation import timing
-from ..boundary import TAG, is_shared
+from ..boundary import TAG, BoundaryTag, is_shared, tile_bytes
 from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
                       raised_within)
 from ..region import CallSite
@@ -286,7 +288,7 @@ class GluonRegions:
                 continue
             wanted = str(want.gluon_type(ty).to_ir(builder)) if want else given
             if want and want.in_shared:
-                nbytes = movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth)
+                nbytes = tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth)
                 how = "the declared shared layout" if k not in plans else swizzle.describe(plans[k])
                 plan(call.region, "in", k, names[k], given, wanted, handoff="shared", shared_bytes=nbytes,
                      fences=int(fenced), reason=f"stored once into {how}"
@@ -413,8 +415,8 @@ def _gluon_result(producers: dict, value):
     host took it in the layout Triton chose while both calls were opaque), or None;
     ``producers``: ``uses.producers`` of the module."""
     conversion = producers.get(value.id())
-    if conversion is None or conversion.get_name() != "ttg.convert_layout" \
-            or ":out:" not in (conversion.get_str_attr(TAG) or ""):
+    if conversion is None or conversion.get_name() != "ttg.convert_layout" or not conversion.get_str_attr(TAG) \
+            or BoundaryTag.parse(conversion.get_str_attr(TAG)).direction != "out":
         return None
     source = conversion.get_operand(0)
     call = producers.get(source.id())

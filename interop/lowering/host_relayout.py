@@ -28,14 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import arch
-from .. import diagnostics
+from ..targets import arch
 from ..boundaries import movement
-from ..boundary import TAG, tag
+from ..boundary import TAG, BoundaryTag, Moved
+from ..ir import diagnostics
+from ..ir.copy import copy_module
+from ..ir.uses import uses
+from ..ir.walk import result_types
 from ..stitching import access_layouts, anchors, sinking, stitch
-from ..stitching.uses import uses
 from ..triton import compat
-from ..triton.bindings import gluon_ir, ir, parse_module, passes
+from ..triton.bindings import gluon_ir, ir, passes
 from ..stitching.state import Stitch
 
 #: The ops a boundary leaves in the host for a Gluon call that Triton's layout passes may remake.
@@ -51,7 +53,7 @@ class Relayout:
     before: set[str]           # the boundary tags the host's conversions had before
     held: list                 # (function, (holder module, holder function)) per body moved out
     operands: dict[int, str] = field(default_factory=dict)   # the calls' operands before the casts sank
-    moved: dict = field(default_factory=dict)   # ``sinking``: tag -> "merged" / "narrowed"
+    moved: dict[str, Moved] = field(default_factory=dict)   # ``sinking``: tag -> MERGED / NARROWED
     issued: set[str] = field(default_factory=set)   # tags whose tile the host loads again in the wanted layout
     stored: set[str] = field(default_factory=set)   # tags whose buffer's loads moved up to the store
 
@@ -117,15 +119,15 @@ def load_stored_early(state: Stitch, module) -> None:
 
 def restore_bodies(state: Stitch, module) -> None:
     """The bodies back, and what became of the boundaries' conversions in ``state.relaid``: moved
-    past the host's casts; removed by the layout passes (``"adopted"``: the host takes the
+    past the host's casts; removed by the layout passes (``Moved.ADOPTED``: the host takes the
     region's layout); a tile the host loaded, loaded again in the layout the region takes
-    (``"reloaded"``); or, stored into shared memory as it came, its loads moved up to the store."""
+    (``Moved.RELOADED``); or, stored into shared memory as it came, its loads moved up to the store."""
     relayout, state.relayout = state.relayout, None
     for function, holder in relayout.held:
         stitch.splice(module, function, *holder)
     moved = relayout.moved
-    gone = {t: "reloaded" if t in relayout.issued else "adopted"
-            for t in relayout.before - _tags(module) - relayout.stored if moved.get(t) != "merged"}
+    gone = {t: Moved.RELOADED if t in relayout.issued else Moved.ADOPTED
+            for t in relayout.before - _tags(module) - relayout.stored if moved.get(t) is not Moved.MERGED}
     state.relaid = stitch.Folded(loaded=frozenset(), stored=frozenset(relayout.stored), constants=frozenset(),
                                  recomputed=frozenset(), moved={**moved, **gone})
 
@@ -168,7 +170,7 @@ def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
     from the kernel's IR has the layout the pass gives the load; another would need a conversion)."""
     if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
         return
-    if _transposed_in_thread(parse_module(str(module), context), context, callees):
+    if _transposed_in_thread(copy_module(module, context), context, callees):
         _transposed_in_thread(module, context, callees)
 
 
@@ -204,7 +206,7 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
     def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
         """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
         if (anchored, loads_held) not in costs:
-            trial = parse_module(str(module), context)
+            trial = copy_module(module, context)
             _lay_out(trial, context, target, callees, anchored, loads_held)
             costs[anchored, loads_held] = (movement.loaded_bytes(trial),
                                            movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
@@ -230,7 +232,7 @@ def _hide_bodies(module, context) -> list[tuple]:
     held = []
     for name in _functions_with_bodies(module):
         function = module.get_function(name)
-        results = stitch.result_types(module, function)
+        results = result_types(module, function)
         keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
             list(function.type.param_types()), results), "private", False)
         holder.push_back(keeper)
@@ -259,8 +261,10 @@ def _call_edges(module, regions: dict[str, int]) -> tuple[dict[int, str], dict[i
     def visit(op):
         index = regions.get(op.get_flat_symbol_ref_attr("callee")) if op.get_name() == "tt.call" else None
         if index is not None:
-            operands.update({op.get_operand(k).id(): tag(index, "in", k) for k in range(op.get_num_operands())})
-            results.update({op.get_result(j).id(): tag(index, "out", j) for j in range(op.get_num_results())})
+            operands.update({op.get_operand(k).id(): BoundaryTag(index, "in", k).text
+                             for k in range(op.get_num_operands())})
+            results.update({op.get_result(j).id(): BoundaryTag(index, "out", j).text
+                            for j in range(op.get_num_results())})
 
     module.walk(visit)
     return results, operands

@@ -18,7 +18,8 @@ from typing import Iterator
 
 from triton.runtime import JITFunction
 
-from . import arch, guarded_builder
+from . import guarded_builder
+from ..targets import arch
 from ..errors import nested_region
 from ..triton import compat
 
@@ -99,7 +100,7 @@ class HybridCodeGenerator(compat.upstream_code_generator()):
         self.semantic.broadcast_impl_value = broadcast_impl_value
 
     def call_Function(self, node, fn, args, kws):
-        """A Gluon builtin the target lacks is a ``TargetError`` at its call, before any IR (``lowering.arch``)."""
+        """A Gluon builtin the target lacks is a ``TargetError`` at its call, before any IR (``targets.arch``)."""
         if self.interception is not None:
             arch.check_builtin(fn, self.interception.compile.target,
                                lambda: f"{self.file_name}:{self.begin_line + node.lineno} in {self.jit_fn.__name__}")

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import arch, arguments, axis_hints
-from ..stitching import access_layouts, opaque, remat, stitch
-from .. import diagnostics
+from . import arguments, axis_hints
+from ..targets import arch
+from ..ir import diagnostics
+from ..ir.canonicalize import canonicalize
+from ..ir.copy import copy_module
+from ..ir.walk import function_blocks
+from ..stitching import access_layouts, opaque, remat
 from ..boundaries.scratch import ScratchProbe
 from ..instrumentation.resources import layout_conversions
 from ..triton import compat
@@ -123,7 +127,7 @@ def hoist_argument_conversions(context, module, num_tensors: int) -> None:
     (``remat``), as the all-Triton kernel does on the host's ops: the conversion is then the
     boundary's, which the host's own arithmetic made in that layout removes."""
     region = module.get_function(REGION_FUNCTION)
-    entry = stitch.function_blocks(module, region)[0]
+    entry = function_blocks(module, region)[0]
     first = entry.get_num_arguments() - num_tensors
     arguments = [entry.arg(first + i) for i in range(num_tensors)]
     if remat.hoist_argument_conversions(module, entry, arguments, gluon_ir.GluonOpBuilder(context)):
@@ -166,12 +170,12 @@ def lay_out_again(context, module, target, options):
     loop it can also undo what the backend's later passes chose."""
     if target.backend != "hip":
         return module
-    trial = parse_module(str(module), context)
+    trial = copy_module(module, context)
     _relayout(context, trial, target)
     probe = ScratchProbe(context, target, options)
     pays = layout_conversions(str(trial)) < layout_conversions(str(module)) \
-        and probe.kernel_bytes(parse_module(str(trial), context)) \
-        <= probe.kernel_bytes(parse_module(str(module), context))
+        and probe.kernel_bytes(copy_module(trial, context)) \
+        <= probe.kernel_bytes(copy_module(module, context))
     return trial if pays else module
 
 
@@ -185,7 +189,7 @@ def _relayout(context, module, target) -> None:
 def _canonicalize(context, module, rewritten: str) -> None:
     """The region ``module`` canonicalized after a rewrite (which left dead ops behind), and
     verified; RuntimeError, saying which rewrite, where it does not verify."""
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
     errors = diagnostics.verify(module)
     if errors:
         raise RuntimeError(f"the region {rewritten} does not verify:\n{errors}")
@@ -220,7 +224,7 @@ def lowered_region(module, ret_type, leaf_is_tensor: list[bool], host_types: lis
 def _wanted_inputs(module, host_types: list) -> list[str]:
     """Per tensor input, the type the region's first conversion of its argument produces (an
     anchor inside wanted another layout), or the host's type where the region uses it as given."""
-    entry = stitch.function_blocks(module, module.get_function(REGION_FUNCTION))[0]
+    entry = function_blocks(module, module.get_function(REGION_FUNCTION))[0]
     first = entry.get_num_arguments() - len(host_types)
     arguments = {entry.arg(first + i).id(): i for i in range(len(host_types))}
     wanted = [str(ty) for ty in host_types]
@@ -290,7 +294,7 @@ def take_host_layouts(context, module, leaves: list, host_types: list, scalar_at
     region, stub = module.get_function(REGION_FUNCTION), module.get_function(STUB_KERNEL)
     scalar_types = [region.args(i).get_type() for i in range(region.get_num_args())]
     region.reset_type(builder.get_function_ty(scalar_types + list(host_types), []))
-    entry = stitch.function_blocks(module, region)[0]
+    entry = function_blocks(module, region)[0]
     arguments_of: dict[int, object] = {}
     for k, ty in zip([k for k, leaf in enumerate(leaves) if isinstance(leaf, tl.block_type)], host_types):
         entry.add_argument(ty)
@@ -311,7 +315,7 @@ def take_host_layouts(context, module, leaves: list, host_types: list, scalar_at
             region.set_arg_attr(i, name, value)
     set_visibility(region, "public", builder)
 
-    old_entry = stitch.function_blocks(module, stub)[0]
+    old_entry = function_blocks(module, stub)[0]
     builder.set_insertion_point_to_start(builder.create_block_with_parent(stub.get_region(0), scalar_types))
     builder.ret([])
     old_entry.erase()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..instrumentation import instrument, timing
 from ..stitching import opaque
-from ..boundary import TAG, is_shared, layout_of, shape_and_dtype, tag
+from ..boundary import TAG, BoundaryTag, is_shared, layout_of, shape_and_dtype
 from ..region import Region
 from ..triton.bindings import gluon_ir, ir
 
@@ -206,10 +206,10 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
         value = result.get_result(j)
         if is_shared(str(value.get_type())):   # a returned buffer: load it as the host wants
             value = builder.create_local_load(producer.get_type(), value)
-            value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
+            value.set_attr(TAG, builder.get_string_attr(BoundaryTag(call.region.index, "out", j).text))
         elif str(value.get_type()) != str(producer.get_type()):
             value = builder.create_convert_layout(producer.get_type(), value)
-            value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "out", j)))
+            value.set_attr(TAG, builder.get_string_attr(BoundaryTag(call.region.index, "out", j).text))
         producer.replace_all_uses_with(value)
     for marker in ports.markers:
         if marker.get_name() == _INLINE_ASM:   # (a descriptor's sink: ``release_descriptor_sinks``)
@@ -231,7 +231,7 @@ def _hand_over(builder, call: GluonCall, wants: list, operands: list) -> list:
             elif str(wanted) != str(value.get_type()):
                 value = builder.create_convert_layout(wanted, value)
             if want.in_shared or str(wanted) != str(operands[k].get_type()):
-                value.set_attr(TAG, builder.get_string_attr(tag(call.region.index, "in", k)))
+                value.set_attr(TAG, builder.get_string_attr(BoundaryTag(call.region.index, "in", k).text))
         handed.append(value)
     if stored and call.reads_async_proxy:
         builder.create_fence_async_shared(False)

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, interception, lowering_cache
+from . import arguments, axis_hints, interception, lowering_cache
+from ..targets import arch
 from ..stitching import opaque, runner, stitch
 from .. import locations, validate
 from ..instrumentation import instrument, timing
-from ..boundaries import movement, swizzle
-from ..boundary import layout_of, tag
+from ..boundaries import swizzle
+from ..boundary import BoundaryTag, layout_of, tile_bytes
+from ..ir.walk import function_blocks
 from ..errors import NoResult, RegionError, as_region_error, host_descriptor_into_region
 from .lower_triton import LoweredRegion, lower_triton_function
 from ..region import CallSite, Region
@@ -245,13 +247,13 @@ class TritonRegions:
             return
         region, j = self._results[value.handle.id()]
         planned = self.cc.planned
-        k = next((k for k, p in enumerate(planned) if p.tag == tag(region.index, "out", j)), None)
+        k = next((k for k, p in enumerate(planned) if p.tag == BoundaryTag(region.index, "out", j).text), None)
         if k is None or planned[k].handoff == "shared":   # staged twice: the first buffer is the record's
             return
         ty = value.type
         planned[k] = dataclasses.replace(
             planned[k], to_layout=layout_of(str(buffer.handle.get_type())), handoff="shared",
-            shared_bytes=movement.tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
+            shared_bytes=tile_bytes(ty.shape, ty.element_ty.primitive_bitwidth),
             reason=f"stored once by hybrid.stage into {swizzle.describe(plan)}")
 
     # -- after code generation -----------------------------------------------------------------
@@ -317,7 +319,7 @@ def _check_descriptors(function: str, call_site: CallSite, leaves: list, lowered
                    if arguments.is_descriptor(leaf.type)]
     if not descriptors:   # (most regions: no walk of the lowered module)
         return
-    entry = stitch.function_blocks(lowered.module, lowered.function)[0]
+    entry = function_blocks(lowered.module, lowered.function)[0]
     for k, value_name, leaf in descriptors:
         host, region = str(leaf.handle.get_type()), str(entry.arg(k).get_type())
         if host != region:

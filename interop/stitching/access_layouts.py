@@ -30,7 +30,7 @@ from ..triton import compat
 from ..triton.bindings import ir
 from .anchors import HOLDS
 from .remat import CASTS, Rematerializer, in_layout, tensor_type
-from .uses import uses
+from ..ir.uses import uses
 
 #: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
 _LOADS = ("tt.load", "amdg.buffer_load")

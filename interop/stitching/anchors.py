@@ -22,7 +22,7 @@ from triton.experimental.gluon import language as gl
 from . import opaque
 from ..triton import compat
 from .remat import tensor_type
-from .uses import owners, uses
+from ..ir.uses import owners, uses
 
 #: The attribute of a call result's stand-in load: the index of the result in ``hold``'s list.
 HOLDS = "hybrid.holds"

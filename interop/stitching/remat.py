@@ -31,7 +31,7 @@ from triton.experimental.gluon import language as gl
 
 from ..boundary import TAG
 from ..triton import compat
-from .uses import producers
+from ..ir.uses import producers
 
 #: The ops made again, and how the builder makes each from its operands made again.
 _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.muli": "create_mul",

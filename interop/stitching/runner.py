@@ -25,6 +25,7 @@ from typing import Callable, Iterator
 from ..errors import LayoutError, RegionError, SharedMemoryError
 from ..instrumentation import timing
 from . import stitch
+from ..ir.verify import verify
 from ..triton.frontend import CompilationError
 from .state import Stitch
 
@@ -73,7 +74,7 @@ def run(passes: list[Pass], state: Stitch, module) -> None:
         with timing.stage(step.stage):
             try:
                 step.run(state, module)
-                stitch.verify(module, f"the pass '{step.name}'")
+                verify(module, f"the pass '{step.name}'")
                 if step.markers_gone:
                     stitch.check_no_markers(module)
             except (RuntimeError, ValueError) as exc:

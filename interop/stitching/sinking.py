@@ -17,19 +17,19 @@ author's. (A Triton host then lays itself out again around the result with Trito
 """
 from __future__ import annotations
 
-from ..boundary import TAG
+from ..boundary import TAG, Moved
 from .remat import CASTS, in_layout
-from .uses import uses
+from ..ir.uses import uses
 
 _NARROWING = {"arith.truncf"}
 
 
-def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
+def sink_past_casts(module, builder, tags: set[str]) -> dict[str, Moved]:
     """Move each boundary conversion tagged one of ``tags`` past the casts that use it (see the
-    module's docstring). Returns, per tag moved, ``"merged"`` (it became the host's own
-    conversion) or ``"narrowed"`` (it now converts after a narrowing cast)."""
+    module's docstring). Returns, per tag moved, ``Moved.MERGED`` (it became the host's own
+    conversion) or ``Moved.NARROWED`` (it now converts after a narrowing cast)."""
     users, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
-    moved: dict[str, str] = {}
+    moved: dict[str, Moved] = {}
     for conversion in conversions:
         chain, value = [], conversion.get_result(0)
         while len(users.get(value.id(), [])) == 1 and users[value.id()][0].get_name() in CASTS:
@@ -57,7 +57,7 @@ def sink_past_casts(module, builder, tags: set[str]) -> dict[str, str]:
         if own is None:   # still the boundary's conversion, on fewer bytes
             converted.set_attr(TAG, builder.get_string_attr(boundary_tag))
         replaced.replace_all_uses_with(converted)
-        moved[boundary_tag] = "narrowed" if own is None else "merged"
+        moved[boundary_tag] = Moved.NARROWED if own is None else Moved.MERGED
     return moved
 
 

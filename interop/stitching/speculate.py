@@ -11,7 +11,7 @@ gfx942: 186 instructions against the kernel's 182, the same 182 so).
 """
 from __future__ import annotations
 
-from . import stitch
+from ..ir.canonicalize import canonicalize
 from ..triton.bindings import gluon_ir
 from .state import Stitch
 
@@ -88,4 +88,4 @@ def speculate(state: Stitch, module) -> None:
     """A Triton host's pass: ``poison_branches``, then the canonicalizer folds the branches made
     to take their then branch (one pass: the ``if`` on ``true`` is left for it)."""
     if poison_branches(module, gluon_ir.GluonOpBuilder(state.context)):
-        stitch.canonicalize(module, state.context)
+        canonicalize(module, state.context)

@@ -8,14 +8,16 @@ there, naming the pass, instead of aborting later in C++.
 """
 from __future__ import annotations
 
-import re
 import struct
 from dataclasses import dataclass
 
-from .. import diagnostics
 from . import opaque
-from .uses import owners, uses
-from ..boundary import TAG, tag
+from ..boundary import TAG, BoundaryTag, Folding, Moved, shape_and_dtype
+from ..ir import diagnostics
+from ..ir.shared_loads import load_instead
+from ..ir.uses import owners, uses
+from ..ir.walk import function_blocks
+from ..triton import compat
 from ..triton.bindings import gluon_ir, ir, passes
 
 #: Discardable attributes that pair a region's sinks with the host's result placeholders.
@@ -24,52 +26,8 @@ RESULT = "hybrid.result"
 
 
 class StitchError(RuntimeError):
-    """The stitched module failed verification; the compile turns this into a RegionError."""
-
-
-def function_blocks(module, function) -> list:
-    """The top-level blocks of ``function`` in ``module`` (the bindings have no direct accessor)."""
-    region_id = function.get_region(0).id()
-    blocks: list = []
-
-    def visit(op):
-        block = op.get_block()
-        if block is not None and block.get_parent().id() == region_id and all(b.id() != block.id() for b in blocks):
-            blocks.append(block)
-
-    module.walk(visit)
-    return blocks
-
-
-def walk_function(module, function, visit) -> None:
-    """``visit`` each op inside ``function`` of ``module``, in ``module.walk``'s order."""
-    region_id = function.get_region(0).id()
-    memo: dict[int, bool] = {}
-
-    def inside(block) -> bool:
-        region = block.get_parent()
-        if region.id() not in memo:
-            enclosing = region
-            while enclosing is not None and enclosing.id() != region_id:
-                enclosing = enclosing.get_parent_region()
-            memo[region.id()] = enclosing is not None
-        return memo[region.id()]
-
-    module.walk(lambda op: visit(op) if op.get_block() is not None and inside(op.get_block()) else None)
-
-
-def result_types(module, function) -> list:
-    """``function``'s result types, read off a ``tt.return`` of its body (the bindings give a
-    function type's parameters only)."""
-    region = function.get_region(0).id()
-    found: list = []
-
-    def visit(op):
-        if not found and op.get_name() == "tt.return" and op.get_block().get_parent().id() == region:
-            found.append([op.get_operand(k).get_type() for k in range(op.get_num_operands())])
-
-    module.walk(visit)
-    return found[0] if found else []
+    """A lowered region does not fit its placeholder, or stitching left a marker; the compile turns
+    this into a RegionError."""
 
 
 def splice(host_module, placeholder, region_module, region_function) -> None:
@@ -112,13 +70,14 @@ def bind_ports(lowered, host_tensor_types: list, region_index: int, context) -> 
 
     def visit(op):
         if op.get_name() == "ttg.convert_layout" and op.get_operand(0).id() in inputs:
-            op.get_result(0).set_attr(TAG, builder.get_string_attr(tag(region_index, "in", inputs[op.get_operand(0).id()])))
+            boundary = BoundaryTag(region_index, "in", inputs[op.get_operand(0).id()])
+            op.get_result(0).set_attr(TAG, builder.get_string_attr(boundary.text))
 
     lowered.module.walk(visit)
     for j, sink in ports.sinks.items():
         sink.get_result(0).set_attr(SINK, builder.get_string_attr(result_key(region_index, j)))
     for j, conversion in ports.sink_conversions.items():
-        conversion.get_result(0).set_attr(TAG, builder.get_string_attr(tag(region_index, "out", j)))
+        conversion.get_result(0).set_attr(TAG, builder.get_string_attr(BoundaryTag(region_index, "out", j).text))
 
 
 def connect_results(module, context) -> None:
@@ -181,18 +140,6 @@ def check_no_markers(module) -> None:
         raise StitchError(f"boundary marker ops survived stitching: {left}")
 
 
-def called_symbols(module) -> set[str]:
-    """Callees of the ``tt.call`` ops in ``module`` (a call in discarded IR is not among them)."""
-    called: set[str] = set()
-
-    def visit(op):
-        if op.get_name() == "tt.call":
-            called.add(op.get_flat_symbol_ref_attr("callee"))
-
-    module.walk(visit)
-    return called
-
-
 def inline(module, context) -> None:
     pm = ir.pass_manager(context)
     passes.gluon.add_inliner(pm)
@@ -206,9 +153,7 @@ class Folded:
     stored: frozenset[str]      # its value stored into shared memory as it came (the host's ``local_alloc``)
     constants: frozenset[str]   # by the splat constant made in the wanted layout
     recomputed: frozenset[str]  # by the index arithmetic made again in the wanted layout (``remat``)
-    moved: dict                 # tag -> "merged" / "narrowed": moved past casts (``sinking``);
-                                # "adopted": removed by Triton's passes laying the host out again (``host_relayout``);
-                                # "reloaded": the host's load issued again in the wanted layout (``access_layouts``)
+    moved: dict[str, Moved]     # moved away from the boundary (``Moved`` says how and by whom)
 
     @staticmethod
     def nothing() -> "Folded":
@@ -218,6 +163,13 @@ class Folded:
         """What this folding and a ``later`` one of the same module did (the later says last)."""
         return Folded(self.loaded | later.loaded, self.stored | later.stored, self.constants | later.constants,
                       self.recomputed | later.recomputed, {**self.moved, **later.moved})
+
+    def facts(self, boundary_tag: str) -> list[Folding | Moved]:
+        """What folding did to the boundary ``boundary_tag``, in the order its reason is asked."""
+        replaced = ((Folding.LOADED, self.loaded), (Folding.STORED, self.stored),
+                    (Folding.CONSTANT, self.constants), (Folding.RECOMPUTED, self.recomputed))
+        return [fact for fact, tags in replaced if boundary_tag in tags] + \
+            ([self.moved[boundary_tag]] if boundary_tag in self.moved else [])
 
 
 def fold_chains(module, builder) -> None:
@@ -263,91 +215,54 @@ def fold_chains(module, builder) -> None:
 #: The builder's scalar constant of each element type a splat constant can have.
 _SCALARS = {"f32": "get_fp32", "f16": "get_fp16", "bf16": "get_bf16", "f64": "get_fp64", "i1": "get_int1",
             "i8": "get_int8", "i16": "get_int16", "i32": "get_int32", "i64": "get_int64"}
-#: How a float of each type is printed in hex (MLIR's form where decimal would not round-trip).
-_HEX = {"f32": ("<I", "<f", 0), "f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f64": ("<Q", "<d", 0)}
 
 
 def fold_constant_conversions(module, builder) -> set[str]:
     """A boundary's conversion of a splat constant (``gl.zeros``, ``gl.full`` on one side, a
     loop's initial value on the other) becomes the same splat made in the layout converted to: a
     constant costs nothing in any layout, while a conversion goes through shared memory (Gluon's
-    canonicalizer keeps conversions as written). Returns the tags of the boundaries folded so.
-
-    The bindings read no float attribute, so each constant's value is read from the printed
-    module (MLIR prints floats exactly, in hex where decimal would not round-trip)."""
-    constants: set[int] = set()
+    canonicalizer keeps conversions as written). Only a boundary all of whose conversions convert
+    one splat value is folded. Returns the tags of the boundaries folded so."""
+    constants: dict[int, object] = {}   # result id -> its arith.constant
     conversions: list = []
 
-    def visit(op):   # (ops come after the constants they use)
+    def visit(op):
         if op.get_name() == "arith.constant":
-            constants.add(op.get_result(0).id())
-        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) and op.get_operand(0).id() in constants:
+            constants[op.get_result(0).id()] = op
+        elif op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG):
             conversions.append(op)
 
     module.walk(visit)
-    values = _splat_values(str(module)) if conversions else {}   # printed only where there is one to read
+    if not any(op.get_operand(0).id() in constants for op in conversions):
+        return set()
+    reader = compat.Integers(module, builder)
+    splats: dict[str, set] = {}   # tag -> the splats its conversions convert (None: not a splat constant)
+    for op in conversions:
+        constant = constants.get(op.get_operand(0).id())
+        splats.setdefault(op.get_str_attr(TAG), set()).add(_splat(reader, constant) if constant else None)
     folded = set()
     for op in conversions:
-        if op.get_str_attr(TAG) not in values:   # not a splat, or its tag converts other values too
+        boundary_tag = op.get_str_attr(TAG)
+        if len(splats[boundary_tag]) != 1 or None in splats[boundary_tag]:
             continue
-        element, value = values[op.get_str_attr(TAG)]
+        (element, _, value), = splats[boundary_tag]
         builder.set_insertion_point_after(op)
         result = op.get_result(0)
         splat = builder.create_splat(result.get_type(), getattr(builder, _SCALARS[element])(value))
         splat.set_loc(result.get_loc())
         result.replace_all_uses_with(splat)
-        folded.add(op.get_str_attr(TAG))
+        folded.add(boundary_tag)
     return folded
 
 
-def _splat_values(text: str) -> dict[str, tuple[str, object]]:
-    """Per boundary tag whose conversions all convert one splat constant: its element type and value."""
-    definitions = {name: (element, literal) for name, literal, element in re.findall(
-        r"^\s*(%[\w.$-]+) = arith\.constant dense<([^<>\[\]]+)> : tensor<(?:\d+x)+(\w+),", text, re.MULTILINE)}
-    found: dict[str, set] = {}
-    for operand, boundary_tag in re.findall(
-            rf"= ttg\.convert_layout (%[\w.$-]+) \{{[^}}]*{re.escape(TAG)} = \"([^\"]+)\"", text):
-        found.setdefault(boundary_tag, set()).add(definitions.get(operand))
-    values = {}
-    for boundary_tag, literals in found.items():
-        if len(literals) == 1 and None not in literals:
-            (element, literal), = literals
-            value = _scalar(element, literal)
-            if value is not None:
-                values[boundary_tag] = (element, value)
-    return values
-
-
-def _scalar(element: str, literal: str):
-    """The Python value of a printed splat literal of ``element`` type (None: not one we make)."""
-    if element not in _SCALARS:
+def _splat(reader, constant) -> tuple[str, object, object] | None:
+    """(element type, its bits, value) of a splat ``constant`` the builder can make; None for
+    another. Floats compare by bits, so that ``-0.0`` and ``0.0`` stay apart and a NaN matches itself."""
+    element = shape_and_dtype(str(constant.get_result(0).get_type()))[1]
+    value = reader.splat_constant(constant, element) if element in _SCALARS else None
+    if value is None:
         return None
-    if element == "i1":
-        return literal == "true"
-    if element.startswith("i"):
-        return int(literal)
-    if literal.startswith("0x"):
-        raw, as_float, shift = _HEX[element]
-        return struct.unpack(as_float, struct.pack(raw, int(literal, 16) << shift))[0]
-    return float(literal)
-
-
-def canonicalize(module, context) -> None:
-    """Gluon's canonicalizer: deletes what a rewrite left dead (conversions, markers made pure)."""
-    pm = ir.pass_manager(context)
-    passes.gluon.add_canonicalizer(pm)
-    diagnostics.run(pm, module, "hybrid_canonicalize")
-
-
-def load_instead(builder, conversion, buffer) -> None:
-    """Replace a boundary's ``conversion`` by a ``local_load`` of ``buffer`` (which holds the
-    converted value's data) in the conversion's result layout, at the builder's insertion point,
-    keeping its location and boundary tag."""
-    result = conversion.get_result(0)
-    loaded = builder.create_local_load(result.get_type(), buffer)
-    loaded.set_loc(result.get_loc())
-    loaded.set_attr(TAG, builder.get_string_attr(conversion.get_str_attr(TAG)))
-    result.replace_all_uses_with(loaded)
+    return element, struct.pack("<d", value) if isinstance(value, float) else value, value
 
 
 def fold_into_shared_loads(module, builder) -> set[str]:
@@ -371,7 +286,7 @@ def fold_into_shared_loads(module, builder) -> set[str]:
         if load is None:
             continue
         builder.set_insertion_point_after(load)
-        load_instead(builder, op, load.get_operand(0))
+        load_instead(builder, op, load.get_operand(0), TAG)
         folded.add(op.get_str_attr(TAG))
     return folded
 
@@ -423,9 +338,3 @@ def _load_right_after(alloc, users: dict, builder) -> None:
             early = builder.create_local_load(load.get_result(0).get_type(), buffer)
             early.set_loc(load.get_result(0).get_loc())
             load.get_result(0).replace_all_uses_with(early)
-
-
-def verify(module, step: str) -> None:
-    errors = diagnostics.verify(module)
-    if errors:
-        raise StitchError(f"the stitched module does not verify after {step}:\n{errors}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from . import remat, sinking, stitch
+from ..ir import canonicalize as ir_canonicalize
 from .state import Stitch
 from ..triton.bindings import gluon_ir
 
@@ -29,7 +30,7 @@ def fold_chains(state: Stitch, module) -> None:
 
 def canonicalize(state: Stitch, module) -> None:
     """Gluon's canonicalizer: deletes the conversions the rewrites left dead, folds constants."""
-    stitch.canonicalize(module, state.context)
+    ir_canonicalize.canonicalize(module, state.context)
 
 
 def fold_constants(state: Stitch, module) -> None:

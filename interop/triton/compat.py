@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import inspect
 import re
+import struct
 import sys
 import textwrap
 import threading
@@ -183,14 +184,23 @@ def cached_files(key: str, suffix: str) -> list[str]:
 _CONSTANT = re.compile(r"arith\.constant\"?(?:\(\))? (?:<\{value = )?(?:dense<)?(-?\d+)>? : (?:tensor<[\dx]*)?i\d+\b")
 
 
-class Integers:
-    """The integer attributes and integer constants of ``module``'s ops, as one step reads them.
+#: A splat ``arith.constant``'s element literal, as its own line prints it.
+_SPLAT = re.compile(r"= arith\.constant dense<([^<>\[\]]+)> :")
+#: How MLIR prints a float of each type in hex (where decimal would not round-trip): the integer
+#: the hex digits are read as, the float that integer's bits are, and the shift into that float.
+_HEX_FLOATS = {"f32": ("<I", "<f", 0), "f16": ("<H", "<e", 0), "bf16": ("<I", "<f", 16), "f64": ("<Q", "<d", 0)}
+_INTEGERS = ("i8", "i16", "i32", "i64")
 
-    3.8's and 3.9's bindings read them from an op. 3.6's read only string, bool and symbol
-    attributes, 3.7's no constant values: there every op is given a name location for one print
-    of the module (Triton's printer names a value after its op's name location, so each op's own
-    line is found by its name), its line kept, and its location put back. Ops made after this
-    reader are unknown to it on those versions (None)."""
+
+class Integers:
+    """The integer attributes and the constants of ``module``'s ops, as one step reads them.
+
+    3.8's and 3.9's bindings read integers from an op. 3.6's read only string, bool and symbol
+    attributes, 3.7's no constant values, and none reads a float constant (3.9's
+    ``get_constant_value`` gives None for one; bools, -1 there, are read with the floats): there
+    every op is given a name location for one print of the module (Triton's printer names a
+    value after its op's name location, so each op's own line is found by its name), its line
+    kept, and its location put back. Ops made after the print are unknown to it (None)."""
 
     _NAME = "hybrid.read."
     #: ``arith.cmpi``'s predicates in MLIR's ``arith::CmpIPredicate`` order (its ``predicate``).
@@ -201,7 +211,8 @@ class Integers:
         from triton._C.libtriton import ir
         can = hasattr(ir.operation, "get_int_attr") and hasattr(ir.operation, "get_constant_value")
         self._direct = can if direct is None else direct and can
-        self._lines: dict[int, str] = {} if self._direct else self._printed_lines(module, builder)
+        self._module, self._builder = module, builder
+        self._lines: dict[int, str] | None = None if self._direct else self._printed_lines(module, builder)
 
     def int_attr(self, op, name: str) -> int | None:
         """``op``'s integer attribute ``name`` (``arith.cmpi``'s ``predicate``: its index in
@@ -226,7 +237,29 @@ class Integers:
         found = _CONSTANT.search(self._line(op))
         return int(found.group(1)) if found else None
 
+    def splat_constant(self, op, element: str) -> int | bool | float | None:
+        """The element of a splat ``arith.constant`` of ``element`` type (its result's, as printed:
+        ``i32``, ``i1``, ``bf16``, ...); None for a constant of distinct elements or of another
+        type. Integers as ``integer_constant`` reads them; bools and floats off the op's own line
+        (the module printed on first need), where MLIR prints a float exactly."""
+        if element in _INTEGERS:
+            return self.integer_constant(op)
+        if element != "i1" and element not in _HEX_FLOATS:
+            return None
+        found = _SPLAT.search(self._line(op))
+        if found is None:
+            return None
+        literal = found.group(1)
+        if element == "i1":
+            return literal == "true"
+        if literal.startswith("0x"):
+            raw, as_float, shift = _HEX_FLOATS[element]
+            return struct.unpack(as_float, struct.pack(raw, int(literal, 16) << shift))[0]
+        return float(literal)
+
     def _line(self, op) -> str:
+        if self._lines is None:
+            self._lines = self._printed_lines(self._module, self._builder)
         return self._lines.get(op.get_result(0).id(), "") if op.get_num_results() == 1 else ""
 
     @classmethod

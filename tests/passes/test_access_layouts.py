@@ -4,7 +4,8 @@ call's layout instead (``issue_in_wanted_layouts``); a store of a value converte
 layout issued in the value's (``issue_stores_in_value_layouts``)."""
 import pytest
 
-from interop.stitching import access_layouts, stitch
+from interop.ir.canonicalize import canonicalize
+from interop.stitching import access_layouts
 from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
 TARGETS = ["sm90a", "gfx942"]
@@ -101,7 +102,7 @@ def stored(target: str, mask: bool) -> str:
 def test_a_masked_store_of_a_converted_value_is_issued_in_the_values_layout(target):
     module, context, builder = parsed(stored(target, mask=True), target)
     assert access_layouts.issue_stores_in_value_layouts(module, builder) == 1
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
     body = printed(module, vectors(target))
     assert count(module, "tt.store") == 1 and count(module, "ttg.convert_layout") == 0
     assert "tt.store %" in body and "#one" not in body

@@ -4,7 +4,7 @@ completed from what is left in the module, what the planner chose and what the f
 replaced (``complete boundaries``, after ``plan boundaries``)."""
 import pytest
 
-from interop.boundary import CONSTANT_IN_PLACE
+from interop.boundary import CONSTANT_IN_PLACE, Moved
 from interop.region import CallSite
 from interop.stitching.stitch import Folded
 from tests.passes.modules import LANES, blocked, module_text, parsed, run_pass, stitch_of
@@ -68,7 +68,7 @@ def test_a_boundary_folded_away_says_which_fold_of_the_stitch_or_the_relayout_re
     replaced, as those passes leave it: the conversion gone from the module."""
     module, context, _ = parsed(calling("sm90a", ""), "sm90a")
     state = with_regions(context, "sm90a", ["g_used", "g_other"])
-    state.relaid = Folded(frozenset(), frozenset(), frozenset(), frozenset(), {"1:in:0": "adopted"})
+    state.relaid = Folded(frozenset(), frozenset(), frozenset(), frozenset(), {"1:in:0": Moved.ADOPTED})
     state.folded = Folded(frozenset(), frozenset(), frozenset({"0:in:0"}), frozenset(), {})
     run_pass(state, module, "plan boundaries", "complete boundaries")
     first, second = state.compile.boundaries

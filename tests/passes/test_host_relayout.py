@@ -1,12 +1,13 @@
 """A Triton host laid out again around its Gluon calls (``lowering/host_relayout.py``, the passes
 ``hide region bodies`` to ``restore region bodies``): its tile loaded in the layout the call takes
-(``"reloaded"``), its code after a call adopting the call's result layout (``"adopted"``), and a
+(``Moved.RELOADED``), its code after a call adopting the call's result layout (``Moved.ADOPTED``), and a
 region's tensor-memory load sunk to its use on sm100a (``interleave tmem``), a tile a call returns
 for a dot transposed in registers before its store to shared memory on gfx942 (``transpose in
 thread``). Shrunk from ``tests/triton_hosts.py``'s
 ``h_reduce`` and ``examples/mma_handoff.py`` (its ``b_tile`` ported, on gfx942)."""
 import pytest
 
+from interop.boundary import Moved
 from interop import pipeline
 from interop.lowering.triton_host import GluonCall
 from interop.region import CallSite
@@ -97,7 +98,7 @@ def reducing(target: str) -> str:
 def test_the_hosts_tile_is_loaded_in_the_layout_the_call_takes(target):
     module, context, _ = parsed(reducing(target), target)
     folded = relaid(module, context, target, REGIONS)
-    assert folded.moved == {"0:in:0": "reloaded"}
+    assert folded.moved == {"0:in:0": Moved.RELOADED}
     load, = ops(module, "tt.load")
     assert ops(module, "tt.call")[0].get_operand(0).id() == load.get_result(0).id()   # no conversion between
     assert layouts(target)["taken"] in str(load.get_result(0).get_type())
@@ -137,7 +138,7 @@ def storing(target: str) -> str:
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_the_hosts_code_after_a_call_adopts_its_result_layout(target):
     module, context, _ = parsed(storing(target), target)
-    assert relaid(module, context, target, REGIONS).moved == {"0:out:0": "adopted"}
+    assert relaid(module, context, target, REGIONS).moved == {"0:out:0": Moved.ADOPTED}
     store, = ops(module, "tt.store")
     assert count(module, "ttg.convert_layout") == 0
     assert layouts(target)["taken"] in str(store.get_operand(0).get_type())

@@ -3,6 +3,7 @@ found by their markers in a lowered region (``find``), and an opaque flag replac
 (``stitch.set_flags``) so that the branch on it folds."""
 import pytest
 
+from interop.ir.canonicalize import canonicalize
 from interop.stitching import opaque, stitch
 from tests.passes.modules import LANES, blocked, conditions, module_text, parsed
 
@@ -46,5 +47,5 @@ def test_find_gives_each_ports_markers_and_the_conversion_before_a_sink(target):
 def test_a_flag_set_false_leaves_the_sinks_in_a_branch_never_taken():
     module, context, _ = parsed(lowered("sm90a"), "sm90a")
     stitch.set_flags(module, opaque.ENABLE, False, context)
-    stitch.canonicalize(module, context)
+    canonicalize(module, context)
     assert conditions(module) <= {"%false"} and not opaque.markers(module, (opaque.ENABLE, ))

@@ -4,6 +4,7 @@ accumulator converted for the Triton host's epilogue ``acc.to(fp16)``, then stor
 (``examples/matmul_gluon_epilogue.py``'s shape, shrunk)."""
 import pytest
 
+from interop.boundary import Moved
 from interop.region import CallSite
 from tests.passes.modules import LANES, blocked, count, module_text, ops, parsed, printed, run_pass, stitch_of
 
@@ -52,7 +53,7 @@ def sunk(text: str, target: str, direction: str = "out", then: tuple[str, ...] =
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_conversion_before_a_cast_and_the_hosts_own_conversion_merges_into_it(target):
     module, moved = sunk(epilogue(target, "store"), target)
-    assert moved == {"0:out:0": "merged"}
+    assert moved == {"0:out:0": Moved.MERGED}
     body = printed(module, layouts(target))
     stored = ops(module, "tt.store")[0].get_operand(1)
     live = [op for op in ops(module, "ttg.convert_layout") if op.get_result(0).id() == stored.id()]
@@ -65,7 +66,7 @@ def test_a_conversion_before_a_cast_and_the_hosts_own_conversion_merges_into_it(
 @pytest.mark.parametrize("target", TARGETS)
 def test_a_conversion_before_a_narrowing_cast_converts_after_it_instead(target):
     module, moved = sunk(epilogue(target, "host"), target, then=("canonicalize folds", ))
-    assert moved == {"0:out:0": "narrowed"}
+    assert moved == {"0:out:0": Moved.NARROWED}
     body = printed(module, layouts(target))
     assert count(module, "ttg.convert_layout") == 1
     lines = body.splitlines()
@@ -102,5 +103,5 @@ def test_in_a_triton_hosts_relayout_a_calls_result_conversion_merges_into_the_ho
     state = stitch_of(context, target)
     state.compile.gluon.symbols["__hybrid_r0_g"] = 0
     run_pass(state, module, "hide region bodies", "sink result casts", "restore region bodies")
-    assert state.relaid.moved == {"0:out:0": "merged"}
+    assert state.relaid.moved == {"0:out:0": Moved.MERGED}
     assert "arith.truncf %0 : tensor<64x64xf32, #mine> to tensor<64x64xf16, #mine>" in printed(module, layouts(target))

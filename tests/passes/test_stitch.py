@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from interop.ir.walk import function_blocks
 from interop.errors import RegionError
 from interop.lowering.triton_regions import PendingSplice
 from interop.region import CallSite
@@ -132,7 +133,7 @@ PORTS = '''  tt.func public @region(%x: !tt.ptr<f32>, %t: tensor<256xf32, #row>)
 def test_bind_ports_tags_the_input_and_output_conversions_and_the_sink(target):
     module, context, _ = parsed(module_text(target, layouts(target), PORTS), target)
     function = module.get_function("region")
-    host_types = [stitch.function_blocks(module, function)[0].arg(1).get_type()]
+    host_types = [function_blocks(module, function)[0].arg(1).get_type()]
     stitch.bind_ports(Lowered(module, function, [False, True]), host_types, 3, context)
     body = printed(module, layouts(target))
     assert '%0 = ttg.convert_layout %arg1 {hybrid.boundary = "3:in:1"}' in body

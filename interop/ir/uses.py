@@ -1,5 +1,5 @@
 """The users of every value of a module and the ops a rewrite starts from, in one walk: what the
-stitching rewrites (folding, sinking, staging loads) each need before they change anything."""
+rewrites (folding, sinking, staging loads, handoffs) each need before they change anything."""
 from __future__ import annotations
 
 from typing import Callable

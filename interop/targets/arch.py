@@ -7,8 +7,8 @@ sm80 end in an LLVM abort ("Cannot select: intrinsic ..."), an AMD buffer op on 
 abort, a TMA descriptor on AMD in ``'HIPOptions' object has no attribute 'enable_iisan'``.
 ``FEATURES`` says, per Gluon builtin (and per ttg op, for what Triton's own passes produce),
 which targets have it. The compiler checks every builtin call as it generates code
-(``interop.session``) and every op of a built module; the interpreter checks the same builtins
-as it runs them (``hybrid.interpret.patch``). Both raise the same ``TargetError`` at the call's
+(``interop.lowering.interception``) and every op of a built module (``interop.entry.source``);
+the interpreter checks the same builtins as it runs them (``hybrid.interpret.patch``). Both raise the same ``TargetError`` at the call's
 ``file:line``. The rows were found by compiling each op for every target with Triton 3.6 and
 3.9 (``tests/test_conformance.py`` keeps checking those its kernels use): an op is listed where
 it compiles; Blackwell's TMA gather/scatter and the other generations follow upstream's docs.
@@ -22,8 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import Container
 
+from . import name_of
+from ..boundary import element_bits, tile_bytes
 from ..errors import ARCH_HINT, TargetError
-from ..boundaries.movement import element_bits, tile_bytes
+from ..locations import op_lines
 from ..triton.language import is_builtin
 
 GLUON_LANGUAGE = "triton.experimental.gluon.language."
@@ -189,7 +191,6 @@ def check_dtype(name: str, target, site) -> None:
 
 
 def target_label(target) -> str:
-    from interop.targets import name_of
     return name_of(target)
 
 
@@ -232,7 +233,6 @@ def misplaced_ops(module, target) -> list[Misplaced]:
     module.walk(visit)
     if not found:
         return []
-    from ..locations import op_lines
     lines = {}
     for name, where, _ in op_lines(str(module)):
         lines.setdefault(name, where)

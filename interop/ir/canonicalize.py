@@ -1,0 +1,12 @@
+"""Gluon's canonicalizer, run after a rewrite to delete what it left dead."""
+from __future__ import annotations
+
+from . import diagnostics
+from ..triton.bindings import ir, passes
+
+
+def canonicalize(module, context) -> None:
+    """Gluon's canonicalizer: deletes what a rewrite left dead (conversions, markers made pure)."""
+    pm = ir.pass_manager(context)
+    passes.gluon.add_canonicalizer(pm)
+    diagnostics.run(pm, module, "hybrid_canonicalize")
