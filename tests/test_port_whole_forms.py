@@ -1,8 +1,8 @@
 """Forms of Triton's IR that real library kernels give the whole-kernel port
 (``hybrid.port.whole_kernel``): an early ``return`` (a branch, not a region), a loop counter
 used as a tensor (a Python int in the interpreter), a scan whose combine function uses a
-constant Triton hoisted out of it, a reshape to its own type; and an AMD ``tl.dot`` at an input
-precision Gluon's ``mfma`` cannot take, refused with the reason."""
+constant Triton hoisted out of it, a reshape to its own type; and an AMD ``tl.dot`` of f32 at
+tf32, which Gluon's ``mfma`` cannot build (``hybrid.amd.mfma`` does)."""
 import pytest
 import triton
 import triton.language as tl
@@ -103,9 +103,11 @@ def _dot_f32(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
     tl.store(c_ptr + tile, tl.dot(tl.load(a_ptr + tile), tl.load(b_ptr + tile)))
 
 
-def test_an_amd_dot_at_an_input_precision_gluon_cannot_take_is_refused_with_the_reason(tmp_path):
-    with pytest.raises(PortError, match=r"tt\.dot at \S*test_port_whole_forms\.py:\d+: tl\.dot at input precision "
-                                        r"tf32 .* input_precision=\"ieee\""):
-        port_kernel(_dot_f32, {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}, {"B": 32}, "gfx942",
-                    path=tmp_path / "dot.py", num_warps=4)
-    assert not list(tmp_path.iterdir())
+def test_an_amd_f32_dot_at_tf32_is_written_at_that_precision_and_builds_to_the_same_code(tmp_path):
+    signature, consts = {"a_ptr": "*fp32", "b_ptr": "*fp32", "c_ptr": "*fp32"}, {"B": 32}
+    ported, candidate = _ported(_dot_f32, signature, consts, "gfx942", tmp_path)
+    assert 'hybrid.amd.mfma(' in ported.source and 'input_precision="tf32"' in ported.source
+    assert "_xf32" in hybrid.compile(as_hybrid(candidate), signature, consts, "gfx942", num_warps=4).asm["amdgcn"]
+    assert ported.machine["port"] == ported.machine["original"]
+    a, b = torch.randn(32, 32), torch.randn(32, 32)
+    _same_results(_dot_f32, candidate, (1, ), (a, b, torch.zeros(32, 32)), consts, "gfx942")

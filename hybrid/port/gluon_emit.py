@@ -899,12 +899,9 @@ def _dot(e: Emitter, op: Op, indent: int) -> str:
         return f"mma_v2({a}, {b}, {c}{extra})"
     if "amd_mfma" in result:
         precision = (re.search(r"inputPrecision = (\w+)", op.rest) or [None, "ieee"])[1]
-        f32 = TensorType.parse(op.types.split(" * ")[0]).element == "f32"
-        if f32 and precision != "ieee":   # Gluon's mfma builds the default (IEEE) one: another MFMA
-            raise Unsupported(op, f"tl.dot at input precision {precision} (Triton's default for f32 here): Gluon's "
-                                  f"mfma takes no input precision and builds an IEEE one, for which Triton's MFMA "
-                                  f"layout does not fit; give the tl.dot input_precision=\"ieee\" to port it",
-                              e.where(op))
+        if TensorType.parse(op.types.split(" * ")[0]).element == "f32" and precision != "ieee":
+            e.imports.add("import hybrid")   # Gluon's mfma builds the IEEE one: another MFMA, another layout
+            return f"hybrid.amd.mfma({a}, {b}, {c}, input_precision=\"{precision}\")"
         cdna = "cdna4" if "version = 4" in result else "cdna3"
         e.imports.add(f"from triton.experimental.gluon.language.amd.{cdna} import mfma")
         return f"mfma({a}, {b}, {c})"

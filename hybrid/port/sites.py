@@ -115,6 +115,8 @@ def _features(fn, groups: list[tuple[Site, ...]]) -> list[list[tuple]]:
         except KeyError:
             pass
     for name, tys in types.items():
+        if all(ty.layout for ty in tys):   # the rank, then (where one) each dimension
+            found.append([(len(ty.shape), f"len({name}.shape) == {len(ty.shape)}", set()) for ty in tys])
         if all(ty.layout for ty in tys) and len({len(ty.shape) for ty in tys}) == 1:
             found += [[(ty.shape[d], f"{name}.shape[{d}] == {ty.shape[d]}", set()) for ty in tys]
                       for d in range(len(tys[0].shape))]

@@ -107,7 +107,7 @@ FEATURES: tuple[Feature, ...] = (
             ("amd.cdna3.buffer_", "amd.cdna4.buffer_", "amd.cdna4.async_copy.buffer_load_to_shared",
              "hybrid.amd.buffer_"),
             ("amdg.buffer", "amdgpu.buffer")),
-    Feature("AMD MFMA", (CDNA3_UP, ), ("amd.cdna3.mfma", )),
+    Feature("AMD MFMA", (CDNA3_UP, ), ("amd.cdna3.mfma", "hybrid.amd.mfma")),
     Feature("async copies into shared memory (cp.async, direct-to-LDS loads; commit and wait groups)",
             (NVIDIA, CDNA3_UP), ("nvidia.ampere.async_copy.", "amd.cdna4.async_copy."),
             ("ttg.async_copy_global_to_local", "ttg.async_commit_group", "ttg.async_wait")),
