@@ -63,7 +63,11 @@ def relayout(module, context, target, regions: dict[str, int]) -> stitch.Folded:
         results, operands = _call_edges(module, regions)
         moved = sinking.sink_past_casts(module, builder, set(results.values()))
         issued = access_layouts.issue_in_wanted_layouts(module, builder, set(operands.values()))
-        _lay_out(module, context, target, set(regions), *_holds(module, context, target, set(regions)))
+        anchored, loads_held, laid = _holds(module, context, target, set(regions))
+        if laid is None:
+            _lay_out(module, context, target, set(regions), anchored, loads_held)
+        else:   # a copy laid out so already: the same passes on the same IR are not run again
+            _adopt(module, context, laid)
         _transpose_in_thread(module, context, target, set(regions))
         _tag_boundaries(module, context, regions)
         stored = stitch.load_stored_values_early(module, builder, _call_edges(module, regions)[0])
@@ -136,9 +140,10 @@ def _count(module, name: str) -> int:
     return len(uses(module, lambda op: op.get_name() == name)[1])
 
 
-def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
+def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool, object | None]:
     """Whether to lay the host out with the calls' results held as anchors, and with its AMD buffer
-    loads held too, each decided by laying out copies (each copy laid out once, for both).
+    loads held too, each decided by laying out copies (each copy laid out once, for both); and the
+    copy laid out as decided (None where neither question needed a copy).
     - The calls' results, where that moves fewer bytes between threads: Triton's layout pass
       settles a conflict between anchors by rules, not cost, and a result in a narrow layout (a
       port's one element a thread) would drag the host's vector loads and stores into it.
@@ -148,11 +153,12 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
       before a store), or lay a host out better than ``make_ttgir`` did; with, they keep
       ``make_ttgir``'s loads."""
     costs: dict[tuple[bool, bool], tuple[int, int]] = {}
+    laid: dict[tuple[bool, bool], object] = {}
 
     def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
         """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
         if (anchored, loads_held) not in costs:
-            trial = parse_module(str(module), context)
+            trial = laid[anchored, loads_held] = parse_module(str(module), context)
             _lay_out(trial, context, target, callees, anchored, loads_held)
             costs[anchored, loads_held] = (movement.loaded_bytes(trial),
                                            movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
@@ -161,7 +167,7 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
     anchored = bool(anchors.holdable(module, callees)) and cost(True, False)[1] < cost(False, False)[1]
     loads_held = target.backend == "hip" and bool(anchors.buffer_loads(module)) \
         and cost(anchored, True) < cost(anchored, False)
-    return anchored, loads_held
+    return anchored, loads_held, laid.get((anchored, loads_held))
 
 
 def _run(module, context, add) -> None:
@@ -175,16 +181,29 @@ def _hide_bodies(module, context) -> list[tuple]:
     same type in a holder module; returns (function, (holder module, holder function)) pairs."""
     builder = ir.builder(context)
     holder = builder.create_module()
-    held = []
-    for name in _functions_with_bodies(module):
-        function = module.get_function(name)
-        results = stitch.result_types(module, function)
-        keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
-            list(function.type.param_types()), results), "private", False)
-        holder.push_back(keeper)
-        stitch.splice(holder, keeper, module, function)
-        held.append((function, (holder, keeper)))
-    return held
+    return [(module.get_function(name), (holder, _move_body(module, name, builder, holder)))
+            for name in _functions_with_bodies(module)]
+
+
+def _move_body(module, name: str, builder, holder):
+    """The body of ``module``'s function ``name`` moved into a function of the same type made in
+    ``holder``; returns that function."""
+    function = module.get_function(name)
+    keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
+        list(function.type.param_types()), stitch.result_types(module, function)), "private", False)
+    holder.push_back(keeper)
+    stitch.splice(holder, keeper, module, function)
+    return keeper
+
+
+def _adopt(module, context, laid) -> None:
+    """The host kernel of ``module`` given the body of its copy ``laid`` (``_holds``' trial laid out
+    as decided; its other functions are declarations, as the host's are while their bodies are
+    hidden). The host's own body is dropped with a holder module."""
+    name = module.get_entry_func_name()
+    builder = ir.builder(context)
+    _move_body(module, name, builder, builder.create_module())
+    stitch.splice(module, module.get_function(name), laid, laid.get_function(name))
 
 
 def _functions_with_bodies(module) -> list[str]:
