@@ -26,6 +26,8 @@ a result the host stores to shared memory for a dot is then transposed in regist
 """
 from __future__ import annotations
 
+import functools
+
 from . import arch
 from .. import diagnostics
 from ..boundaries import movement
@@ -117,11 +119,13 @@ def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
     element by element, unswizzled, where all-Triton transposes the tile in registers and stores
     vectors along K into a rotating swizzle. Run with each result held by a stand-in load, on a
     copy first: kept only where it leaves every stand-in in its result's layout (a port written
-    from the kernel's IR has the layout the pass gives the load; another would need a conversion)."""
+    from the kernel's IR has the layout the pass gives the load; another would need a conversion);
+    kept, the copy becomes the host's body (``_adopt``), the pass not run again."""
     if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
         return
-    if _transposed_in_thread(parse_module(str(module), context), context, callees):
-        _transposed_in_thread(module, context, callees)
+    trial = parse_module(str(module), context)
+    if _transposed_in_thread(trial, context, callees):
+        _adopt(module, context, trial)
 
 
 def _transposed_in_thread(module, context, callees: set[str]) -> bool:
@@ -154,11 +158,12 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool, obje
       ``make_ttgir``'s loads."""
     costs: dict[tuple[bool, bool], tuple[int, int]] = {}
     laid: dict[tuple[bool, bool], object] = {}
+    printed = functools.cache(lambda: str(module))   # printed once: only copies of it are laid out
 
     def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
         """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
         if (anchored, loads_held) not in costs:
-            trial = laid[anchored, loads_held] = parse_module(str(module), context)
+            trial = laid[anchored, loads_held] = parse_module(printed(), context)
             _lay_out(trial, context, target, callees, anchored, loads_held)
             costs[anchored, loads_held] = (movement.loaded_bytes(trial),
                                            movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
