@@ -202,9 +202,9 @@ def _move_body(module, name: str, builder, holder):
 
 
 def _adopt(module, context, laid) -> None:
-    """The host kernel of ``module`` given the body of its copy ``laid`` (``_holds``' trial laid out
-    as decided; its other functions are declarations, as the host's are while their bodies are
-    hidden). The host's own body is dropped with a holder module."""
+    """The host kernel of ``module`` given the body of its copy ``laid`` (a trial of ``_holds`` or
+    ``_transpose_in_thread`` that is kept; its other functions are declarations, as the host's are
+    while their bodies are hidden). The host's own body is dropped with a holder module."""
     name = module.get_entry_func_name()
     builder = ir.builder(context)
     _move_body(module, name, builder, builder.create_module())
