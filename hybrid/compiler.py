@@ -109,7 +109,8 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
     profiled = _instrumented(gpu_target) if settings.instrument_regions else contextlib.nullcontext()
     with timing.recording() as timed, profiled:
         compiled = parse_race.retrying(lambda: triton.compile(source, target=gpu_target, options=options))
-    found = records.reanchored(records.decode(compiled.asm["ttgir"]), _source_files(kernel))
+    found = records.decode(compiled.asm["ttgir"])
+    found = records.reanchored(found, _source_files(kernel, found))
     _check_shared_memory(compiled.metadata, found, gpu_target)
     metadata = KernelMetadata.of(compiled.metadata)
     return FusedBinary(name=compiled.metadata.name, target=targets.name_of(gpu_target),
@@ -117,8 +118,13 @@ def compile(kernel, signature: dict, constexprs: dict | None = None, target: str
                        regions=list(found.regions), boundaries=list(found.boundaries), kernel=compiled, timing=timed)
 
 
-def _source_files(kernel) -> set[str]:
-    """The files of ``kernel`` and every JIT function it reaches: where its call sites are."""
+def _source_files(kernel, found: records.Records) -> set[str]:
+    """The files of ``kernel`` and every JIT function it reaches: where its call sites are. Only
+    ``kernel``'s own where every call site of ``found`` is in it: ``records.reanchored`` leaves
+    those as they are either way, and the functions reached cost a parse of each one's source."""
+    own = inspect.getsourcefile(kernel.fn)
+    if all(r.call_site.file == own for r in found.regions):
+        return {own}
     from scheduler.cache import reached_functions
     return {inspect.getsourcefile(f.fn) for f in reached_functions(kernel)}
 

@@ -165,3 +165,18 @@ def test_a_linear_layout_of_a_larger_tile_broadcasts_past_the_shape(builder):
                                         [[1, 0], [2, 0]], [], [128, 1])
     assert movement.linear(gluon_builder, tile, [128, 1]).reg_bases == [[0, 0], [0, 0], [0, 0], [4, 0], [8, 0]]
     assert movement.between(gluon_builder, column, tile, [128, 1], 64).kind == "registers"
+
+
+def test_a_layout_pair_weighed_again_is_not_placed_again(builder, monkeypatch):
+    """``between`` places each layout's elements (``holders``) once per pair and shape: the host's
+    layout trials (``host_relayout``) and the planner weigh the same pairs again in one compile."""
+    from interop import caches
+    _, gluon_builder = builder
+    caches.clear()
+    placed = []
+    holders = movement._holders
+    monkeypatch.setattr(movement, "_holders", lambda *args: placed.append(args) or holders(*args))
+    a, b = PAIRS["warps"]
+    first = movement.between(gluon_builder, a, b, [M, N], 16)
+    assert movement.between(gluon_builder, a, b, [M, N], 16) == first and first.kind == "shared"
+    assert len(placed) == 2, placed   # one per layout

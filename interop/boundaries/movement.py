@@ -11,10 +11,12 @@ barrier, a load and (between rounds) another barrier.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import caches
 from ..instrumentation import timing
 from ..boundary import element_bits, shape_and_dtype, tile_bytes
 from ..targets import resolve
@@ -105,7 +107,7 @@ def between(builder, source_layout, result_layout, shape: list, bits: int) -> Mo
     src_layout, dst_layout = linear(builder, source_layout, shape), linear(builder, result_layout, shape)
     if _bases(src_layout) == _bases(dst_layout):
         return Movement("none", 0, 0)
-    kind = _kind(holders(src_layout, shape), holders(dst_layout, shape))
+    kind = _kind_of(_bases(src_layout), _bases(dst_layout), tuple(shape))
     if kind == "registers":
         return Movement(kind, 0, 0)
     if kind == "shuffles":
@@ -140,14 +142,28 @@ def _bases(layout: DistributedLinearLayout) -> tuple:
 def holders(layout: DistributedLinearLayout, shape: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every (element, warp, lane) a layout places: the element's row-major index and the warp and
     lane holding it, one entry per register of every thread (several per element where it broadcasts)."""
+    return _holders(layout.reg_bases, layout.lane_bases, layout.warp_bases, shape)
+
+
+def _holders(reg_bases, lane_bases, warp_bases, shape: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rank = len(shape)
-    axes = [np.array(span(bases, rank), dtype=np.int64) for bases in
-            (layout.reg_bases, layout.lane_bases, layout.warp_bases)]
+    axes = [np.array(span(bases, rank), dtype=np.int64) for bases in (reg_bases, lane_bases, warp_bases)]
     coords = axes[0][:, None, None, :] ^ axes[1][None, :, None, :] ^ axes[2][None, None, :, :]   # [reg,lane,warp,dim]
     element = np.ravel_multi_index(tuple(np.moveaxis(coords, -1, 0)), shape).ravel()
     _, lanes, warps = np.meshgrid(np.arange(len(axes[0])), np.arange(len(axes[1])), np.arange(len(axes[2])),
                                   indexing="ij")
     return element, warps.ravel(), lanes.ravel()
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind_of(src_bases: tuple, dst_bases: tuple, shape: tuple) -> str:
+    """``_kind`` of two layouts given by their (register, lane, warp) bases over ``shape``. Cached:
+    a host's conversions are weighed again in each layout trial (``host_relayout``) and by the
+    planner, and the same layouts meet again in the next compile."""
+    return _kind(_holders(*src_bases, list(shape)), _holders(*dst_bases, list(shape)))
+
+
+caches.register(_kind_of.cache_clear)
 
 
 def _kind(src: tuple, dst: tuple) -> str:

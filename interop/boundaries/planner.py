@@ -68,20 +68,27 @@ def plan(module, context, probe, way: str = "auto",
     ones into ``local_alloc`` + ``local_load``s (tagged like the conversions they replace).
     Returns the choices and, per boundary tag, the conversions left (in program order).
 
-    In ``auto``, the plan is tried on a copy first: where its handoffs would raise the kernel's
-    shared memory (Triton's allocation of the whole module, lifetimes and reuse included) above
-    the plan that converts everything, a tile is handed off only if it takes no more shared
-    memory than Triton's conversion of it (which stages a large tile in rounds)."""
+    In ``auto``, the plan is decided first without handing anything off (most kernels have no
+    handoff to make: that plan is final); one with a handoff is tried on a copy: where its
+    handoffs would raise the kernel's shared memory (Triton's allocation of the whole module,
+    lifetimes and reuse included) above the plan that converts everything, a tile is handed off
+    only if it takes no more shared memory than Triton's conversion of it (which stages a large
+    tile in rounds)."""
     compact = False
     if way == "auto":
+        decided = _plan(module, context, probe, way, shared_limit, False, hand_off=False)
+        if not any(c.way == "handoff" for c in decided[0]):
+            return decided   # nothing to hand off: that is the plan, and the module is as it was
         trial = copy_module(module, context)
-        if any(c.way == "handoff" for c in _plan(trial, context, probe, way, shared_limit, False)[0]):
-            compact = probe.kernel_bytes(trial) > probe.kernel_bytes(copy_module(module, context))
+        _plan(trial, context, probe, way, shared_limit, False)
+        compact = probe.kernel_bytes(trial) > probe.kernel_bytes(copy_module(module, context))
     return _plan(module, context, probe, way, shared_limit, compact)
 
 
-def _plan(module, context, probe, way: str, shared_limit: int | None,
-          compact: bool) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
+def _plan(module, context, probe, way: str, shared_limit: int | None, compact: bool,
+          hand_off: bool = True) -> tuple[list[Choice], dict[str, list[LiveConversion]]]:
+    """The plan, made (``hand_off``) or only decided: a handoff chosen is then not written into
+    ``module`` (its choice names no buffer)."""
     builder = gluon_ir.GluonOpBuilder(context)
     conversions: list = []
 
@@ -100,7 +107,7 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
                    if moves[i].kind in ("shuffles", "shared") or (way == "shared" and moves[i].kind != "none")]
         if movable:
             choices.append(_weigh(builder, [conversions[i] for i in movable], [moves[i] for i in movable], way,
-                                  shared_limit, compact, probe))
+                                  shared_limit, compact, probe, hand_off))
             if choices[-1].way == "handoff":
                 handed.update(movable)
     live: dict[str, list[LiveConversion]] = {}
@@ -108,12 +115,13 @@ def _plan(module, context, probe, way: str, shared_limit: int | None,
         if i not in handed:
             live.setdefault(op.get_str_attr(TAG), []).append(
                 LiveConversion(str(op.get_operand(0).get_type()), str(op.get_result(0).get_type()), moves[i]))
-    if handed:
+    if handed and hand_off:
         canonicalize(module, context)   # the replaced conversions are dead
     return choices, live
 
 
-def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool, probe) -> Choice:
+def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, compact: bool, probe,
+           hand_off: bool = True) -> Choice:
     source = ops[0].get_operand(0)
     shape, dtype = shape_and_dtype(str(source.get_type()))
     bits = element_bits(dtype)
@@ -138,7 +146,7 @@ def _weigh(builder, ops: list, moves: list, way: str, shared_limit: int | None, 
                       f"Triton's conversion ({kinds}; modelled cost {converting} against {handing} for a handoff{why})")
     if dtype not in _ELEMENTS:
         raise ValueError(f"boundaries='shared': a {dtype} tensor cannot be handed off in shared memory")
-    layout = _hand_off(builder, ops, shared.layout, list(shape), dtype)
+    layout = _hand_off(builder, ops, shared.layout, list(shape), dtype) if hand_off else ""
     s = shared.layout
     swizzle_text = f"vec {s.vec}, perPhase {s.per_phase}, maxPhase {s.max_phase}, order {list(s.order)}"
     return Choice("handoff", tags, handing, converting, tile, layout,

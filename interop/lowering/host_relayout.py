@@ -32,7 +32,7 @@ from ..targets import arch
 from ..boundaries import movement
 from ..boundary import TAG, BoundaryTag, Moved
 from ..ir import diagnostics
-from ..ir.copy import copy_module
+from ..ir.copy import copier, copy_module
 from ..ir.uses import uses
 from ..ir.walk import result_types
 from ..stitching import access_layouts, anchors, sinking, stitch
@@ -96,9 +96,13 @@ def issue_loads(state: Stitch, module) -> None:
 def lay_out(state: Stitch, module) -> None:
     """Triton's layout passes on the host, with the calls' results (and AMD buffer loads) held as
     anchors where copies laid out so show it moves fewer bytes (``_holds``). One step: the
-    choice is made by laying out copies the same way."""
+    choice is made by laying out copies the same way, and the copy chosen becomes the host's body."""
     callees = set(state.relayout.regions)
-    _lay_out(module, state.context, state.target, callees, *_holds(module, state.context, state.target, callees))
+    anchored, loads_held, laid = _holds(module, state.context, state.target, callees)
+    if laid is None:
+        _lay_out(module, state.context, state.target, callees, anchored, loads_held)
+    else:   # a copy laid out so already: the same passes on the same IR are not run again
+        _adopt(module, state.context, laid)
 
 
 def transpose_in_thread(state: Stitch, module) -> None:
@@ -167,11 +171,13 @@ def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
     element by element, unswizzled, where all-Triton transposes the tile in registers and stores
     vectors along K into a rotating swizzle. Run with each result held by a stand-in load, on a
     copy first: kept only where it leaves every stand-in in its result's layout (a port written
-    from the kernel's IR has the layout the pass gives the load; another would need a conversion)."""
+    from the kernel's IR has the layout the pass gives the load; another would need a conversion);
+    kept, the copy becomes the host's body (``_adopt``), the pass not run again."""
     if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
         return
-    if _transposed_in_thread(copy_module(module, context), context, callees):
-        _transposed_in_thread(module, context, callees)
+    trial = copy_module(module, context)
+    if _transposed_in_thread(trial, context, callees):
+        _adopt(module, context, trial)
 
 
 def _transposed_in_thread(module, context, callees: set[str]) -> bool:
@@ -190,9 +196,10 @@ def _count(module, name: str) -> int:
     return len(uses(module, lambda op: op.get_name() == name)[1])
 
 
-def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
+def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool, object | None]:
     """Whether to lay the host out with the calls' results held as anchors, and with its AMD buffer
-    loads held too, each decided by laying out copies (each copy laid out once, for both).
+    loads held too, each decided by laying out copies (each copy laid out once, for both); and the
+    copy laid out as decided (None where neither question needed a copy).
     - The calls' results, where that moves fewer bytes between threads: Triton's layout pass
       settles a conflict between anchors by rules, not cost, and a result in a narrow layout (a
       port's one element a thread) would drag the host's vector loads and stores into it.
@@ -202,11 +209,13 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
       before a store), or lay a host out better than ``make_ttgir`` did; with, they keep
       ``make_ttgir``'s loads."""
     costs: dict[tuple[bool, bool], tuple[int, int]] = {}
+    laid: dict[tuple[bool, bool], object] = {}
+    copy = copier(module, context)   # printed once: only copies of it are laid out
 
     def cost(anchored: bool, loads_held: bool) -> tuple[int, int]:
         """(bytes read from memory, bytes moved between threads) of a copy laid out so."""
         if (anchored, loads_held) not in costs:
-            trial = copy_module(module, context)
+            trial = laid[anchored, loads_held] = copy()
             _lay_out(trial, context, target, callees, anchored, loads_held)
             costs[anchored, loads_held] = (movement.loaded_bytes(trial),
                                            movement.moving_bytes(trial, gluon_ir.GluonOpBuilder(context)))
@@ -215,7 +224,7 @@ def _holds(module, context, target, callees: set[str]) -> tuple[bool, bool]:
     anchored = bool(anchors.holdable(module, callees)) and cost(True, False)[1] < cost(False, False)[1]
     loads_held = target.backend == "hip" and bool(anchors.buffer_loads(module)) \
         and cost(anchored, True) < cost(anchored, False)
-    return anchored, loads_held
+    return anchored, loads_held, laid.get((anchored, loads_held))
 
 
 def _run(module, context, add) -> None:
@@ -229,16 +238,29 @@ def _hide_bodies(module, context) -> list[tuple]:
     same type in a holder module; returns (function, (holder module, holder function)) pairs."""
     builder = ir.builder(context)
     holder = builder.create_module()
-    held = []
-    for name in _functions_with_bodies(module):
-        function = module.get_function(name)
-        results = result_types(module, function)
-        keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
-            list(function.type.param_types()), results), "private", False)
-        holder.push_back(keeper)
-        stitch.splice(holder, keeper, module, function)
-        held.append((function, (holder, keeper)))
-    return held
+    return [(module.get_function(name), (holder, _move_body(module, name, builder, holder)))
+            for name in _functions_with_bodies(module)]
+
+
+def _move_body(module, name: str, builder, holder):
+    """The body of ``module``'s function ``name`` moved into a function of the same type made in
+    ``holder``; returns that function."""
+    function = module.get_function(name)
+    keeper = builder.get_or_insert_function(holder, name, builder.get_function_ty(
+        list(function.type.param_types()), result_types(module, function)), "private", False)
+    holder.push_back(keeper)
+    stitch.splice(holder, keeper, module, function)
+    return keeper
+
+
+def _adopt(module, context, laid) -> None:
+    """The host kernel of ``module`` given the body of its copy ``laid`` (a trial of ``_holds`` or
+    ``_transpose_in_thread`` that is kept; its other functions are declarations, as the host's are
+    while their bodies are hidden). The host's own body is dropped with a holder module."""
+    name = module.get_entry_func_name()
+    builder = ir.builder(context)
+    _move_body(module, name, builder, builder.create_module())
+    stitch.splice(module, module.get_function(name), laid, laid.get_function(name))
 
 
 def _functions_with_bodies(module) -> list[str]:
