@@ -37,8 +37,8 @@ def test_a_plan_without_a_handoff_copies_no_module(cold, monkeypatch):
     plan) only for a plan that hands a tile off: memcpy's has none."""
     import examples.memcpy as memcpy
     copies = []
-    parse_module = planner.parse_module
-    monkeypatch.setattr(planner, "parse_module", lambda *args: copies.append(args) or parse_module(*args))
+    copy_module = planner.copy_module
+    monkeypatch.setattr(planner, "copy_module", lambda *args: copies.append(args) or copy_module(*args))
     fb = memcpy.build("gfx942")
     assert fb.boundaries and not any(b.handoff == "shared" for b in fb.boundaries)
     assert copies == []
