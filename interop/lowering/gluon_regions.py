@@ -18,15 +18,15 @@ from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
-from . import arch, arguments, caller_loads, host_relayout, interception, lower_gluon, triton_host
+from . import (arch, arguments, caller_loads, host_relayout, interception, lower_gluon, pointer_descriptors,
+               triton_host)
 from ..stitching import access_layouts, opaque, stitch, uses
 from .. import diagnostics, locations, validate
 from ..boundaries import handoff, layout_views, movement, swizzle
 from ..instrumentation import timing
 from .assemble import assemble
 from ..boundary import TAG, is_shared
-from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
-                      raised_within)
+from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within)
 from ..region import CallSite
 from ..triton import compat
 from ..triton.bindings import gluon_ir
@@ -57,10 +57,6 @@ class GluonRegions:
         call_site = CallSite.of(gen)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
-        described = next((value_name for value_name, leaf in arguments.leaves(args, fn.arg_names)
-                          if arguments.is_descriptor(leaf.type)), None)
-        if described is not None and self.cc.target not in arch.SM90_UP:
-            raise descriptor_without_tma(name, str(call_site), described, arch.target_label(self.cc.target))
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
         named_leaves = arguments.leaves(args, fn.arg_names)
@@ -246,7 +242,11 @@ class GluonRegions:
 
     def _descriptor_type(self, ty, value, builder):
         """Gluon's descriptor type for a Triton descriptor ``value`` of type ``ty``, in the shared
-        layout Triton's passes gave it (none given: the default one, as the probe took it)."""
+        layout Triton's passes gave it (none given: the default one, as the probe took it); on a
+        target without TMA, the ``PointerDescriptor`` of the pointer, shape and strides Triton
+        lowered it to."""
+        if self.cc.target not in arch.SM90_UP:
+            return pointer_descriptors.view_type(ty)
         shape, dtype, layout = triton_host.descriptor_layout(str(value.get_type()))
         if layout is None:
             return lower_gluon.placeholder_type(ty, self.cc.options)

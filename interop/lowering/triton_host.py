@@ -10,6 +10,9 @@ During the host's code generation each Gluon call becomes::
 
 A tensor descriptor's sink is a call of an empty function kept from inlining (an inline asm cannot
 take a descriptor); the function is let go once the Gluon call replaces it (``release_descriptor_sinks``).
+On a target without TMA Triton's ``make_ttir`` lowers the descriptor, and so the sink's operand, to
+its base pointer, shape, strides and padding option: the Gluon function takes the pointer and the
+padding option (``pointer_descriptors.PointerDescriptor``; its shape and strides are leaves already).
 
 Triton's own ``make_ttir``/``make_ttgir`` then lower the host with the call kept opaque and give
 its operands and results layouts (they may also copy, reorder or fill the boundary; see
@@ -19,7 +22,7 @@ the host chose; then the markers are deleted and ``%enable`` becomes ``true``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..instrumentation import instrument, timing
 from ..stitching import opaque
@@ -156,6 +159,8 @@ class Ports:
                                 # first producer for a call without runtime arguments)
     outputs: list[tuple[int, object]]   # (Gluon result index, a producer's value) per layout the host wants
     markers: list               # the sink and producer ops, deleted once the call replaces them
+    lowered: dict[int, object] = field(default_factory=dict)   # operand index -> its descriptor's sink,
+                                # where Triton lowered the descriptor to a pointer, shape and strides
 
     @property
     def operand_types(self) -> tuple[str, ...]:
@@ -187,6 +192,8 @@ def find_ports(module, call_index: int) -> list[Ports]:
     module.walk(visit)
     for block_id, found in copies.items():
         found.operands = [sinks[block_id][k].get_operand(0) for k in sorted(sinks.get(block_id, {}))]
+        found.lowered = {k: sink for k, sink in sinks.get(block_id, {}).items()
+                         if sink.get_name() == "tt.call" and sink.get_num_operands() > 1}
     return list(copies.values())
 
 
@@ -199,7 +206,7 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
-    operands = _hand_over(builder, call, wants, ports.operands)
+    operands = _with_paddings(call, ports, _hand_over(builder, call, wants, ports.operands))
     with instrument.around(builder, call.region, profiled):
         result = builder.call(function, operands)
     for j, producer in ports.outputs:
@@ -215,6 +222,18 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
         if marker.get_name() == _INLINE_ASM:   # (a descriptor's sink: ``release_descriptor_sinks``)
             marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
+
+
+def _with_paddings(call: GluonCall, ports: Ports, operands: list) -> list:
+    """``operands`` with each lowered descriptor's padding option after its base pointer, as its
+    ``PointerDescriptor`` takes them (the sink's operands: pointer, shape, strides, padding, ...)."""
+    out = []
+    for k, value in enumerate(operands):
+        out.append(value)
+        if k in ports.lowered:
+            rank = len(call.leaf_types[k].block_type.shape)
+            out.append(ports.lowered[k].get_operand(1 + 2 * rank))
+    return out
 
 
 def _hand_over(builder, call: GluonCall, wants: list, operands: list) -> list:
