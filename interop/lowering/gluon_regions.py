@@ -225,7 +225,7 @@ class GluonRegions:
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
         leaves = len(ports.operands) - len(call.hoists)
-        self._operands[name] = [value.id() for value in ports.operands[:leaves]]
+        self._operands[name] = [value.id() for value in triton_host.with_paddings(call, ports, ports.operands[:leaves])]
         if result_layouts and _only_returns_a_call(call.fn):
             self._result_layouts[name] = result_layouts
         self.symbols[name] = call.region.index

@@ -12,10 +12,10 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from triton.language.core import _aggregate as aggregate
 
 from ..errors import PointerDescriptorError
-from ..triton.compat import gluon_tma_copies
+from ..triton import compat
 from ..triton.language import core as tl
 
-_tma_load, _tma_store = gluon_tma_copies()
+_tma_load, _tma_store = compat.gluon_tma_copies()
 
 
 @aggregate
@@ -96,6 +96,30 @@ def view_type(ty):
         ("base", tl.pointer_type(block.element_ty)), ("padding_nan", tl.int1),
         ("shape", ty.shape_type), ("strides", ty.strides_type),
         ("block_shape", tl.constexpr_type(tl.constexpr([tl.constexpr(n) for n in block.shape])))])
+
+
+def is_pointer_descriptor(value) -> bool:
+    return isinstance(getattr(value, "type", None), tl._aggregate_type) and value.type.base_cls is PointerDescriptor
+
+
+def triton_type(desc):
+    """The Triton descriptor type a Triton function takes ``desc`` (a ``PointerDescriptor``) in."""
+    return tl.tensor_descriptor_type(tl.block_type(desc.base.dtype.element_ty, list(desc.block_shape.value)),
+                                     desc.shape.type, desc.strides.type)
+
+
+def lowered_leaves(builder, name: str, desc) -> list[tuple[str, object]]:
+    """The values a Triton function taking ``desc`` as a tensor descriptor takes once Triton's
+    ``make_ttir`` lowered it: the pointer, shape (64-bit) and strides, its flags (the padding
+    option, then where Triton has it, f32 not rounded to tf32), then the shape's and strides' own
+    leaves; each named as Gluon code reads it off ``desc`` called ``name``."""
+    shape = [(f"{name}.shape[{i}]", n) for i, n in enumerate(desc.shape.values)]
+    strides = [(f"{name}.strides[{i}]", s) for i, s in enumerate(desc.strides.values)]
+    wide = [(f"{n}.to(gl.int64)", tl.tensor(builder.create_int_cast(value.handle, builder.get_int64_ty(), True),
+                                             tl.int64)) for n, value in shape]
+    flags = [(f"{name}.padding_nan", desc.padding_nan)]
+    flags += [("False", tl.tensor(builder.get_int1(False), tl.int1))] * (compat.LOWERED_DESCRIPTOR_FLAGS - 1)
+    return [(f"{name}.base", desc.base), *wide, *strides, *flags, *shape, *strides]
 
 
 @gluon.jit

@@ -206,7 +206,7 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
-    operands = _with_paddings(call, ports, _hand_over(builder, call, wants, ports.operands))
+    operands = with_paddings(call, ports, _hand_over(builder, call, wants, ports.operands))
     with instrument.around(builder, call.region, profiled):
         result = builder.call(function, operands)
     for j, producer in ports.outputs:
@@ -224,7 +224,7 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
 
 
-def _with_paddings(call: GluonCall, ports: Ports, operands: list) -> list:
+def with_paddings(call: GluonCall, ports: Ports, operands: list) -> list:
     """``operands`` with each lowered descriptor's padding option after its base pointer, as its
     ``PointerDescriptor`` takes them (the sink's operands: pointer, shape, strides, padding, ...)."""
     out = []

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache
+from . import (arch, arguments, axis_hints, buffer_access, convert_in, interception, lowering_cache,
+               pointer_descriptors)
 from ..stitching import opaque, stitch
 from .. import locations, validate
 from ..instrumentation import instrument, timing
@@ -89,7 +90,7 @@ class TritonRegions:
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg, name, call_site) for arg in args]
-        leaves = arguments.leaves(args, fn.arg_names)
+        leaves = _leaves(gen.builder, args, fn.arg_names)
         self._check_host_layouts(name, call_site, leaves)
         host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
@@ -116,7 +117,7 @@ class TritonRegions:
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
             results = [gen.builder.create_poison(ty) for ty in lowered.outputs]
         else:
-            results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
+            results = self._emit_call(gen, fn, specialization, call_site, lowered, args, leaves)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
             return NoResult(name, str(call_site))
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
@@ -132,7 +133,8 @@ class TritonRegions:
             if problem:
                 raise RegionError(name, str(call_site), f"the host's layout of '{value_name}': {problem}")
 
-    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered: LoweredRegion, args) -> list:
+    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered: LoweredRegion, args,
+                   leaves: list) -> list:
         """Declare the placeholder and call it with the scalars, then the tensors.
 
         The results are opaque placeholders for now (``opaque.result_placeholder``):
@@ -142,7 +144,6 @@ class TritonRegions:
                                     shared_bytes=arch.allocated_shared_bytes(lowered.module),
                                     lines=tuple(locations.lines_of(str(lowered.module))))
         self.cc.ttir[region.index] = lowered.ttir
-        leaves = arguments.leaves(args, fn.arg_names)
         if _recorded is not None:
             constants = {p.name: arg.value for p, arg in zip(fn.params, args)
                          if not p.is_constexpr and isinstance(arg, tl.constexpr)}
@@ -169,15 +170,29 @@ class TritonRegions:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
         (``[]`` for any other value, and while probing: a probe's module has no kernel). In a
         Gluon region of a Triton host, an argument of the region stands for the Triton host's
-        operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes."""
+        operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes.
+        Any other integer takes the divisibility Triton's axis analysis gives it in the host (a
+        program id times a block size, a kernel argument widened: ``axis_hints``), as the
+        all-Triton kernel's own analysis has it: a store at a block offset, through a descriptor's
+        pointer and strides, vectorizes alike."""
         if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.cc.kernel_arg_attrs and self._kernel_args is None:
             kernel = gen.module.get_function(gen.module.get_entry_func_name())
             self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.cc.kernel_arg_attrs)}
         known, outer = self._kernel_args or {}, self.cc.gluon.operands_of(gen)
-        return [known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
-                for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+        host = None
+        out = []
+        for _, leaf in leaves:
+            if isinstance(leaf.type, tl.block_type):
+                continue
+            attrs = known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
+            if not attrs and leaf.type in (tl.int32, tl.int64):
+                host = host or axis_hints.HostValues(gen.module, gen.builder, known, outer)
+                divisibility = host.facts(leaf.handle.id(), str(leaf.handle.get_type())).divisibility[0]
+                attrs = [["tt.divisibility", min(divisibility, 16)]] if divisibility > 1 else []
+            out.append(attrs)
+        return out
 
     def _hints(self, gen, leaves: list) -> list[str]:
         """Per tensor leaf, what Triton's axis analysis may know of the host's value
@@ -282,12 +297,24 @@ def finish_gluon_host(cc, module) -> None:
         assemble(cc, module)
 
 
+def _leaves(builder, args: list, names: list) -> list[tuple[str, object]]:
+    """``arguments.leaves``, a ``PointerDescriptor`` as the values Triton lowers a descriptor to
+    (``pointer_descriptors.lowered_leaves``): the region takes it as a descriptor there."""
+    out = []
+    for name, arg in zip(names, args):
+        out.extend(pointer_descriptors.lowered_leaves(builder, name, arg) if pointer_descriptors.is_pointer_descriptor(arg)
+                   else arguments.leaves([arg], [name]))
+    return out
+
+
 def _region_type(value, function: str, call_site: CallSite):
     """The Triton type a host value has inside a Triton region (layouts are the region's choice;
     a descriptor's shared layout is the host's)."""
     ty = value.type
     if isinstance(ty, tl.tuple_type):
         return tl.tuple_type([_region_type(v, function, call_site) for v in value.values], ty.fields)
+    if pointer_descriptors.is_pointer_descriptor(value):   # a descriptor from Triton code, without TMA
+        return pointer_descriptors.triton_type(value)
     if isinstance(ty, tl.block_type):
         return tl.block_type(ty.element_ty, ty.shape)
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):

@@ -282,6 +282,11 @@ def gluon_barrier():
 #: verifier refuses, so the region takes Triton's own descriptor type and lays it out itself
 #: (``errors.host_descriptor_into_region`` where that is another layout).
 REGION_TAKES_HOST_DESCRIPTORS = TRITON_MAJOR_MINOR >= (3, 8)
+#: Where Triton lowers a tensor descriptor to a pointer, shape and strides (no TMA), the i1 flags
+#: after those: its padding option, and from the release that rounds f32 to tf32 through a
+#: descriptor, that option too (read off the interpreter's descriptor, which has it alike).
+LOWERED_DESCRIPTOR_FLAGS = 2 if "round_f32_to_tf32" in inspect.signature(
+    importlib.import_module("triton.runtime.interpreter").TensorDescHandle.__init__).parameters else 1
 #: Whether Gluon's ``tma.store_wait`` takes ``read_only`` (3.8 on); before, it waits for the stores
 #: to complete, as ``read_only=False`` does.
 STORE_WAIT_READ_ONLY = TRITON_MAJOR_MINOR >= (3, 8)
