@@ -539,8 +539,8 @@ def _mma_a_operand(target: str) -> dict:
 # -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
 #    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
 #    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
-#    taking a Triton kernel's descriptors is a Gluon region on sm90a/sm100a only, where Gluon has
-#    TMA descriptors: tests/test_port_ttgir.py ports k_loop_desc so.)
+#    taking a Triton kernel's descriptors takes them as Gluon's TMA descriptors on sm90a/sm100a,
+#    as hybrid.PointerDescriptor elsewhere: tests/test_port_ttgir.py ports k_loop_desc so.)
 @triton.jit
 def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
     """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
@@ -637,7 +637,7 @@ def matmul_descriptor_persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.conste
                                      BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
     """``matmul_descriptor_persistent_gluon_tma`` all Triton: the kernel makes the descriptors on the
     device and hands them to the K loop and the epilogue (whose ports take them as Gluon's TMA
-    descriptors on sm90a and sm100a)."""
+    descriptors on sm90a and sm100a, as ``hybrid.PointerDescriptor`` elsewhere)."""
     start_pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)

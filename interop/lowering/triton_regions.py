@@ -96,7 +96,8 @@ class TritonRegions:
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
             specialization += f" in {', '.join(str(t) for t in host_types)}"
-        scalar_attrs = self._scalar_attrs(gen, leaves, probing)
+        scalar_attrs = self._scalar_attrs(gen, leaves, probing,
+                                          any(pointer_descriptors.is_pointer_descriptor(arg) for arg in args))
         if any(scalar_attrs):
             specialization += f" {scalar_attrs}"
         hints = self._hints(gen, leaves)
@@ -166,15 +167,16 @@ class TritonRegions:
         self._plan_boundaries(region, lowered, leaves)
         return results
 
-    def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
+    def _scalar_attrs(self, gen, leaves: list, probing: bool, derive: bool) -> list[list]:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
         (``[]`` for any other value, and while probing: a probe's module has no kernel). In a
         Gluon region of a Triton host, an argument of the region stands for the Triton host's
         operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes.
-        Any other integer takes the divisibility Triton's axis analysis gives it in the host (a
-        program id times a block size, a kernel argument widened: ``axis_hints``), as the
-        all-Triton kernel's own analysis has it: a store at a block offset, through a descriptor's
-        pointer and strides, vectorizes alike."""
+        ``derive``: the region takes a descriptor Triton lowers to a pointer, shape and strides
+        (``pointer_descriptors``), whose accesses Triton vectorizes by what it knows of those and
+        of the offsets: any other integer takes the divisibility Triton's axis analysis gives it in
+        the host (a program id times a block size, a kernel argument widened: ``axis_hints``), as
+        the all-Triton kernel's own analysis has it, so they vectorize alike."""
         if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.cc.kernel_arg_attrs and self._kernel_args is None:
@@ -187,7 +189,7 @@ class TritonRegions:
             if isinstance(leaf.type, tl.block_type):
                 continue
             attrs = known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
-            if not attrs and leaf.type in (tl.int32, tl.int64):
+            if not attrs and derive and leaf.type in (tl.int32, tl.int64):
                 host = host or axis_hints.HostValues(gen.module, gen.builder, known, outer)
                 divisibility = host.facts(leaf.handle.id(), str(leaf.handle.get_type())).divisibility[0]
                 attrs = [["tt.divisibility", min(divisibility, 16)]] if divisibility > 1 else []
