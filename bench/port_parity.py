@@ -13,7 +13,9 @@ upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax
 ``softmax_row_loop``) in their Triton kernels, attention's
 ``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, its ``k_loop_desc`` and
 ``store_tile_desc`` taking the descriptors its all-Triton kernel made (TMA descriptors on sm90a/sm100a,
-``hybrid.PointerDescriptor`` elsewhere), and where the target has TMA ``tile_pids``, ``k_loop_desc`` and
+``hybrid.PointerDescriptor`` elsewhere) and its subtiled epilogue ``store_tile_subtiled`` (upstream's
+EPILOGUE_SUBTILE), upstream fused attention's inner loop ``_attn_fwd_inner`` (K and V descriptors in),
+and where the target has TMA ``tile_pids``, ``k_loop_desc`` and
 ``store_tile_desc`` taking the descriptors a Gluon host made; in a Gluon host, and ``add``, ``leaky_relu``
 and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
@@ -105,6 +107,9 @@ def cases(target: str) -> list[tuple]:
         *((fn, pp.matmul_descriptor_persistent_tma, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
            {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
           for fn in (pp.k_loop_desc, pp.store_tile_desc)),
+        (pp.store_tile_subtiled, pp.matmul_descriptor_persistent_subtiled, pp.PERSISTENT_SIGNATURE,
+         pp.PERSISTENT_CONSTEXPRS, {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE}),
+        (pp._attn_fwd_inner, pp.attn_fwd, pp.ATTN_SIGNATURE, pp.ATTN_CONSTEXPRS, {"num_warps": 4, "num_stages": 2}),
     ]
 
 
