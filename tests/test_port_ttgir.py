@@ -979,11 +979,14 @@ def test_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers_as_tma_desc
     assert re.search(call, ported.source) and "tma.make_tensor_descriptor(" not in ported.source
 
 
-@pytest.mark.parametrize("name, target", [("store_tile_desc", "sm80"), ("k_loop_desc", "gfx942")])
+@pytest.mark.parametrize("name, target", [("store_tile_desc", "sm80"), ("k_loop_desc", "sm80"),
+                                          ("k_loop_desc", "gfx942")])
 def test_without_tma_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers_as_pointers(name, target, tmp_path):
     """Where Triton lowers a descriptor to a pointer, shape and strides, the port takes the kernel's
     descriptors as ``hybrid.PointerDescriptor`` and writes the pointer arithmetic and masks of
-    Triton's ttgir off its fields, at the kernel's machine code."""
+    Triton's ttgir off its fields, at the kernel's machine code: the region it is written from
+    knows the descriptors' last stride (1) and padding option (zero) as the kernel does, so its
+    pipelined K loop copies without selecting a padding value."""
     from hybrid.port.compare import as_hybrid
     ported, before, after = _parity(getattr(pp, name), as_hybrid(pp.matmul_descriptor_persistent_tma), *PERSISTENT,
                                     target, tmp_path, num_warps=4, divisible=pp.PERSISTENT_DIVISIBLE)
@@ -992,6 +995,7 @@ def test_without_tma_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers
     desc = "c_desc" if name == "store_tile_desc" else "a_desc"
     assert f"{desc}.base" in ported.source and f"{desc}.strides[0]" in ported.source, ported.source
     assert "tma." not in ported.source and f"{desc}.strides[1]" not in ported.source   # (the last stride is 1)
+    assert f"{desc}.padding_nan" not in ported.source   # (the kernel's descriptors read zero outside)
 
 
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])

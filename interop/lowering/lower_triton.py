@@ -100,7 +100,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttir"](module, metadata)
-    _contiguous_last_dims(context, module, leaves, leaf_is_tensor)
+    _descriptor_constants(context, module, leaves, leaf_is_tensor)
     ttir = str(module)
     compat.convert_to_ttgpuir(module, target, options)
     take_host_layouts(context, module, leaves, host_types, scalar_attrs or [])
@@ -117,11 +117,12 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     return lowered_region(module, ret_type, leaf_is_tensor, [str(ty) for ty in host_types], ttir)
 
 
-def _contiguous_last_dims(context, module, leaves: list, leaf_is_tensor: list[bool]) -> None:
-    """Each descriptor Triton lowered to a pointer, shape and strides, its last stride the 1 every
-    descriptor has (Triton makes none with another), as the all-Triton kernel's descriptor, made
-    with that constant, has it: its blocks' last dimension is contiguous, so their accesses
-    vectorize alike."""
+def _descriptor_constants(context, module, leaves: list, leaf_is_tensor: list[bool]) -> None:
+    """Each descriptor Triton lowered to a pointer, shape and strides with the constants the
+    all-Triton kernel's descriptor, made with them, has: its last stride the 1 every descriptor has
+    (Triton makes none with another), so its blocks' last dimension is contiguous and their
+    accesses vectorize alike; and its padding option where the host's is a constant
+    (``pointer_descriptors.LoweredDescriptorType``), so no select of the value it reads outside."""
     if len(leaf_is_tensor) == len(leaves):   # (no descriptor lowered so)
         return
     region = module.get_function(REGION_FUNCTION)
@@ -134,6 +135,8 @@ def _contiguous_last_dims(context, module, leaves: list, leaf_is_tensor: list[bo
         if arguments.is_descriptor(ty):
             rank = len(ty.block_type.shape)
             region.args(position + 2 * rank).replace_all_uses_with(builder.get_int64(1))
+            if getattr(ty, "padding_nan", None) is not None:
+                region.args(position + 2 * rank + 1).replace_all_uses_with(builder.get_int1(ty.padding_nan))
             position += 1 + 2 * rank + compat.LOWERED_DESCRIPTOR_FLAGS
         else:
             position += 1

@@ -24,7 +24,7 @@ class PointerDescriptor:
     whether out-of-bounds elements read as NaN (``padding="nan"``; else zero), the tensor's shape
     (i32) and strides (i64, in elements), and the block a load or store moves."""
     base: tl.tensor
-    padding_nan: tl.tensor
+    padding_nan: tl.base_value   # a tensor (i1), or a constexpr where known
     shape: tl.tuple
     strides: tl.tuple
     block_shape: tl.constexpr
@@ -87,25 +87,38 @@ def _store(desc, offsets, value):
     gl.store(pointers, value.to(desc.base.dtype.element_ty), mask=mask)
 
 
-def view_type(ty):
+def view_type(ty, padding_nan: bool | None = None):
     """The ``PointerDescriptor`` type a Gluon function takes a Triton descriptor of type ``ty`` in:
-    its IR values are the descriptor's handle's (the base pointer), the padding option's, then its
-    shape's and strides' (the leaves Triton passes it as)."""
+    its IR values are the descriptor's handle's (the base pointer), the padding option's (none
+    where ``padding_nan`` is known: a constexpr), then its shape's and strides' (the leaves
+    Triton passes it as)."""
     block = ty.block_type
+    padding = tl.int1 if padding_nan is None else tl.constexpr_type(tl.constexpr(padding_nan))
     return tl._aggregate_type(PointerDescriptor, [
-        ("base", tl.pointer_type(block.element_ty)), ("padding_nan", tl.int1),
+        ("base", tl.pointer_type(block.element_ty)), ("padding_nan", padding),
         ("shape", ty.shape_type), ("strides", ty.strides_type),
         ("block_shape", tl.constexpr_type(tl.constexpr([tl.constexpr(n) for n in block.shape])))])
 
 
+class LoweredDescriptorType(tl.tensor_descriptor_type):
+    """A ``PointerDescriptor`` as a Triton region takes it: Triton's descriptor type, with the
+    padding option where it is a constant (the region's lowering folds it in, as the all-Triton
+    kernel's descriptor made with it has it)."""
+
+    def __init__(self, desc):
+        super().__init__(tl.block_type(desc.base.dtype.element_ty, list(desc.block_shape.value)), desc.shape.type,
+                         desc.strides.type)
+        self.padding_nan = desc.padding_nan.value if isinstance(desc.padding_nan, tl.constexpr) else None
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}<padding_nan={self.padding_nan}>"
+
+    def mangle(self) -> str:
+        return f"{super().mangle()}P{self.padding_nan}"
+
+
 def is_pointer_descriptor(value) -> bool:
     return isinstance(getattr(value, "type", None), tl._aggregate_type) and value.type.base_cls is PointerDescriptor
-
-
-def triton_type(desc):
-    """The Triton descriptor type a Triton function takes ``desc`` (a ``PointerDescriptor``) in."""
-    return tl.tensor_descriptor_type(tl.block_type(desc.base.dtype.element_ty, list(desc.block_shape.value)),
-                                     desc.shape.type, desc.strides.type)
 
 
 def lowered_leaves(builder, name: str, desc) -> list[tuple[str, object]]:
@@ -117,7 +130,10 @@ def lowered_leaves(builder, name: str, desc) -> list[tuple[str, object]]:
     strides = [(f"{name}.strides[{i}]", s) for i, s in enumerate(desc.strides.values)]
     wide = [(f"{n}.to(gl.int64)", tl.tensor(builder.create_int_cast(value.handle, builder.get_int64_ty(), True),
                                              tl.int64)) for n, value in shape]
-    flags = [(f"{name}.padding_nan", desc.padding_nan)]
+    padding = desc.padding_nan
+    if isinstance(padding, tl.constexpr):   # (the region folds it in: ``LoweredDescriptorType``)
+        padding = tl.tensor(builder.get_int1(padding.value), tl.int1)
+    flags = [(f"{name}.padding_nan", padding)]
     flags += [("False", tl.tensor(builder.get_int1(False), tl.int1))] * (compat.LOWERED_DESCRIPTOR_FLAGS - 1)
     return [(f"{name}.base", desc.base), *wide, *strides, *flags, *shape, *strides]
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..instrumentation import instrument, timing
-from ..stitching import opaque
+from ..stitching import opaque, uses
 from ..boundary import TAG, is_shared, layout_of, shape_and_dtype, tag
 from ..region import Region
+from ..triton import compat
 from ..triton.bindings import gluon_ir, ir
 
 SINK = "hybrid.gluon.in."
@@ -161,6 +162,8 @@ class Ports:
     markers: list               # the sink and producer ops, deleted once the call replaces them
     lowered: dict[int, object] = field(default_factory=dict)   # operand index -> its descriptor's sink,
                                 # where Triton lowered the descriptor to a pointer, shape and strides
+    paddings: dict[int, object] = field(default_factory=dict)  # operand index -> that descriptor's padding
+                                # option: True/False where a constant, else its value (``read_paddings``)
 
     @property
     def operand_types(self) -> tuple[str, ...]:
@@ -206,7 +209,7 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
-    operands = with_paddings(call, ports, _hand_over(builder, call, wants, ports.operands))
+    operands = with_paddings(ports, _hand_over(builder, call, wants, ports.operands))
     with instrument.around(builder, call.region, profiled):
         result = builder.call(function, operands)
     for j, producer in ports.outputs:
@@ -224,15 +227,28 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
 
 
-def with_paddings(call: GluonCall, ports: Ports, operands: list) -> list:
+def read_paddings(module, builder, call: GluonCall, copies: list["Ports"]) -> None:
+    """Each lowered descriptor's padding option in ``copies`` (``Ports.paddings``): True or False
+    where the host's is a constant (a descriptor made on the device), its value otherwise."""
+    if not any(ports.lowered for ports in copies):
+        return
+    made, integers = uses.producers(module), compat.Integers(module, builder)
+    for ports in copies:
+        for k, sink in ports.lowered.items():
+            padding = sink.get_operand(1 + 2 * len(call.leaf_types[k].block_type.shape))
+            constant = integers.bool_constant(made[padding.id()]) if padding.id() in made else None
+            ports.paddings[k] = padding if constant is None else constant
+
+
+def with_paddings(ports: "Ports", operands: list) -> list:
     """``operands`` with each lowered descriptor's padding option after its base pointer, as its
-    ``PointerDescriptor`` takes them (the sink's operands: pointer, shape, strides, padding, ...)."""
+    ``PointerDescriptor`` takes it (``read_paddings``), where it is not a constant (the
+    ``PointerDescriptor`` holds that one as a constexpr)."""
     out = []
     for k, value in enumerate(operands):
         out.append(value)
-        if k in ports.lowered:
-            rank = len(call.leaf_types[k].block_type.shape)
-            out.append(ports.lowered[k].get_operand(1 + 2 * rank))
+        if not isinstance(ports.paddings.get(k, True), bool):
+            out.append(ports.paddings[k])
     return out
 
 

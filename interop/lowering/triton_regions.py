@@ -316,7 +316,7 @@ def _region_type(value, function: str, call_site: CallSite):
     if isinstance(ty, tl.tuple_type):
         return tl.tuple_type([_region_type(v, function, call_site) for v in value.values], ty.fields)
     if pointer_descriptors.is_pointer_descriptor(value):   # a descriptor from Triton code, without TMA
-        return pointer_descriptors.triton_type(value)
+        return pointer_descriptors.LoweredDescriptorType(value)
     if isinstance(ty, tl.block_type):
         return tl.block_type(ty.element_ty, ty.shape)
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):

@@ -226,6 +226,19 @@ class Integers:
         found = _CONSTANT.search(self._line(op))
         return int(found.group(1)) if found else None
 
+    def bool_constant(self, op) -> bool | None:
+        """The value of an ``i1`` ``arith.constant``; None for any other op."""
+        if op.get_name() != "arith.constant" or str(op.get_result(0).get_type()) != "i1":
+            return None
+        if self._direct:
+            try:
+                value = op.get_constant_value()
+            except Exception:   # the bindings raise for constants they do not model
+                return None
+            return bool(value) if isinstance(value, int) else None
+        found = re.search(r"arith\.constant (true|false)\b", self._line(op))
+        return found.group(1) == "true" if found else None
+
     def _line(self, op) -> str:
         return self._lines.get(op.get_result(0).id(), "") if op.get_num_results() == 1 else ""
 
