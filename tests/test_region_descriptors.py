@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+import triton.language as tl
 from triton.experimental.gluon import language as gl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -178,3 +179,14 @@ def test_a_descriptor_enters_a_gluon_region_in_a_loop_as_the_all_triton_kernel_l
             kernel[(2, )](x, outs[-1], 128, 256, **_constexprs(target), num_warps=4)
     torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
     assert outs[0].abs().sum() > 0
+
+
+def test_a_pointer_descriptors_region_lowering_is_keyed_by_its_fields():
+    """A Triton region taking a ``PointerDescriptor`` (a port's probe, on sm80 or AMD) is cached
+    under a key of the view's field types, the same in every process (no object addresses)."""
+    from interop.lowering import lowering_cache, pointer_descriptors
+    ty = tl.tensor_descriptor_type(tl.block_type(tl.float16, [64, 64]), tl.tuple_type([tl.int32, tl.int32]),
+                                   tl.tuple_type([tl.int64, tl.int64]))
+    runtime, zero = (lowering_cache._describe(pointer_descriptors.view_type(ty, padding)) for padding in (None, False))
+    assert "0x" not in runtime + zero and runtime != zero
+    assert "shape: (int32, int32)" in runtime and "strides: (int64, int64)" in runtime
