@@ -539,8 +539,8 @@ def _mma_a_operand(target: str) -> dict:
 # -- persistent matmul through tensor descriptors (upstream's 09-persistent-matmul, its
 #    matmul_kernel_descriptor_persistent): the hot part, descriptors made on the device, the walk
 #    over output tiles, the K loop and the epilogue's store, is one @triton.jit helper. (A helper
-#    taking a Triton kernel's descriptors is a Gluon region on sm90a/sm100a only, where Gluon has
-#    TMA descriptors: tests/test_port_ttgir.py ports k_loop_desc so.)
+#    taking a Triton kernel's descriptors takes them as Gluon's TMA descriptors on sm90a/sm100a,
+#    as hybrid.PointerDescriptor elsewhere: tests/test_port_ttgir.py ports k_loop_desc so.)
 @triton.jit
 def tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
     """The grouped ordering of the tutorial's ``_compute_pid``: (pid_m, pid_n) of a tile."""
@@ -637,7 +637,7 @@ def matmul_descriptor_persistent_tma(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.conste
                                      BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
     """``matmul_descriptor_persistent_gluon_tma`` all Triton: the kernel makes the descriptors on the
     device and hands them to the K loop and the epilogue (whose ports take them as Gluon's TMA
-    descriptors on sm90a and sm100a)."""
+    descriptors on sm90a and sm100a, as ``hybrid.PointerDescriptor`` elsewhere)."""
     start_pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
@@ -753,3 +753,107 @@ PORTS = (
     Port("matmul_wgmma_three_stages", "gluon->triton", _wgmma_three_stages, ("sm90a", )),
 )
 __all__ = ["PORTS", "Port", "TARGETS"]
+
+
+# -- upstream's fused attention forward (06-fused-attention, simplified as tests/conformance_kernels.py
+#    runs it: device-made descriptors, no warp specialization): its inner loop, _attn_fwd_inner, takes
+#    the K and V descriptors (TMA descriptors on sm90a/sm100a, hybrid.PointerDescriptor elsewhere)
+@triton.jit
+def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M: tl.constexpr,
+                    BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n, N_CTX: tl.constexpr):
+    if STAGE == 1:     # causal, blocks left of the diagonal
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:   # causal, the diagonal block
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+    else:              # not causal
+        lo, hi = 0, N_CTX
+    offsetk_y = offset_y + lo
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        k = desc_k.load([offsetk_y, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            qk = qk * qk_scale + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        v = desc_v.load([offsetk_y, 0])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_ij
+        offsetk_y += BLOCK_N
+    return acc, l_i, m_i
+
+
+
+@triton.jit
+def attn_fwd(sm_scale, M, Z, H, q_ptr, k_ptr, v_ptr, o_ptr, N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr,
+             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    y_dim = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(q_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(k_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(v_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(o_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    offset_y = off_hz * N_CTX
+    qo_offset_y = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504   # 1/log(2)
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
+                                        BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
+                                        BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    m_i += tl.math.log2(l_i)
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([qo_offset_y, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
+ATTN_SIGNATURE = {"sm_scale": "fp32", "M": "*fp32", "Z": "i32", "H": "i32", "q_ptr": "*fp16", "k_ptr": "*fp16",
+                  "v_ptr": "*fp16", "o_ptr": "*fp16"}
+ATTN_CONSTEXPRS = {"N_CTX": 128, "HEAD_DIM": 64, "BLOCK_M": 32, "BLOCK_N": 32, "STAGE": 1}   # not causal
+
+
+# -- upstream's persistent matmul epilogue subtiled (09-persistent-matmul, EPILOGUE_SUBTILE): the
+#    accumulator split in two halves along N, each stored through C's descriptor of half-width blocks
+@triton.jit
+def store_tile_subtiled(c_desc, acc, offs_cm, offs_cn, BN: tl.constexpr):
+    """The tutorial's subtiled epilogue."""
+    acc = tl.reshape(acc, (acc.shape[0], 2, BN // 2))
+    acc = tl.permute(acc, (0, 2, 1))
+    acc0, acc1 = tl.split(acc)
+    c_desc.store([offs_cm, offs_cn], acc0.to(tl.float16))
+    c_desc.store([offs_cm, offs_cn + BN // 2], acc1.to(tl.float16))
+
+
+@triton.jit
+def matmul_descriptor_persistent_subtiled(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                                          BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    """``matmul_descriptor_persistent_tma`` with the tutorial's subtiled epilogue."""
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN // 2])
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS):
+        pid_m, pid_n = tile_pids(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+        acc = k_loop_desc(a_desc, b_desc, pid_m * BM, pid_n * BN, k_tiles, BM, BN, BK)
+        store_tile_subtiled(c_desc, acc, pid_m * BM, pid_n * BN, BN)

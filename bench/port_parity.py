@@ -11,9 +11,12 @@ dropout's ``dropout_store`` (``tl.rand``'s Philox constants), upstream layer nor
 upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax's
 ``softmax_row`` (the row, inside the kernel's pipelined loop; and that loop as a function,
 ``softmax_row_loop``) in their Triton kernels, attention's
-``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, and where the target has TMA
-that matmul's ``tile_pids``, ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host
-made (the last two also those its all-Triton kernel made); in a Gluon host, and ``add``, ``leaky_relu``
+``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, its ``k_loop_desc`` and
+``store_tile_desc`` taking the descriptors its all-Triton kernel made (TMA descriptors on sm90a/sm100a,
+``hybrid.PointerDescriptor`` elsewhere) and its subtiled epilogue ``store_tile_subtiled`` (upstream's
+EPILOGUE_SUBTILE), upstream fused attention's inner loop ``_attn_fwd_inner`` (K and V descriptors in),
+and where the target has TMA ``tile_pids``, ``k_loop_desc`` and
+``store_tile_desc`` taking the descriptors a Gluon host made; in a Gluon host, and ``add``, ``leaky_relu``
 and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
 ``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
@@ -103,7 +106,10 @@ def cases(target: str) -> list[tuple]:
           for fn in ((pp.tile_pids, pp.k_loop_desc, pp.store_tile_desc) if has_tma(target) else ())),
         *((fn, pp.matmul_descriptor_persistent_tma, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
            {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
-          for fn in ((pp.k_loop_desc, pp.store_tile_desc) if has_tma(target) else ())),
+          for fn in (pp.k_loop_desc, pp.store_tile_desc)),
+        (pp.store_tile_subtiled, pp.matmul_descriptor_persistent_subtiled, pp.PERSISTENT_SIGNATURE,
+         pp.PERSISTENT_CONSTEXPRS, {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE}),
+        (pp._attn_fwd_inner, pp.attn_fwd, pp.ATTN_SIGNATURE, pp.ATTN_CONSTEXPRS, {"num_warps": 4, "num_stages": 2}),
     ]
 
 

@@ -170,6 +170,16 @@ def _persistent(device: str, size: int = 256) -> Inputs:
     return Inputs((min(132, tiles), ), (a, b, _zeros(device, M, N, dtype=torch.float16), M, N, K), 1e-2)
 
 
+def _fused_attention(device: str, heads: int = 2) -> Inputs:
+    """Upstream's attention forward (``pp.attn_fwd``) at its constexpr context length, ``heads``
+    batch-heads (Z = 1)."""
+    import torch
+    n_ctx, head_dim = pp.ATTN_CONSTEXPRS["N_CTX"], pp.ATTN_CONSTEXPRS["HEAD_DIM"]
+    q, k, v = (_randn(device, heads * n_ctx, head_dim, dtype=torch.float16) for _ in range(3))
+    return Inputs((n_ctx // pp.ATTN_CONSTEXPRS["BLOCK_M"], heads),
+                  (head_dim ** -0.5, _zeros(device, heads * n_ctx), 1, heads, q, k, v, torch.zeros_like(q)), 1e-2)
+
+
 #: The inputs of each upstream-style kernel of ``bench/parity_ports.py`` that a case ports from.
 INPUTS: dict[object, Callable[..., Inputs]] = {
     pp.add_gluon_host: _vector_add, pp.add_triton: _vector_add,
@@ -180,7 +190,8 @@ INPUTS: dict[object, Callable[..., Inputs]] = {
     pp.matmul_k_loop: _matmul_k_loop, pp.softmax_rows: _softmax_rows, pp.softmax_rows_by_loop: _softmax_rows,
     pp.attention_gluon_host: _attention, pp.matmul_descriptor_persistent_gluon_host: _persistent,
     pp.matmul_descriptor_persistent: _persistent, pp.matmul_descriptor_persistent_gluon_tma: _persistent,
-    pp.matmul_descriptor_persistent_tma: _persistent,
+    pp.matmul_descriptor_persistent_tma: _persistent, pp.matmul_descriptor_persistent_subtiled: _persistent,
+    pp.attn_fwd: _fused_attention,
 }
 
 

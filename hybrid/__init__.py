@@ -21,6 +21,10 @@ API:
                       converted, where the caller made it from a constant or index arithmetic)
     caller_load       a Gluon function's load that a Triton caller issues before the call, where
                       its loop pipelines it (gl.load anywhere else)
+    load_block, store_block
+                      a block loaded or stored through a Triton kernel's tensor descriptor in a
+                      Gluon function: by TMA on sm90a/sm100a, through pointers elsewhere
+    PointerDescriptor what such a descriptor is in a Gluon function on sm80 and AMD
     boundary_mode     how boundaries are planned in a ``with`` block
     TARGETS           the targets: sm80, sm90a, sm100a, gfx942, gfx950 (a GPU's name, H100 or
                       MI300X, is taken for its target wherever a target is)
@@ -54,6 +58,9 @@ _EXPORTS = {
     "stage": ("interop.lowering.stage", "stage"),
     "convert_in": ("interop.lowering.convert_in", "convert_in"),
     "caller_load": ("interop.lowering.caller_loads", "caller_load"),
+    "PointerDescriptor": ("interop.lowering.pointer_descriptors", "PointerDescriptor"),
+    "load_block": ("interop.lowering.pointer_descriptors", "load_block"),
+    "store_block": ("interop.lowering.pointer_descriptors", "store_block"),
     "TARGETS": ("interop.targets", "TARGETS"),
     "FusedBinary": ("hybrid.compiler", "FusedBinary"),
     "compile": ("hybrid.compiler", "compile"),

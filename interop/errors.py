@@ -60,17 +60,6 @@ def host_descriptor_into_region(function: str, call_site: str, name: str, host: 
                        "Gluon host")
 
 
-def descriptor_without_tma(function: str, call_site: str, name: str, target: str) -> RegionError:
-    """A Triton kernel's tensor descriptor ``name`` passed into a Gluon function on a ``target``
-    without TMA, where Triton lowers it to a pointer, shape and strides and Gluon has no descriptor
-    to take it as: the compiler and the interpreter refuse it with this one error."""
-    return RegionError(function, call_site,
-                       f"'{name}' is a tensor descriptor: on {target} Triton lowers it to a pointer, shape and "
-                       "strides, and a Gluon function takes a descriptor only as a TMA descriptor (sm90a, sm100a)",
-                       "pass the base pointer, shape and strides to the Gluon function instead and load through "
-                       "them, or keep the code that uses the descriptor in Triton")
-
-
 class NoResultError(RegionError):
     """The result of a Triton region that returns nothing, used as a value."""
 
@@ -152,6 +141,26 @@ class TargetError(CompilationError, ValueError):
 
     def __reduce__(self):
         return type(self), (self.reason, self.hint)
+
+
+class PointerDescriptorError(TargetError, AttributeError):
+    """What a Gluon function reads off a tensor descriptor from Triton code where the target has no
+    TMA, that the ``PointerDescriptor`` it takes there does not have (a TMA descriptor's ``layout``,
+    ``dtype``, ``block_type``): the compiler and the interpreter name it alike, at the function's
+    call site. An ``AttributeError`` too, so that ``hasattr`` reads it as absent."""
+
+    def __init__(self, attribute: str):
+        super().__init__(f"a tensor descriptor from Triton code has no '{attribute}' here: where the target has no "
+                         "TMA (sm80, gfx942, gfx950) Triton lowers a descriptor to a pointer, shape and strides, and "
+                         "a Gluon function takes it as a hybrid.PointerDescriptor (base, padding_nan, shape, "
+                         "strides, block_shape)",
+                         "load and store its blocks with hybrid.load_block(desc, offsets, layout) and "
+                         "hybrid.store_block(desc, offsets, value): TMA copies on sm90a and sm100a, masked pointer "
+                         "loads and stores elsewhere")
+        self.attribute = attribute
+
+    def __reduce__(self):
+        return type(self), (self.attribute, )
 
 
 #: what to do about an op the target lacks

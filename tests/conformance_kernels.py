@@ -27,6 +27,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.ampere import mbarrier as ampere_mbarrier
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
+from bench import parity_ports as pp
 from examples import matmul_gluon_epilogue, matmul_wgmma, mma_handoff
 from examples.layouts import row_layout, tile_layout
 from interop.targets import TARGETS
@@ -184,77 +185,17 @@ def layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.
         tl.store(Y + cols, y, mask=mask)
 
 
-# -- Triton tutorial 6: fused attention forward (device-made tensor descriptors, autotuned) -------
-@triton.jit
-def _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M: tl.constexpr,
-                    BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m, offs_n, N_CTX: tl.constexpr):
-    if STAGE == 1:     # causal, blocks left of the diagonal
-        lo, hi = 0, start_m * BLOCK_M
-    elif STAGE == 2:   # causal, the diagonal block
-        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
-    else:              # not causal
-        lo, hi = 0, N_CTX
-    offsetk_y = offset_y + lo
-    for start_n in tl.range(lo, hi, BLOCK_N):
-        k = desc_k.load([offsetk_y, 0]).T
-        qk = tl.dot(q, k)
-        if STAGE == 2:
-            qk = qk * qk_scale + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0, -1.0e6)
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            qk -= m_ij[:, None]
-        else:
-            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale - m_ij[:, None]
-        p = tl.math.exp2(qk)
-        alpha = tl.math.exp2(m_i - m_ij)
-        v = desc_v.load([offsetk_y, 0])
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        m_i = m_ij
-        offsetk_y += BLOCK_N
-    return acc, l_i, m_i
-
-
+# -- Triton tutorial 6: fused attention forward (device-made tensor descriptors, autotuned):
+#    bench/parity_ports.py's attn_fwd, its port rows' kernel
 def _prune_attention(configs, named_args, **kwargs):
     return [c for c in configs if c.kwargs["BLOCK_M"] <= kwargs["N_CTX"] and c.kwargs["BLOCK_N"] <= c.kwargs["BLOCK_M"]]
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 16}, num_stages=2, num_warps=4),
-                          triton.Config({"BLOCK_M": 16, "BLOCK_N": 32}, num_stages=2, num_warps=4),
-                          triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_stages=2, num_warps=4)],
-                 key=["N_CTX", "HEAD_DIM"], prune_configs_by={"early_config_prune": _prune_attention})
-@triton.jit
-def attn_fwd(sm_scale, M, Z, H, q_ptr, k_ptr, v_ptr, o_ptr, N_CTX: tl.constexpr, HEAD_DIM: tl.constexpr,
-             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
-    start_m = tl.program_id(0)
-    off_hz = tl.program_id(1)
-    y_dim = Z * H * N_CTX
-    desc_q = tl.make_tensor_descriptor(q_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                       block_shape=[BLOCK_M, HEAD_DIM])
-    desc_k = tl.make_tensor_descriptor(k_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                       block_shape=[BLOCK_N, HEAD_DIM])
-    desc_v = tl.make_tensor_descriptor(v_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                       block_shape=[BLOCK_N, HEAD_DIM])
-    desc_o = tl.make_tensor_descriptor(o_ptr, shape=[y_dim, HEAD_DIM], strides=[HEAD_DIM, 1],
-                                       block_shape=[BLOCK_M, HEAD_DIM])
-    offset_y = off_hz * N_CTX
-    qo_offset_y = offset_y + start_m * BLOCK_M
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = tl.arange(0, BLOCK_N)
-    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
-    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    qk_scale = sm_scale * 1.44269504   # 1/log(2)
-    q = desc_q.load([qo_offset_y, 0])
-    if STAGE & 1:
-        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
-                                        BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
-    if STAGE & 2:
-        acc, l_i, m_i = _attn_fwd_inner(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
-                                        BLOCK_N, 2, offs_m, offs_n, N_CTX)
-    m_i += tl.math.log2(l_i)
-    tl.store(M + off_hz * N_CTX + offs_m, m_i)
-    desc_o.store([qo_offset_y, 0], (acc / l_i[:, None]).to(tl.float16))
+attn_fwd = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": 32, "BLOCK_N": 16}, num_stages=2, num_warps=4),
+             triton.Config({"BLOCK_M": 16, "BLOCK_N": 32}, num_stages=2, num_warps=4),
+             triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_stages=2, num_warps=4)],
+    key=["N_CTX", "HEAD_DIM"], prune_configs_by={"early_config_prune": _prune_attention})(pp.attn_fwd)
 
 
 # -- cases ---------------------------------------------------------------------------------------

@@ -112,3 +112,43 @@ def row_block_sums_triton(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr
     for off_n in range(0, N, BN):
         acc += x_desc.load([off_m, off_n]).to(tl.float32)
     tl.store(y_ptr + (off_m + tl.arange(0, BM))[:, None] * BN + tl.arange(0, BN)[None, :], acc.to(tl.float16))
+
+
+@gluon.jit
+def double_block(x_desc, y_desc, off_m, L: gl.constexpr):
+    """The block of ``x_desc`` at row ``off_m`` doubled into ``y_desc``, on every target: by TMA
+    where the descriptors are TMA descriptors, through pointers where they are ``PointerDescriptor``."""
+    tile = hybrid.load_block(x_desc, [off_m, 0], L)
+    hybrid.store_block(y_desc, [off_m, 0], tile * 2)
+
+
+@hybrid.jit
+@triton.jit
+def double_blocks(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, L: tl.constexpr):
+    """``double_tiles`` through one portable Gluon function."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BM, BN])
+    y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    double_block(x_desc, y_desc, tl.program_id(0) * BM, L)
+
+
+@hybrid.jit
+@triton.jit
+def double_host_blocks(x_desc, y_desc, BM: tl.constexpr, L: tl.constexpr):
+    """``double_blocks`` through the descriptors the host made (``TensorDescriptor`` arguments)."""
+    double_block(x_desc, y_desc, tl.program_id(0) * BM, L)
+
+
+@hybrid.jit
+@triton.jit
+def padded_host_blocks(x_desc, y_ptr, BM: tl.constexpr, L: tl.constexpr):
+    """The blocks of ``x_desc`` stored unmasked into ``y_ptr`` (``BM`` rows a program, 64 columns):
+    the rows past ``x``'s last read as its padding option says."""
+    off_m = tl.program_id(0) * BM
+    tile = block_at(x_desc, off_m, L)
+    tl.store(y_ptr + (off_m + tl.arange(0, BM))[:, None] * 64 + tl.arange(0, 64)[None, :], tile)
+
+
+@gluon.jit
+def block_at(x_desc, off_m, L: gl.constexpr):
+    """The block of ``x_desc`` at row ``off_m``, on every target."""
+    return hybrid.load_block(x_desc, [off_m, 0], L)

@@ -40,3 +40,16 @@ def test_a_port_computes_what_its_kernel_computes_in_the_interpreter(name, tmp_p
     result = check(RUNS[name], TARGET, "cpu", tmp_path)
     assert result.ok, result.report()
     assert result.outputs, result.report()   # the kernel wrote something to compare
+
+
+@pytest.mark.parametrize("name, target", [
+    ("store_tile_desc@parity_ports.matmul_descriptor_persistent_tma", "sm80"),
+    ("k_loop_desc@parity_ports.matmul_descriptor_persistent_tma", "gfx942"),
+    ("store_tile_subtiled@parity_ports.matmul_descriptor_persistent_subtiled", "sm80"),
+    ("_attn_fwd_inner@parity_ports.attn_fwd", "gfx942")])
+def test_a_port_taking_the_kernels_descriptors_as_pointers_computes_what_its_kernel_computes(name, target, tmp_path):
+    """Without TMA the port takes the kernel's descriptors as ``hybrid.PointerDescriptor``: its
+    loads and stores through them are the kernel's, in the interpreter."""
+    run = next(run for run in runs(target) if run.name == name)
+    result = check(run, target, "cpu", tmp_path)
+    assert result.ok and result.outputs, result.report()

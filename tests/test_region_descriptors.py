@@ -1,14 +1,19 @@
 """A Triton kernel's tensor descriptor passed into a Gluon function: on sm90a and sm100a the
 function takes it as Gluon's TMA descriptor, in the shared layout Triton's passes gave it (made
 on the device, or a ``TensorDescriptor`` argument), compiled to one kernel and interpreted as the
-all-Triton kernel; on sm80 and AMD, where Triton lowers it to a pointer, shape and strides, the
-compiler and the interpreter refuse it alike, naming the target."""
+all-Triton kernel; on sm80 and AMD, where Triton lowers it to a pointer, shape and strides, as a
+``hybrid.PointerDescriptor`` of those, loaded and stored through as Triton's lowering does
+(``hybrid.load_block``/``store_block``: one function for every target)."""
+import re
+
 import pytest
 import torch
+import triton.language as tl
 from triton.experimental.gluon import language as gl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 import hybrid
+from hybrid.port.compare import figures
 from interop.errors import LayoutError, RegionError
 from tests import region_descriptor_kernels as k
 
@@ -72,16 +77,69 @@ def test_a_host_tensor_descriptor_argument_enters_a_gluon_region(target):
 
 
 @pytest.mark.parametrize("target", ["sm80", "gfx942"])
-def test_without_tma_the_descriptor_is_refused_alike_naming_the_target(target):
+def test_without_tma_a_device_descriptor_enters_a_gluon_region_as_triton_lowers_it(target):
+    """The Gluon function takes the pointer, shape and strides and loads and stores through them
+    as Triton's lowering of ``desc.load``/``desc.store`` does: the all-Triton kernel's loads and
+    stores, its instruction count within 2%, and its results in the interpreter."""
+    built, triton_built = (hybrid.compile(kernel, k.SIGNATURE, _constexprs(target), target, num_warps=4,
+                                          divisible=("M", "N")) for kernel in (k.double_blocks, k.double_tiles_triton))
+    ttgir = built.asm["ttgir"]
+    assert built.kernel_entries == 1 and "tt.call" not in ttgir and "hybrid_gluon_in" not in ttgir
+    assert "tensordesc" not in ttgir and not any(op in ttgir for op in TMA_OPS)
+    assert ttgir.count("tt.load ") == ttgir.count("tt.store ") == 1
+    code = built.asm["amdgcn" if target.startswith("gfx") else "ptx"]
+    triton_code = triton_built.asm["amdgcn" if target.startswith("gfx") else "ptx"]
+    for access in (r"global_load|buffer_load|ld\.global", r"global_store|buffer_store|st\.global"):
+        assert len(re.findall(access, code)) == len(re.findall(access, triton_code)) > 0
+    assert figures(built)["instructions"] <= figures(triton_built)["instructions"] * 1.02
+    torch.manual_seed(0)
+    x, hybrid_out = _interpreted(k.double_blocks, target)
+    torch.manual_seed(0)
+    _, triton_out = _interpreted(k.double_tiles_triton, target)
+    torch.testing.assert_close(hybrid_out, triton_out, rtol=0, atol=0)
+    torch.testing.assert_close(hybrid_out, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["sm90a", "sm100a"])
+def test_the_portable_gluon_function_copies_by_tma_where_the_target_has_it(target):
+    built = hybrid.compile(k.double_blocks, k.SIGNATURE, _constexprs(target), target, num_warps=4, divisible=("M", "N"))
+    assert all(op in built.asm["ttgir"] for op in TMA_OPS) and "tt.load " not in built.asm["ttgir"]
+    x, y = _interpreted(k.double_blocks, target)
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_without_tma_a_host_descriptor_enters_with_its_padding_option(target):
+    """A ``TensorDescriptor`` argument's padding option is a kernel argument there: the region's
+    loads read it (NaN where the host asked for it, past the tensor's last row)."""
+    constexprs = {"BM": k.BM, "L": _layout(target)}
+    built = hybrid.compile(k.padded_host_blocks, {"x_desc": HOST_SIGNATURE["x_desc"], "y_ptr": "*fp16"}, constexprs,
+                           target, num_warps=4)
+    ttgir = built.asm["ttgir"]
+    padding = re.search(r"%([\w.]+): i1\b", ttgir.split("tt.func public")[1].split("{")[0]).group(1)
+    assert re.search(rf"arith\.select %{re.escape(padding)}, ", ttgir), padding
+    for option, fill in (("zero", 0.0), ("nan", float("nan"))):
+        x = torch.randn(100, 64).half()
+        y = torch.full((128, 64), 7.0).half()
+        with hybrid.interpreting(target):
+            k.padded_host_blocks[(2, )](TensorDescriptor.from_tensor(x, [64, 64], padding=option), y, **constexprs,
+                                        num_warps=4)
+        torch.testing.assert_close(y[:100], x, rtol=0, atol=0)
+        torch.testing.assert_close(y[100:], torch.full((28, 64), fill).half(), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("target", ["sm80", "gfx942"])
+def test_without_tma_a_tma_copy_through_the_descriptor_is_refused_alike_saying_what_to_use(target):
+    """``load_tile`` copies by TMA (``desc.layout``, ``desc.dtype``): a PointerDescriptor has
+    neither, named by the compiler and the interpreter alike, at the call site."""
     with pytest.raises(RegionError) as compiled:
         hybrid.compile(k.double_tiles, k.SIGNATURE, _constexprs(target), target, num_warps=4, divisible=("M", "N"))
     with pytest.raises(RegionError) as interpreted:
         _interpreted(k.double_tiles, target)
-    for caught in (compiled, interpreted):
-        text = str(caught.value)
-        assert f"'desc' is a tensor descriptor: on {target} Triton lowers it to a pointer, shape and strides" in text
-        assert f"region_descriptor_kernels.py:{LINE}" in text and "pass the base pointer, shape and strides" in text
-        assert "sm80 or AMD" not in text
+    assert str(compiled.value) == str(interpreted.value)
+    text = str(compiled.value)
+    assert "a tensor descriptor from Triton code has no 'dtype' here" in text and "hybrid.PointerDescriptor" in text
+    assert f"region_descriptor_kernels.py:{LINE}" in text and "hybrid.load_block(desc, offsets, layout)" in text
     assert compiled.value.function == interpreted.value.function == "load_tile"
 
 
@@ -121,3 +179,14 @@ def test_a_descriptor_enters_a_gluon_region_in_a_loop_as_the_all_triton_kernel_l
             kernel[(2, )](x, outs[-1], 128, 256, **_constexprs(target), num_warps=4)
     torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
     assert outs[0].abs().sum() > 0
+
+
+def test_a_pointer_descriptors_region_lowering_is_keyed_by_its_fields():
+    """A Triton region taking a ``PointerDescriptor`` (a port's probe, on sm80 or AMD) is cached
+    under a key of the view's field types, the same in every process (no object addresses)."""
+    from interop.lowering import lowering_cache, pointer_descriptors
+    ty = tl.tensor_descriptor_type(tl.block_type(tl.float16, [64, 64]), tl.tuple_type([tl.int32, tl.int32]),
+                                   tl.tuple_type([tl.int64, tl.int64]))
+    runtime, zero = (lowering_cache._describe(pointer_descriptors.view_type(ty, padding)) for padding in (None, False))
+    assert "0x" not in runtime + zero and runtime != zero
+    assert "shape: (int32, int32)" in runtime and "strides: (int64, int64)" in runtime

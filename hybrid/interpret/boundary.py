@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
 from interop.boundaries import handoff
+from interop.lowering.pointer_descriptors import PointerDescriptor
+from interop.triton import interpreter as upstream
 from interop.triton.language import TritonSemantic
 from interop.triton.language import core as tl
 
@@ -66,6 +69,21 @@ def followed(given: list[tuple[tuple, object]], shape: tuple):
         same = {gl.SliceLayout(axis, layout) for s, layout in given if len(s) == len(shape) + 1
                 for axis in range(len(s)) if s[:axis] + s[axis + 1:] == shape}
     return same.pop() if len(same) == 1 else None
+
+
+def pointer_view(value):
+    """``value`` (recursing through tuples) with each Triton tensor descriptor as the
+    ``PointerDescriptor`` of its base pointer, padding option, shape and strides."""
+    if isinstance(value, tl.tuple):
+        return tl.tuple([pointer_view(v) for v in value.values])
+    if isinstance(value, tuple):
+        return tuple(pointer_view(v) for v in value)
+    if not isinstance(value, tl.tensor_descriptor):
+        return value
+    handle = value.handle
+    nan = upstream.TensorHandle(np.array([handle.padding == upstream.padding_option("nan")]), tl.int1)
+    return PointerDescriptor(tl.tensor(handle.base, handle.base.dtype), tl.tensor(nan, tl.int1), tl.tuple(value.shape),
+                             tl.tuple(value.strides), list(value.block_type.shape))
 
 
 def into(language: str, value, origin: str, semantic=None, given: list | None = None):

@@ -24,8 +24,7 @@ from triton.runtime import JITFunction
 
 import hybrid
 from interop.targets import arch
-from interop.errors import (NoResult, RegionError, TargetError, descriptor_without_tma, host_descriptor_into_region,
-                            nested_region)
+from interop.errors import NoResult, RegionError, TargetError, host_descriptor_into_region, nested_region
 from interop.targets import TARGETS
 from interop.triton import interpreter as upstream
 from interop.triton.frontend import GluonJITFunction
@@ -120,15 +119,13 @@ def _check_descriptors(fn: JITFunction, args: tuple, kwargs: dict, region: str) 
                                                   str(value.layout), str(chosen))
 
 
-def _check_tma(fn: JITFunction, args: tuple, kwargs: dict) -> None:
-    """A Triton descriptor enters a Gluon function only where Gluon has TMA descriptors, as the
-    compiler refuses it elsewhere (``gluon_regions.GluonRegions.call``)."""
-    target = prog.program().target
-    if TARGETS[target] in arch.SM90_UP:
-        return
-    for name, value in (*zip(fn.arg_names, args), *kwargs.items()):
-        if isinstance(value, tl.tensor_descriptor):
-            raise descriptor_without_tma(fn.__name__, user_site().split(" in ")[0], name, target)
+def _without_tma(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A Triton descriptor enters a Gluon function as Gluon's TMA descriptor where the target has
+    TMA (``boundary.into``), and as the ``PointerDescriptor`` Triton lowers it to elsewhere, as
+    compiled (``gluon_regions.GluonRegions._descriptor_type``)."""
+    if TARGETS[prog.program().target] in arch.SM90_UP:
+        return args, kwargs
+    return tuple(boundary.pointer_view(a) for a in args), {k: boundary.pointer_view(v) for k, v in kwargs.items()}
 
 
 def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | None = None, partition: str | None = None):
@@ -146,7 +143,7 @@ def call_jit(fn: JITFunction, args: tuple, kwargs: dict, *, num_warps: int | Non
     elif crossing and caller.region is not None:   # Gluon -> Triton -> Gluon: refused as the compiler refuses it
         raise nested_region(fn.__name__, user_site().split(" in ")[0], caller.region)
     elif crossing:   # into a Gluon function
-        _check_tma(fn, args, kwargs)
+        args, kwargs = _without_tma(args, kwargs)
         region = None
     given = boundary.given_layouts((*args, *kwargs.values())) if crossing and language == "triton" else []
     if crossing:

@@ -154,7 +154,7 @@ def parse(text: str, function: str, inlined_at: tuple[str, int] | None = None) -
 def _func_args(line: str) -> list[tuple[str, str]]:
     inside = line[line.index("(") + 1:]
     return [(m.group(1), m.group(2).strip()) for m in
-            re.finditer(r"(%\w+): (.*?)(?: \{[^}]*\})? loc\([^)]*\)(?:, |\))", inside)]
+            re.finditer(r"(%[\w$.\-]+): (.*?)(?: \{[^}]*\})? loc\([^)]*\)(?:, |\))", inside)]
 
 
 def _block(lines: list[str], i: int, args: list) -> tuple[Block, int]:

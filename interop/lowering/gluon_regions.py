@@ -19,7 +19,7 @@ from typing import Iterator
 
 from triton.experimental.gluon import language as gl
 
-from . import arguments, caller_loads, interception, lower_gluon, triton_host
+from . import arguments, caller_loads, interception, lower_gluon, pointer_descriptors, triton_host
 from ..targets import arch
 from ..ir import diagnostics, uses
 from ..stitching import access_layouts, opaque, stitch
@@ -27,8 +27,7 @@ from .. import locations, validate
 from ..boundaries import handoff, layout_views, swizzle
 from ..instrumentation import timing
 from ..boundary import TAG, BoundaryTag, is_shared, tile_bytes
-from ..errors import (ARCH_HINT, RegionError, TargetError, as_region_error, describe, descriptor_without_tma,
-                      raised_within)
+from ..errors import ARCH_HINT, RegionError, TargetError, as_region_error, describe, raised_within
 from ..region import CallSite
 from ..triton import compat
 from ..triton.bindings import gluon_ir
@@ -60,10 +59,6 @@ class GluonRegions:
         call_site = CallSite.of(gen)
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
-        described = next((value_name for value_name, leaf in arguments.leaves(args, fn.arg_names)
-                          if arguments.is_descriptor(leaf.type)), None)
-        if described is not None and self.cc.target not in arch.SM90_UP:
-            raise descriptor_without_tma(name, str(call_site), described, arch.target_label(self.cc.target))
         wants = self._wants(fn, args, call_site)
         specialization = f"{name}({', '.join(str(arg.type) for arg in args)})"
         named_leaves = arguments.leaves(args, fn.arg_names)
@@ -181,6 +176,7 @@ class GluonRegions:
                     self.cc.context))
         for call in calls:
             copies = triton_host.find_ports(module, call.region.index)
+            triton_host.read_paddings(module, gluon_builder, call, copies)
             if not copies:
                 dropped.add(call.region.index)
                 continue
@@ -226,13 +222,14 @@ class GluonRegions:
         leaf_types = [want.gluon_type(t) if want else
                       gl.distributed_type(t.element_ty, t.shape, gluon_builder.get_gluon_layout_from_tensor(v))
                       if isinstance(t, tl.block_type) else
-                      self._descriptor_type(t, v, gluon_builder) if arguments.is_descriptor(t) else t
-                      for t, v, want in zip(call.leaf_types, ports.operands, wants)]
+                      self._descriptor_type(t, v, gluon_builder, ports.paddings.get(k))
+                      if arguments.is_descriptor(t) else t
+                      for k, (t, v, want) in enumerate(zip(call.leaf_types, ports.operands, wants))]
         arg_types = arguments.with_leaf_types([a.type for a in call.args], iter(leaf_types))
         name = call.region.symbol + (f"_v{variant}" if variant else "")
         cc = self.cc
         leaves = len(ports.operands) - len(call.hoists)
-        self._operands[name] = [value.id() for value in ports.operands[:leaves]]
+        self._operands[name] = [value.id() for value in triton_host.with_paddings(ports, ports.operands[:leaves])]
         if result_layouts and _only_returns_a_call(call.fn):
             self._result_layouts[name] = result_layouts
         self.symbols[name] = call.region.index
@@ -247,9 +244,14 @@ class GluonRegions:
             wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(function.args(k)), False)
         return function, wants, plans
 
-    def _descriptor_type(self, ty, value, builder):
+    def _descriptor_type(self, ty, value, builder, padding):
         """Gluon's descriptor type for a Triton descriptor ``value`` of type ``ty``, in the shared
-        layout Triton's passes gave it (none given: the default one, as the probe took it)."""
+        layout Triton's passes gave it (none given: the default one, as the probe took it); on a
+        target without TMA, the ``PointerDescriptor`` of the pointer, shape and strides Triton
+        lowered it to, its ``padding`` option a constexpr where the host's is a constant
+        (``triton_host.read_paddings``)."""
+        if self.cc.target not in arch.SM90_UP:
+            return pointer_descriptors.view_type(ty, padding if isinstance(padding, bool) else None)
         shape, dtype, layout = triton_host.descriptor_layout(str(value.get_type()))
         if layout is None:
             return lower_gluon.placeholder_type(ty, self.cc.options)

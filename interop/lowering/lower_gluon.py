@@ -10,6 +10,7 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
+from . import arch, pointer_descriptors
 from .arguments import is_descriptor
 from ..boundaries.movement import linear
 from ..instrumentation import timing
@@ -49,8 +50,9 @@ def probe(fn, args: list, wants: dict, *, context, options, target) -> tuple[obj
     module.set_attr("ttg.num-warps", builder.get_int32_attr(options.num_warps))
     module.set_attr("ttg.num-ctas", builder.get_int32_attr(options.num_ctas))
     module.set_attr("ttg.threads-per-warp", builder.get_int32_attr(options.warp_size))
-    placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else placeholder_type(arg.type, options)
-                         for name, arg in zip(fn.arg_names, args)]
+    tma_target = target in arch.SM90_UP
+    placeholder_types = [wants[name].gluon_type(arg.type) if name in wants else
+                         placeholder_type(arg.type, options, tma_target) for name, arg in zip(fn.arg_names, args)]
     _, ret_type = build_gluon_function(fn, args, placeholder_types, module=module, context=context, options=options,
                                        target=target, name=PROBE)
     return ret_type, module
@@ -62,16 +64,19 @@ def linear_placeholder(ty: tl.block_type, options, builder):
     return linear(builder, placeholder_type(ty, options).layout, list(ty.shape))
 
 
-def placeholder_type(ty, options):
+def placeholder_type(ty, options, tma_target: bool = True):
     """The type a probe builds a parameter of Triton type ``ty`` for: a tile in a blocked layout, a
-    tensor descriptor in the default NVMMA layout of its block."""
+    tensor descriptor in the default NVMMA layout of its block (on a target without TMA, the
+    ``PointerDescriptor`` Triton lowers it to)."""
     if isinstance(ty, tl.tuple_type):
-        return tl.tuple_type([placeholder_type(t, options) for t in ty.types], ty.fields)
+        return tl.tuple_type([placeholder_type(t, options, tma_target) for t in ty.types], ty.fields)
     if isinstance(ty, tl.block_type):
         rank = len(ty.shape)
         layout = gl.BlockedLayout([1] * rank, [1] * (rank - 1) + [options.warp_size],
                                   [1] * (rank - 1) + [options.num_warps], list(reversed(range(rank))))
         return gl.distributed_type(ty.element_ty, ty.shape, layout)
+    if is_descriptor(ty) and not tma_target:
+        return pointer_descriptors.view_type(ty)
     if is_descriptor(ty):
         return gluon_descriptor_type(ty, gl.NVMMASharedLayout.get_default_for(list(ty.block_type.shape),
                                                                              ty.block_type.element_ty))

@@ -92,6 +92,7 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
                          f"calling it on {arch.target_label(target)} (nor on any target): make the descriptor in the "
                          f"function that loads and stores through it")
     leaves = arguments.leaf_types(arg_types)
+    leaf_is_tensor = _leaf_is_tensor(leaves, target)
     region = _add_region_function(context, module, module.get_function(BODY_FUNCTION), leaves)
     _add_stub_kernel(context, module, region)
     module.context = context
@@ -103,11 +104,12 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     backend.add_stages(stages, options, Language.TRITON)
     metadata: dict = {}
     module = stages["ttir"](module, metadata)
+    _descriptor_constants(context, module, leaves, leaf_is_tensor)
     ttir = str(module)
     compat.convert_to_ttgpuir(module, target, options)
     take_host_layouts(context, module, leaves, host_types, scalar_attrs or [])
     if hints and any(hints):
-        module = _with_hints(context, module, len(leaves) - len(host_types), hints)
+        module = _with_hints(context, module, leaf_is_tensor.count(False), hints)
     with compat.ttgir_after_conversion(), compat.without_block_pingpong(target):
         module = stages["ttgir"](module, metadata)
     hoist_argument_conversions(context, module, len(host_types))
@@ -116,8 +118,45 @@ def lower_triton_function(fn, args: list, arg_types: list, host_types: list, *, 
     module = lay_out_again(context, module, target, options)
     set_visibility(module.get_function(REGION_FUNCTION), "private", gluon_ir.GluonOpBuilder(context))
     ret_type = None if compat.returns_nothing(generator.ret_type) else generator.ret_type
-    return lowered_region(module, ret_type, [isinstance(t, tl.block_type) for t in leaves],
-                          [str(ty) for ty in host_types], ttir)
+    return lowered_region(module, ret_type, leaf_is_tensor, [str(ty) for ty in host_types], ttir)
+
+
+def _descriptor_constants(context, module, leaves: list, leaf_is_tensor: list[bool]) -> None:
+    """Each descriptor Triton lowered to a pointer, shape and strides with the constants the
+    all-Triton kernel's descriptor, made with them, has: its last stride the 1 every descriptor has
+    (Triton makes none with another), so its blocks' last dimension is contiguous and their
+    accesses vectorize alike; and its padding option where the host's is a constant
+    (``pointer_descriptors.LoweredDescriptorType``), so no select of the value it reads outside."""
+    if len(leaf_is_tensor) == len(leaves):   # (no descriptor lowered so)
+        return
+    region = module.get_function(REGION_FUNCTION)
+    builder = ir.builder(context)
+    builder.set_insertion_point_to_start(stitch.function_blocks(module, region)[0])
+    position = 0   # the leaf's first argument among the region function's scalars
+    for ty in leaves:
+        if isinstance(ty, tl.block_type):
+            continue
+        if arguments.is_descriptor(ty):
+            rank = len(ty.block_type.shape)
+            region.args(position + 2 * rank).replace_all_uses_with(builder.get_int64(1))
+            if getattr(ty, "padding_nan", None) is not None:
+                region.args(position + 2 * rank + 1).replace_all_uses_with(builder.get_int1(ty.padding_nan))
+            position += 1 + 2 * rank + compat.LOWERED_DESCRIPTOR_FLAGS
+        else:
+            position += 1
+
+
+def _leaf_is_tensor(leaves: list, target) -> list[bool]:
+    """Per argument of the lowered region function, whether it is a tensor: a descriptor where the
+    target has no TMA is as many scalars as Triton's ``make_ttir`` lowers it to (its pointer,
+    shape, strides and flags: ``pointer_descriptors.lowered_leaves``)."""
+    out: list[bool] = []
+    for ty in leaves:
+        if arguments.is_descriptor(ty) and target not in arch.SM90_UP:
+            out.extend([False] * (1 + 2 * len(ty.block_type.shape) + compat.LOWERED_DESCRIPTOR_FLAGS))
+        else:
+            out.append(isinstance(ty, tl.block_type))
+    return out
 
 
 def hoist_argument_conversions(context, module, num_tensors: int) -> None:

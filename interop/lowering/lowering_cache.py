@@ -88,9 +88,11 @@ def lowered(cache_key: str, context, host_types: list[str], lower: Callable[[], 
 
 def _describe(value) -> str:
     """A deterministic description of an argument or type; JIT functions passed as constexprs by
-    their cache key (their source), tuples with their field names."""
+    their cache key (their source), tuples with their field names, aggregates by their fields."""
     if isinstance(value, tl.tuple_type):
         return f"({', '.join(_describe(t) for t in value.types)}){value.fields}"
+    if isinstance(value, tl._aggregate_type):   # (a ``PointerDescriptor``: its fields, not their addresses)
+        return f"{value.base_cls.__qualname__}<{', '.join(f'{n}: {_describe(t)}' for n, t in value.fields)}>"
     if isinstance(value, (tl.constexpr, tl.constexpr_type)):
         inner = value.value
         return f"constexpr[{inner.cache_key if isinstance(inner, JITFunction) else repr(inner)}]"

@@ -10,6 +10,9 @@ During the host's code generation each Gluon call becomes::
 
 A tensor descriptor's sink is a call of an empty function kept from inlining (an inline asm cannot
 take a descriptor); the function is let go once the Gluon call replaces it (``release_descriptor_sinks``).
+On a target without TMA Triton's ``make_ttir`` lowers the descriptor, and so the sink's operand, to
+its base pointer, shape, strides and padding option: the Gluon function takes the pointer and the
+padding option (``pointer_descriptors.PointerDescriptor``; its shape and strides are leaves already).
 
 Triton's own ``make_ttir``/``make_ttgir`` then lower the host with the call kept opaque and give
 its operands and results layouts (they may also copy, reorder or fill the boundary; see
@@ -19,12 +22,14 @@ the host chose; then the markers are deleted and ``%enable`` becomes ``true``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..instrumentation import instrument, timing
+from ..ir import uses
 from ..stitching import opaque
 from ..boundary import TAG, BoundaryTag, is_shared, layout_of, shape_and_dtype
 from ..region import Region
+from ..triton import compat
 from ..triton.bindings import gluon_ir, ir
 
 SINK = "hybrid.gluon.in."
@@ -156,6 +161,10 @@ class Ports:
                                 # first producer for a call without runtime arguments)
     outputs: list[tuple[int, object]]   # (Gluon result index, a producer's value) per layout the host wants
     markers: list               # the sink and producer ops, deleted once the call replaces them
+    lowered: dict[int, object] = field(default_factory=dict)   # operand index -> its descriptor's sink,
+                                # where Triton lowered the descriptor to a pointer, shape and strides
+    paddings: dict[int, object] = field(default_factory=dict)  # operand index -> that descriptor's padding
+                                # option: True/False where a constant, else its value (``read_paddings``)
 
     @property
     def operand_types(self) -> tuple[str, ...]:
@@ -187,6 +196,8 @@ def find_ports(module, call_index: int) -> list[Ports]:
     module.walk(visit)
     for block_id, found in copies.items():
         found.operands = [sinks[block_id][k].get_operand(0) for k in sorted(sinks.get(block_id, {}))]
+        found.lowered = {k: sink for k, sink in sinks.get(block_id, {}).items()
+                         if sink.get_name() == "tt.call" and sink.get_num_operands() > 1}
     return list(copies.values())
 
 
@@ -199,7 +210,7 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
     produced its results in."""
     builder = gluon_ir.GluonOpBuilder(context)
     builder.set_insertion_point_after(ports.last_sink)
-    operands = _hand_over(builder, call, wants, ports.operands)
+    operands = with_paddings(ports, _hand_over(builder, call, wants, ports.operands))
     with instrument.around(builder, call.region, profiled):
         result = builder.call(function, operands)
     for j, producer in ports.outputs:
@@ -215,6 +226,31 @@ def splice(call: GluonCall, function, wants: list, ports: Ports, context, profil
         if marker.get_name() == _INLINE_ASM:   # (a descriptor's sink: ``release_descriptor_sinks``)
             marker.get_result(0).set_attr("pure", builder.get_bool_attr(True))
     return [str(result.get_result(j).get_type()) for j in range(result.get_num_results())]
+
+
+def read_paddings(module, builder, call: GluonCall, copies: list["Ports"]) -> None:
+    """Each lowered descriptor's padding option in ``copies`` (``Ports.paddings``): True or False
+    where the host's is a constant (a descriptor made on the device), its value otherwise."""
+    if not any(ports.lowered for ports in copies):
+        return
+    made, integers = uses.producers(module), compat.Integers(module, builder)
+    for ports in copies:
+        for k, sink in ports.lowered.items():
+            padding = sink.get_operand(1 + 2 * len(call.leaf_types[k].block_type.shape))
+            constant = integers.bool_constant(made[padding.id()]) if padding.id() in made else None
+            ports.paddings[k] = padding if constant is None else constant
+
+
+def with_paddings(ports: "Ports", operands: list) -> list:
+    """``operands`` with each lowered descriptor's padding option after its base pointer, as its
+    ``PointerDescriptor`` takes it (``read_paddings``), where it is not a constant (the
+    ``PointerDescriptor`` holds that one as a constexpr)."""
+    out = []
+    for k, value in enumerate(operands):
+        out.append(value)
+        if not isinstance(ports.paddings.get(k, True), bool):
+            out.append(ports.paddings[k])
+    return out
 
 
 def _hand_over(builder, call: GluonCall, wants: list, operands: list) -> list:

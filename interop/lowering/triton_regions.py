@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arguments, axis_hints, interception, lowering_cache
+from . import arguments, axis_hints, interception, lowering_cache, pointer_descriptors
 from ..targets import arch
 from ..stitching import opaque, runner, stitch
 from .. import locations, validate
@@ -71,6 +71,7 @@ class PendingSplice:
     tensor_types: tuple      # the host's types of the tensor arguments, in order
     fn: object               # the ``@triton.jit`` function called
     args: list               # the arguments it was called with, bound to its parameters
+    leaf_names: tuple        # the region's arguments, named (a ``PointerDescriptor``'s as its lowered fields)
 
     def recorded(self) -> RecordedCall:
         """This call as ``recording_lowerings`` keeps it (its module printed before the splice)."""
@@ -79,7 +80,7 @@ class PendingSplice:
                      if not p.is_constexpr and isinstance(arg, tl.constexpr)}
         given = {p.name: getattr(arg, "value", arg) for p, arg in zip(fn.params, args) if p.is_constexpr}
         return RecordedCall(fn, self.lowered, str(self.lowered.module),
-                            [name for name, _ in arguments.leaves(args, fn.arg_names)], constants, given)
+                            list(self.leaf_names), constants, given)
 
 
 class TritonRegions:
@@ -100,13 +101,14 @@ class TritonRegions:
         name = fn.__name__
         args = arguments.bind(fn, args, kwargs)
         arg_types = [_region_type(arg, name, call_site) for arg in args]
-        leaves = arguments.leaves(args, fn.arg_names)
+        leaves = _leaves(gen.builder, args, fn.arg_names)
         self._check_host_layouts(name, call_site, leaves)
         host_types = [leaf.handle.get_type() for _, leaf in leaves if isinstance(leaf.type, tl.block_type)]
         specialization = f"{name}({', '.join(str(t) for t in arg_types)})"
         if host_types:   # the region is lowered in the host's layouts: they belong to its specialization
             specialization += f" in {', '.join(str(t) for t in host_types)}"
-        scalar_attrs = self._scalar_attrs(gen, leaves, probing)
+        scalar_attrs = self._scalar_attrs(gen, leaves, probing,
+                                          any(pointer_descriptors.is_pointer_descriptor(arg) for arg in args))
         if any(scalar_attrs):
             specialization += f" {scalar_attrs}"
         hints = self._hints(gen, leaves)
@@ -127,7 +129,7 @@ class TritonRegions:
         if dry:  # this IR is discarded: results of the right types suffice, and no call is left behind
             results = [gen.builder.create_poison(ty) for ty in lowered.outputs]
         else:
-            results = self._emit_call(gen, fn, specialization, call_site, lowered, args)
+            results = self._emit_call(gen, fn, specialization, call_site, lowered, args, leaves)
         if lowered.ret_type is None or lowered.ret_type == tl.void:
             return NoResult(name, str(call_site))
         host_type = _host_type(lowered.ret_type, iter(results), gen.builder)
@@ -143,7 +145,8 @@ class TritonRegions:
             if problem:
                 raise RegionError(name, str(call_site), f"the host's layout of '{value_name}': {problem}")
 
-    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered: LoweredRegion, args) -> list:
+    def _emit_call(self, gen, fn, specialization: str, call_site: CallSite, lowered: LoweredRegion, args,
+                   leaves: list) -> list:
         """Declare the placeholder and call it with the scalars, then the tensors.
 
         The results are opaque placeholders for now (``opaque.result_placeholder``):
@@ -153,7 +156,6 @@ class TritonRegions:
                                     shared_bytes=arch.allocated_shared_bytes(lowered.module),
                                     lines=tuple(locations.lines_of(str(lowered.module))))
         self.cc.ttir[region.index] = lowered.ttir
-        leaves = arguments.leaves(args, fn.arg_names)
         scalars = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if not tensor]
         tensors = [leaf.handle for (_, leaf), tensor in zip(leaves, lowered.leaf_is_tensor) if tensor]
         handles = scalars + tensors
@@ -162,7 +164,7 @@ class TritonRegions:
         placeholder = builder.get_or_insert_function(gen.module, region.symbol, signature, "private", False)
         gen.module.push_back(placeholder)
         self._pending.append(PendingSplice(region, lowered, placeholder, tuple(h.get_type() for h in tensors), fn,
-                                           args))
+                                           args, tuple(name for name, _ in leaves)))
         with instrument.around(gen.builder, region, self.cc.settings.instrument_regions):
             gen.builder.call(placeholder, handles)
         results = [opaque.result_placeholder(gen.builder, ty, stitch.result_key(region.index, j), stitch.RESULT)
@@ -171,19 +173,34 @@ class TritonRegions:
         self._plan_boundaries(region, lowered, leaves)
         return results
 
-    def _scalar_attrs(self, gen, leaves: list, probing: bool) -> list[list]:
+    def _scalar_attrs(self, gen, leaves: list, probing: bool, derive: bool) -> list[list]:
         """Per scalar leaf, the specialization attributes of the host kernel argument it is
         (``[]`` for any other value, and while probing: a probe's module has no kernel). In a
         Gluon region of a Triton host, an argument of the region stands for the Triton host's
-        operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes."""
+        operand (``GluonRegions.operands_of``): a kernel argument there keeps its attributes.
+        ``derive``: the region takes a descriptor Triton lowers to a pointer, shape and strides
+        (``pointer_descriptors``), whose accesses Triton vectorizes by what it knows of those and
+        of the offsets: any other integer takes the divisibility Triton's axis analysis gives it in
+        the host (a program id times a block size, a kernel argument widened: ``axis_hints``), as
+        the all-Triton kernel's own analysis has it, so they vectorize alike."""
         if probing:
             return [[] for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
         if self.cc.kernel_arg_attrs and self._kernel_args is None:
             kernel = gen.module.get_function(gen.module.get_entry_func_name())
             self._kernel_args = {kernel.args(i).id(): attrs for i, attrs in enumerate(self.cc.kernel_arg_attrs)}
         known, outer = self._kernel_args or {}, self.cc.gluon.operands_of(gen)
-        return [known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
-                for _, leaf in leaves if not isinstance(leaf.type, tl.block_type)]
+        host = None
+        out = []
+        for _, leaf in leaves:
+            if isinstance(leaf.type, tl.block_type):
+                continue
+            attrs = known.get(outer.get(leaf.handle.id(), leaf.handle.id()), [])
+            if not attrs and derive and leaf.type in (tl.int32, tl.int64):
+                host = host or axis_hints.HostValues(gen.module, gen.builder, known, outer)
+                divisibility = host.facts(leaf.handle.id(), str(leaf.handle.get_type())).divisibility[0]
+                attrs = [["tt.divisibility", min(divisibility, 16)]] if divisibility > 1 else []
+            out.append(attrs)
+        return out
 
     def _hints(self, gen, leaves: list) -> list[str]:
         """Per tensor leaf, what Triton's axis analysis may know of the host's value
@@ -290,12 +307,24 @@ def splicing(state: Stitch) -> bool:
     return state.compile.triton.pending
 
 
+def _leaves(builder, args: list, names: list) -> list[tuple[str, object]]:
+    """``arguments.leaves``, a ``PointerDescriptor`` as the values Triton lowers a descriptor to
+    (``pointer_descriptors.lowered_leaves``): the region takes it as a descriptor there."""
+    out = []
+    for name, arg in zip(names, args):
+        out.extend(pointer_descriptors.lowered_leaves(builder, name, arg) if pointer_descriptors.is_pointer_descriptor(arg)
+                   else arguments.leaves([arg], [name]))
+    return out
+
+
 def _region_type(value, function: str, call_site: CallSite):
     """The Triton type a host value has inside a Triton region (layouts are the region's choice;
     a descriptor's shared layout is the host's)."""
     ty = value.type
     if isinstance(ty, tl.tuple_type):
         return tl.tuple_type([_region_type(v, function, call_site) for v in value.values], ty.fields)
+    if pointer_descriptors.is_pointer_descriptor(value):   # a descriptor from Triton code, without TMA
+        return pointer_descriptors.LoweredDescriptorType(value)
     if isinstance(ty, tl.block_type):
         return tl.block_type(ty.element_ty, ty.shape)
     if isinstance(ty, (tl.dtype, tl.constexpr_type)):

@@ -257,6 +257,19 @@ class Integers:
             return struct.unpack(as_float, struct.pack(raw, int(literal, 16) << shift))[0]
         return float(literal)
 
+    def bool_constant(self, op) -> bool | None:
+        """The value of an ``i1`` ``arith.constant``; None for any other op."""
+        if op.get_name() != "arith.constant" or str(op.get_result(0).get_type()) != "i1":
+            return None
+        if self._direct:
+            try:
+                value = op.get_constant_value()
+            except Exception:   # the bindings raise for constants they do not model
+                return None
+            return bool(value) if isinstance(value, int) else None
+        found = re.search(r"arith\.constant (true|false)\b", self._line(op))
+        return found.group(1) == "true" if found else None
+
     def _line(self, op) -> str:
         if self._lines is None:
             self._lines = self._printed_lines(self._module, self._builder)
@@ -315,6 +328,11 @@ def gluon_barrier():
 #: verifier refuses, so the region takes Triton's own descriptor type and lays it out itself
 #: (``errors.host_descriptor_into_region`` where that is another layout).
 REGION_TAKES_HOST_DESCRIPTORS = TRITON_MAJOR_MINOR >= (3, 8)
+#: Where Triton lowers a tensor descriptor to a pointer, shape and strides (no TMA), the i1 flags
+#: after those: its padding option, and from the release that rounds f32 to tf32 through a
+#: descriptor, that option too (read off the interpreter's descriptor, which has it alike).
+LOWERED_DESCRIPTOR_FLAGS = 2 if "round_f32_to_tf32" in inspect.signature(
+    importlib.import_module("triton.runtime.interpreter").TensorDescHandle.__init__).parameters else 1
 #: Whether Gluon's ``tma.store_wait`` takes ``read_only`` (3.8 on); before, it waits for the stores
 #: to complete, as ``read_only=False`` does.
 STORE_WAIT_READ_ONLY = TRITON_MAJOR_MINOR >= (3, 8)

@@ -88,7 +88,7 @@ def pending(state, module, lowered: Lowered, tensor_types: tuple) -> None:
     """A call of ``t_arange_load`` (region 0) lowered to ``lowered``, waiting for its splice."""
     region = state.compile.new_region("t_arange_load", "triton", CallSite("k.py", 3), "", shared_bytes=0, lines=())
     state.compile.triton._pending.append(PendingSplice(region, lowered, module.get_function(region.symbol),
-                                                       tensor_types, fn=None, args=[]))
+                                                       tensor_types, fn=None, args=[], leaf_names=()))
 
 
 @pytest.mark.ir_pass("splice Triton calls")
