@@ -10,7 +10,8 @@ from __future__ import annotations
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import tma
 
-from . import arch, pointer_descriptors
+from . import pointer_descriptors
+from ..targets import arch
 from .arguments import is_descriptor
 from ..boundaries.movement import linear
 from ..instrumentation import timing
