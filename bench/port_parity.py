@@ -11,7 +11,8 @@ dropout's ``dropout_store`` (``tl.rand``'s Philox constants), upstream layer nor
 upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax's
 ``softmax_row`` (the row, inside the kernel's pipelined loop; and that loop as a function,
 ``softmax_row_loop``) in their Triton kernels, attention's
-``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, and where the target has TMA
+``kv_loop`` (and under a causal mask, at two sites: ``multisite_cases``), the descriptor persistent
+matmul's ``persistent_tiles_desc``, and where the target has TMA
 that matmul's ``tile_pids``, ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host
 made (the last two also those its all-Triton kernel made); in a Gluon host, and ``add``, ``leaky_relu``
 and ``persistent_tiles_desc`` in their all-Triton kernels too), and
@@ -104,6 +105,23 @@ def cases(target: str) -> list[tuple]:
         *((fn, pp.matmul_descriptor_persistent_tma, pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS,
            {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE})
           for fn in ((pp.k_loop_desc, pp.store_tile_desc) if has_tma(target) else ())),
+        *multisite_cases(target),
+    ]
+
+
+def multisite_cases(target: str) -> list[tuple]:
+    """Functions their kernel calls at sites Triton lowers differently, one port per
+    specialization: attention's ``kv_loop`` under a causal mask (its unmasked blocks, then the
+    masked diagonal, both called in ``attention_loop``), and the test kernels in upstream
+    attention backward's pattern (``tests/multisite_port_kernels.py``: another constexpr and tile
+    at each site, in a Triton and a Gluon host; another tile shape only)."""
+    from tests import multisite_port_kernels as m
+    return [
+        (attention.kv_loop, attention.attention_kernel, attention.SIGNATURE, attention.constexprs(target, 64, True),
+         {"divisible": attention.DIVISIBLE, **attention.options(target)}),
+        *((m.accumulate_rows, kernel, m.SIGNATURE, m.CONSTEXPRS, {"num_warps": 4})
+          for kernel in (m.k_two_phase, m.k_two_phase_gluon)),
+        (m.scale_by_row_sums, m.k_two_shapes, m.SIGNATURE, {"N": 32}, {"num_warps": 4}),
     ]
 
 

@@ -30,6 +30,8 @@ class Site:
     where: str            # file:line of the call
     call: RecordedCall
     crossings: object     # ``from_ttgir.Crossings``: how the kernel moved its inputs at this call
+    #: (file, line) of a Triton kernel's call, whose ops the kernel inlined there (``inlined.read``)
+    at: tuple[str, int] | None = None
 
     @property
     def key(self) -> tuple:

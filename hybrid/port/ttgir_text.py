@@ -264,14 +264,21 @@ def _positions(raw: dict[str, str]) -> dict[str, tuple]:
 
 def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, str], frozenset[str]]:
     """``raw`` with each call site at ``site`` (file, line) replaced by its callee's location, and
-    the aliases so replaced (or naming one that was): the ops inlined from that call."""
+    the aliases so replaced (or naming one that was): the ops inlined from that call. The call may
+    be in a function the kernel inlined in turn (attention's ``kv_loop`` called in ``attention_loop``):
+    its call sites then continue with that function's; one that the kernel inlined at several
+    places inlines the call at each, which is no one copy of it, so nothing is matched."""
     positions = _positions(raw)
-    out, inlined = dict(raw), set()
+    out, inlined, callers = dict(raw), set(), set()
     for key, text in raw.items():
         m = _CALLSITE.match(text)
-        if m and [p[:2] for p in positions.get(m.group(2), ())] == [site]:
+        chain = tuple(p[:2] for p in positions.get(m.group(2), ())) if m else ()
+        if chain[:1] == (site, ):
             out[key] = f"loc({m.group(1)})"
             inlined.add(key)
+            callers.add(chain)
+    if len(callers) > 1:
+        return dict(raw), frozenset()
     grown = True
     while grown:   # a name given to such a location, a call inlined into the call (``g at <f at site>``)
         before = len(inlined)
