@@ -169,3 +169,16 @@ def test_the_kernels_copy_is_read_at_each_site_of_a_call_in_an_inlined_function(
         taken = {names[argument] for argument in copy.arguments.values()}
         assert {"acc", "m_i", "l_i", "q", "k_ptrs", "v_ptrs", "qk_scale", "hi"} <= taken, (site.where, taken)
         assert len(copy.results) == 3
+
+
+def test_a_helper_called_on_a_row_and_on_a_tile_is_picked_by_rank(tmp_path):
+    """fla's ``exp2`` pattern: the sites differ in rank, which picks the port, not in a layout (a
+    build for other operand layouts, the probe's, matched no site's: the port did not build)."""
+    ported = from_ttgir.port(m.k_two_ranks, m.exp2_f32, m.SIGNATURE, {"N": 16}, "sm80", num_warps=4)
+    name = ported.name
+    assert f"    if (len(x.shape) == 1):\n        return {name}_0(x)" in ported.source
+    assert f"    elif (len(x.shape) == 2):\n        return {name}_1(x)" in ported.source
+    args = (torch.randn(16), torch.full((16, ), float("nan")), torch.full((16, 16), float("nan")))
+    result = _compare(m.k_two_ranks, m.exp2_f32, _loaded(ported, name, tmp_path), args, {"N": 16}, "sm80")
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+    assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}

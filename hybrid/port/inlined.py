@@ -510,10 +510,11 @@ def _pure(op: Op) -> bool:
 
 
 def _staged(op: Op) -> bool:
-    """An immutable shared-memory copy of a value (a ``tl.dot`` operand the function takes): the
-    kernel stages a tile its caller passes at two calls once, for both (attention's ``q``); the
-    port stages its parameter again, as the function lowered alone does."""
-    return op.name == "ttg.local_alloc" and len(op.operands) == 1 and "mutable" not in op.types
+    """An immutable shared-memory copy of a value (a ``tl.dot`` operand the function takes), or a
+    load of one (AMD loads it in the dot's operand layout): the kernel stages a tile its caller
+    passes at two calls once, for both (attention's ``q``); the port stages its parameter again,
+    as the function lowered alone does."""
+    return op.name in ("ttg.local_alloc", "ttg.local_load") and len(op.operands) == 1 and "mutable" not in op.types
 
 
 def _shape_free(op: Op) -> str:

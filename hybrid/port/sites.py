@@ -6,8 +6,8 @@ are written into it, the mask folded away), and swapped in at both it compiles a
 wrong results. So each distinct specialization (its IR, constants and constexprs) gets a port of
 its own, ``<name>_0``, ``<name>_1``, ..., and the kernel calls ``<name>`` at every site: a
 ``@gluon.jit`` function that picks each site's port at compile time by what tells the sites
-apart (constexprs first, then argument types, shapes, layouts). Sites nothing said in Gluon
-tells apart are refused, every one named.
+apart (constexprs first, then argument types, ranks, shapes, layouts). Sites nothing said in
+Gluon tells apart are refused, every one named.
 """
 from __future__ import annotations
 
@@ -116,6 +116,9 @@ def _features(fn, groups: list[tuple[Site, ...]]) -> list[list[tuple]]:
             found.append([(ty.element, f"{name}.dtype == {dtype(ty.element)}", set()) for ty in tys])
         except KeyError:
             pass
+    for name, tys in types.items():   # (before layouts, which a build for other operand layouts does not keep)
+        if all(ty.layout for ty in tys) and len({len(ty.shape) for ty in tys}) > 1:
+            found.append([(len(ty.shape), f"len({name}.shape) == {len(ty.shape)}", set()) for ty in tys])
     for name, tys in types.items():
         if all(ty.layout for ty in tys) and len({len(ty.shape) for ty in tys}) == 1:
             found += [[(ty.shape[d], f"{name}.shape[{d}] == {ty.shape[d]}", set()) for ty in tys]
