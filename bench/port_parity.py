@@ -114,14 +114,16 @@ def multisite_cases(target: str) -> list[tuple]:
     specialization: attention's ``kv_loop`` under a causal mask (its unmasked blocks, then the
     masked diagonal, both called in ``attention_loop``), and the test kernels in upstream
     attention backward's pattern (``tests/multisite_port_kernels.py``: another constexpr and tile
-    at each site, in a Triton and a Gluon host; another tile shape only)."""
+    at each site, in a Triton host and, where warps are 32 wide as its layout's, a Gluon one;
+    another tile shape only; another rank only)."""
     from tests import multisite_port_kernels as m
+    hosts = (m.k_two_phase, m.k_two_phase_gluon) if TARGETS[target].warp_size == 32 else (m.k_two_phase, )
     return [
         (attention.kv_loop, attention.attention_kernel, attention.SIGNATURE, attention.constexprs(target, 64, True),
          {"divisible": attention.DIVISIBLE, **attention.options(target)}),
-        *((m.accumulate_rows, kernel, m.SIGNATURE, m.CONSTEXPRS, {"num_warps": 4})
-          for kernel in (m.k_two_phase, m.k_two_phase_gluon)),
+        *((m.accumulate_rows, kernel, m.SIGNATURE, m.CONSTEXPRS, {"num_warps": 4}) for kernel in hosts),
         (m.scale_by_row_sums, m.k_two_shapes, m.SIGNATURE, {"N": 32}, {"num_warps": 4}),
+        (m.exp2_f32, m.k_two_ranks, m.SIGNATURE, {"N": 16}, {"num_warps": 4}),
     ]
 
 

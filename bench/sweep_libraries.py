@@ -111,6 +111,21 @@ def _fla_chunk_o_gated():
     chunk_fwd_o(q=q, k=k, v=v, h=h, g=g, scale=K ** -0.5, chunk_size=BT)
 
 
+def _fla_scaled_dot_kkt():
+    """beta * K K^T per chunk with a gate: fla's ``exp2`` on the gate differences."""
+    import torch
+    from fla.ops.common.chunk_scaled_dot_kkt import chunk_scaled_dot_kkt_fwd
+    B, T, H, K = 1, 64, 2, 32
+    g = -torch.rand(B, T, H).cumsum(1)
+    chunk_scaled_dot_kkt_fwd(torch.randn(B, T, H, K), g=g, beta=torch.rand(B, T, H), chunk_size=16)
+
+
+def _fla_cumsum():
+    import torch
+    from fla.ops.utils.cumsum import chunk_local_cumsum_scalar
+    chunk_local_cumsum_scalar(torch.randn(1, 64, 2), chunk_size=16)
+
+
 def _fla_softmax():
     import torch
     from fla.ops.utils.softmax import softmax_fwd
@@ -135,6 +150,8 @@ ENTRIES = (
     Entry("liger-kernel", "fused_moe", _liger_fused_moe),
     Entry("flash-linear-attention", "chunk_o", _fla_chunk_o),
     Entry("flash-linear-attention", "chunk_o_gated", _fla_chunk_o_gated),
+    Entry("flash-linear-attention", "scaled_dot_kkt", _fla_scaled_dot_kkt),
+    Entry("flash-linear-attention", "cumsum", _fla_cumsum),
     Entry("flash-linear-attention", "softmax", _fla_softmax),
     Entry("flash-linear-attention", "logsumexp", _fla_logsumexp),
 )
