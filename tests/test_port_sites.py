@@ -10,7 +10,6 @@ import torch
 
 import hybrid
 from hybrid.port import PortError, compare, from_ttgir, with_region
-from interop.triton import compat
 from tests import multisite_port_kernels as m
 from tests.port_kernels import run_generated_test
 
@@ -147,10 +146,6 @@ def test_the_comparison_fails_where_a_sites_port_never_ran(tmp_path):
     assert f"{ported.name}_1: NEVER RAN: its call site was not compared" in result.report()
 
 
-@pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 7),
-                    reason="Triton 3.6 locates a multi-line call's inlined ops at a later line of the call than the "
-                           "region's call site, so the kernel's copy is not found there (the ports written from the "
-                           "regions stay, at parity)")
 def test_the_kernels_copy_is_read_at_each_site_of_a_call_in_an_inlined_function():
     """``kv_loop``'s two calls are in ``attention_loop``, which the kernel inlines: each site's ops
     are read from the kernel as the function's. At the first, the kernel passes constants for

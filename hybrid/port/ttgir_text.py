@@ -9,8 +9,10 @@ rules to read the few attributes each one needs.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -270,10 +272,11 @@ def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, st
     places inlines the call at each, which is no one copy of it, so nothing is matched."""
     positions = _positions(raw)
     out, inlined, callers = dict(raw), set(), set()
+    lines = _call_lines(*site)
     for key, text in raw.items():
         m = _CALLSITE.match(text)
         chain = tuple(p[:2] for p in positions.get(m.group(2), ())) if m else ()
-        if chain[:1] == (site, ):
+        if chain and chain[0][0] == site[0] and chain[0][1] in lines:
             out[key] = f"loc({m.group(1)})"
             inlined.add(key)
             callers.add(chain)
@@ -287,6 +290,17 @@ def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, st
                        and m.groups()[-1] in inlined)
         grown = len(inlined) > before
     return out, frozenset(inlined)
+
+
+def _call_lines(file: str, line: int) -> range:
+    """The lines of the call that starts at ``line`` of ``file``: Triton 3.6 locates a call written
+    over several lines at a later one of them (an argument's)."""
+    try:
+        tree = ast.parse(Path(file).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return range(line, line + 1)
+    ends = [node.end_lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno == line]
+    return range(line, max(ends, default=line) + 1)
 
 
 def _resolve_locations(raw: dict[str, str]) -> dict[str, Where]:
