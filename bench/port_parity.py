@@ -11,12 +11,12 @@ dropout's ``dropout_store`` (``tl.rand``'s Philox constants), upstream layer nor
 upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax's
 ``softmax_row`` (the row, inside the kernel's pipelined loop; and that loop as a function,
 ``softmax_row_loop``) in their Triton kernels, attention's
-``kv_loop``, the descriptor persistent matmul's ``persistent_tiles_desc``, its ``k_loop_desc`` and
-``store_tile_desc`` taking the descriptors its all-Triton kernel made (TMA descriptors on sm90a/sm100a,
-``hybrid.PointerDescriptor`` elsewhere) and its subtiled epilogue ``store_tile_subtiled`` (upstream's
-EPILOGUE_SUBTILE), upstream fused attention's inner loop ``_attn_fwd_inner`` (K and V descriptors in),
-and where the target has TMA ``tile_pids``, ``k_loop_desc`` and
-``store_tile_desc`` taking the descriptors a Gluon host made; in a Gluon host, and ``add``, ``leaky_relu``
+``kv_loop`` (and under a causal mask, at two sites: ``multisite_cases``), the descriptor persistent
+matmul's ``persistent_tiles_desc``, its ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors its
+all-Triton kernel made (TMA descriptors on sm90a/sm100a, ``hybrid.PointerDescriptor`` elsewhere) and its
+subtiled epilogue ``store_tile_subtiled`` (upstream's EPILOGUE_SUBTILE), upstream fused attention's inner
+loop ``_attn_fwd_inner`` (K and V descriptors in), and where the target has TMA ``tile_pids``,
+``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host made; in a Gluon host, and ``add``, ``leaky_relu``
 and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
 ``problem(*CHECK_SIZE)``), is ported for each target and swapped back into its kernel; the kernel is built with and without
@@ -110,6 +110,25 @@ def cases(target: str) -> list[tuple]:
         (pp.store_tile_subtiled, pp.matmul_descriptor_persistent_subtiled, pp.PERSISTENT_SIGNATURE,
          pp.PERSISTENT_CONSTEXPRS, {"num_warps": pp.NUM_WARPS, "divisible": pp.PERSISTENT_DIVISIBLE}),
         (pp._attn_fwd_inner, pp.attn_fwd, pp.ATTN_SIGNATURE, pp.ATTN_CONSTEXPRS, {"num_warps": 4, "num_stages": 2}),
+        *multisite_cases(target),
+    ]
+
+
+def multisite_cases(target: str) -> list[tuple]:
+    """Functions their kernel calls at sites Triton lowers differently, one port per
+    specialization: attention's ``kv_loop`` under a causal mask (its unmasked blocks, then the
+    masked diagonal, both called in ``attention_loop``), and the test kernels in upstream
+    attention backward's pattern (``tests/multisite_port_kernels.py``: another constexpr and tile
+    at each site, in a Triton host and, where warps are 32 wide as its layout's, a Gluon one;
+    another tile shape only; another rank only)."""
+    from tests import multisite_port_kernels as m
+    hosts = (m.k_two_phase, m.k_two_phase_gluon) if TARGETS[target].warp_size == 32 else (m.k_two_phase, )
+    return [
+        (attention.kv_loop, attention.attention_kernel, attention.SIGNATURE, attention.constexprs(target, 64, True),
+         {"divisible": attention.DIVISIBLE, **attention.options(target)}),
+        *((m.accumulate_rows, kernel, m.SIGNATURE, m.CONSTEXPRS, {"num_warps": 4}) for kernel in hosts),
+        (m.scale_by_row_sums, m.k_two_shapes, m.SIGNATURE, {"N": 32}, {"num_warps": 4}),
+        (m.exp2_f32, m.k_two_ranks, m.SIGNATURE, {"N": 16}, {"num_warps": 4}),
     ]
 
 

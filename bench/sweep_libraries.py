@@ -99,6 +99,45 @@ def _fla_chunk_o():
     chunk_fwd_o(q=q, k=k, v=v, h=h, g=None, scale=K ** -0.5, chunk_size=BT)
 
 
+def _fla_chunk_o_gated():
+    """``chunk_fwd_o`` with a gate: ``USE_G`` reaches fla's ``exp2`` helper, called at two sites
+    on a row vector and on a square tile (the ungated call above leaves it uncalled)."""
+    import torch
+    from fla.ops.common.chunk_o import chunk_fwd_o
+    B, T, H, K, V, BT = 1, 64, 2, 32, 32, 16
+    q, k, v = (torch.randn(B, T, H, d) for d in (K, K, V))
+    h = torch.randn(B, T // BT, H, K, V)
+    g = -torch.rand(B, T, H).cumsum(1)
+    chunk_fwd_o(q=q, k=k, v=v, h=h, g=g, scale=K ** -0.5, chunk_size=BT)
+
+
+def _fla_scaled_dot_kkt():
+    """beta * K K^T per chunk with a gate: fla's ``exp2`` on the gate differences."""
+    import torch
+    from fla.ops.common.chunk_scaled_dot_kkt import chunk_scaled_dot_kkt_fwd
+    B, T, H, K = 1, 64, 2, 32
+    g = -torch.rand(B, T, H).cumsum(1)
+    chunk_scaled_dot_kkt_fwd(torch.randn(B, T, H, K), g=g, beta=torch.rand(B, T, H), chunk_size=16)
+
+
+def _fla_cumsum():
+    import torch
+    from fla.ops.utils.cumsum import chunk_local_cumsum_scalar
+    chunk_local_cumsum_scalar(torch.randn(1, 64, 2), chunk_size=16)
+
+
+def _fla_softmax():
+    import torch
+    from fla.ops.utils.softmax import softmax_fwd
+    softmax_fwd(torch.randn(8, 256))
+
+
+def _fla_logsumexp():
+    import torch
+    from fla.ops.utils.logsumexp import logsumexp_fwd
+    logsumexp_fwd(torch.randn(8, 256))
+
+
 ENTRIES = (
     Entry("liger-kernel", "rms_norm", _liger_rms_norm),
     Entry("liger-kernel", "swiglu", _liger_swiglu),
@@ -110,4 +149,9 @@ ENTRIES = (
     Entry("liger-kernel", "kl_div", _liger_kl_div),
     Entry("liger-kernel", "fused_moe", _liger_fused_moe),
     Entry("flash-linear-attention", "chunk_o", _fla_chunk_o),
+    Entry("flash-linear-attention", "chunk_o_gated", _fla_chunk_o_gated),
+    Entry("flash-linear-attention", "scaled_dot_kkt", _fla_scaled_dot_kkt),
+    Entry("flash-linear-attention", "cumsum", _fla_cumsum),
+    Entry("flash-linear-attention", "softmax", _fla_softmax),
+    Entry("flash-linear-attention", "logsumexp", _fla_logsumexp),
 )

@@ -115,3 +115,18 @@ def k_two_shapes_maybe(x_ptr, y1_ptr, y2_ptr, whole, N: tl.constexpr):
     if whole != 0:
         b = tl.load(x_ptr + cols[:, None] * N + cols[None, :])
         tl.store(y2_ptr + cols[:, None] * N + cols[None, :], scale_by_row_sums(b))
+
+
+@triton.jit
+def exp2_f32(x):
+    """Elementwise: its two sites differ in rank alone (fla's ``exp2``, on a row of gates and on
+    the square tile of their differences)."""
+    return tl.math.exp2(x.to(tl.float32))
+
+
+@triton.jit
+def k_two_ranks(x_ptr, y1_ptr, y2_ptr, N: tl.constexpr):
+    rows = tl.arange(0, N)
+    g = tl.load(x_ptr + rows)
+    tl.store(y1_ptr + rows, exp2_f32(g))
+    tl.store(y2_ptr + rows[:, None] * N + rows[None, :], exp2_f32(g[:, None] - g[None, :]))

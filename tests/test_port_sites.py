@@ -119,6 +119,11 @@ def test_attentions_kv_loop_under_a_causal_mask_is_ported_per_site_through_its_c
                              divisible=attention.DIVISIBLE, **options)
     assert [site.split(" (")[0] for site in ported.sites] == ["examples/attention.py:96", "examples/attention.py:98"]
     assert "    if (MASK == False):" in ported.source and "    elif (MASK == True):" in ported.source
+    # at the kernel's machine code: the second port takes acc, m_i and l_i in the layouts the first
+    # returns them in, where they were converted through shared memory and back (2552 against 1930)
+    port, original = ported.machine["port"], ported.machine["original"]
+    assert port["instructions"] <= 1.02 * original["instructions"], ported.machine
+    assert port["shared_bytes"] <= original["shared_bytes"], ported.machine
     p = attention.problem(1, 1, 256, 64, True, device="cpu")
     candidate = _loaded(ported, ported.name, tmp_path)
     result = compare(attention.attention_kernel, region=attention.kv_loop, candidate=candidate, grid=(2, 1),
@@ -139,3 +144,41 @@ def test_the_comparison_fails_where_a_sites_port_never_ran(tmp_path):
         assert result.site_runs == {f"{ported.name}_0": 1, f"{ported.name}_1": runs}
         assert result.ok == bool(runs), result.report()
     assert f"{ported.name}_1: NEVER RAN: its call site was not compared" in result.report()
+
+
+def test_the_kernels_copy_is_read_at_each_site_of_a_call_in_an_inlined_function():
+    """``kv_loop``'s two calls are in ``attention_loop``, which the kernel inlines: each site's ops
+    are read from the kernel as the function's. At the first, the kernel passes constants for
+    ``acc``, ``m_i`` and ``l_i`` (zeros, -inf, ones), and merged the zeros with the function's own
+    of a ``tl.dot``: the copy takes the three as its parameters, never as those constants; at the
+    second, ``m_i`` is a result the kernel leaves unused, returned as the loop makes it."""
+    from examples import attention
+    from hybrid.port import inlined
+    from hybrid.port.from_ttgir import capture
+    from hybrid.port.sites import arguments
+    from hybrid.port.ttgir_text import parse
+    from interop.lowering.lower_triton import REGION_FUNCTION
+    target = "sm90a"
+    captured = capture(attention.attention_kernel, attention.kv_loop, attention.SIGNATURE,
+                       attention.constexprs(target, 64, True), target, divisible=attention.DIVISIBLE,
+                       **attention.options(target))
+    kernel = captured.original.asm["ttgir"]
+    for site in captured.sites:
+        copy = inlined.read(kernel, "attention_kernel", site.call.text, site.at)
+        names = dict(zip((ssa for ssa, _ in parse(site.call.text, REGION_FUNCTION).args), arguments(site.call)))
+        taken = {names[argument] for argument in copy.arguments.values()}
+        assert {"acc", "m_i", "l_i", "q", "k_ptrs", "v_ptrs", "qk_scale", "hi"} <= taken, (site.where, taken)
+        assert len(copy.results) == 3
+
+
+def test_a_helper_called_on_a_row_and_on_a_tile_is_picked_by_rank(tmp_path):
+    """fla's ``exp2`` pattern: the sites differ in rank, which picks the port, not in a layout (a
+    build for other operand layouts, the probe's, matched no site's: the port did not build)."""
+    ported = from_ttgir.port(m.k_two_ranks, m.exp2_f32, m.SIGNATURE, {"N": 16}, "sm80", num_warps=4)
+    name = ported.name
+    assert f"    if (len(x.shape) == 1):\n        return {name}_0(x)" in ported.source
+    assert f"    elif (len(x.shape) == 2):\n        return {name}_1(x)" in ported.source
+    args = (torch.randn(16), torch.full((16, ), float("nan")), torch.full((16, 16), float("nan")))
+    result = _compare(m.k_two_ranks, m.exp2_f32, _loaded(ported, name, tmp_path), args, {"N": 16}, "sm80")
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+    assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}

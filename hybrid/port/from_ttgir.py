@@ -166,7 +166,8 @@ def _sites(built, recorded: list, fn: JITFunction, probed: bool) -> tuple[Site, 
         regions, callers = [None] * len(calls), [None] * len(calls)
     return tuple(Site(f"{shown(caller.call_site.file)}:{caller.call_site.line}" if caller else f"call {k + 1}", call,
                       Crossings(shared_handoffs(built.asm["ttgir"], region.index if region else None),
-                                made_in_place(built.boundaries, region.index if region else None)))
+                                made_in_place(built.boundaries, region.index if region else None)),
+                      (caller.call_site.file, caller.call_site.line) if caller and probed else None)
                  for k, (call, region, caller) in enumerate(zip(calls, regions, callers)))
 
 
@@ -523,6 +524,18 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
             again = None
         if again is not None and _excess(again[2], original) < _excess(machine, original):
             (source, constants, machine, hoisted), differs = again, inlined.differs
+    elif any(_excess(machine, original)) and len(groups) > 1:
+        # each specialization's port written from the kernel's own copy at its first site, where it reads
+        copies = [_inlined_at(captured.original, kernel, group[0]) for group in groups]
+        if any(copies):
+            try:
+                again = _per_specialization(kernel, fn, groups, target, name, path, written_by, signature, constexprs,
+                                            options, copies)
+            except Exception:   # noqa: BLE001 - as above
+                again = None
+            if again is not None and _excess(again[2], original) < _excess(machine, original):
+                source, constants, machine, sites = again
+                differs = "; ".join(dict.fromkeys(copy.differs for copy in copies if copy and copy.differs))
     # the kernel's loop pipelines the loads the port's caller issues again; any other it cannot
     caveats = () if hoisted else captured.caveats
     differs = differs if machine != original and not caveats else ""   # (a caveat says it already)
@@ -533,16 +546,30 @@ def port(kernel, fn: JITFunction, signature: dict, constexprs: dict, target: str
                      sites)
 
 
+def _inlined_at(original, kernel, site: Site) -> Inlined | None:
+    """The Triton kernel's own copy of the call at ``site`` (built: ``original``), where it reads
+    as one function (``inlined.read``); else None: the port of that site's region stays."""
+    if site.at is None:
+        return None
+    try:
+        return read_inlined(original.asm["ttgir"], jit_function(kernel).__name__, site.call.text, site.at)
+    except Exception:   # noqa: BLE001 - NotInlined: the region Triton lowered alone is the port there
+        return None
+
+
 def _per_specialization(kernel, fn: JITFunction, groups: list, target: str, name: str, path: Path, written_by: str,
-                        signature: dict, constexprs: dict, options: dict) -> tuple[str, dict, dict, tuple[str, ...]]:
+                        signature: dict, constexprs: dict, options: dict,
+                        copies: list[Inlined | None] | None = None) -> tuple[str, dict, dict, tuple[str, ...]]:
     """The port of a function ``kernel`` calls at sites Triton lowers differently (``groups``, see
     ``sites``): one port per specialization, ``<name>_<k>``, and ``<name>``, which picks each
     site's; its source, the parameters every port makes in place, the kernel's figures with it,
-    and each site with the port it takes."""
+    and each site with the port it takes. ``copies``: per specialization, the kernel's own copy of
+    the call to write its port from (``inlined``), or None for the region Triton lowered alone."""
     specs, imports = dispatch(fn, groups)
     parts, made = [], []
     for k, spec in enumerate(specs):
-        written = written_function(fn, spec.call, target, f"{name}_{k}", kernel.__name__, spec.sites[0].crossings)
+        written = written_function(fn, spec.call, target, f"{name}_{k}", kernel.__name__, spec.sites[0].crossings,
+                                   copies[k] if copies else None)
         helpers, function = suffixed(written.helpers, written.function, f"_{k}")
         parts += [*helpers, function]
         imports |= written.imports

@@ -80,7 +80,10 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
     for value in used_from_outside(Block([], ops), set()):
         producer = producers.get(value)
         if producer is not None and producer.name == "arith.constant":
-            made[id(producer)] = producer
+            taken = _as_parameters(value, ops, align, producers)
+            arguments.update(taken)
+            if any(value in _all_operands(op) for op in ops):
+                made[id(producer)] = producer
             continue
         found = align.sources(value, ops)
         if len(found) == 1 and found[0].startswith("arg:"):
@@ -103,6 +106,28 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
                "(hybrid.amd.buffer_load/buffer_store), issued where Triton proves the tile's offsets in range"
                if tiles else "")
     return Inlined(module, arguments, results, remade, frozenset(tiles), differs)
+
+
+def _as_parameters(value: str, ops: list[Op], align: "_Alignment", producers: dict[str, Op]) -> dict[str, str]:
+    """The uses of the kernel's constant ``value`` where the function takes a parameter (the
+    caller's ``tl.zeros`` accumulator, which the kernel also merged with the function's own zeros
+    of a ``tl.dot``), each renamed to a value of its own: per such value, the region argument it
+    is. The port takes the parameter there; a constant the function's own op takes stays one."""
+    taken: dict[str, str] = {}
+    for user in {id(op): op for op, _ in uses(Block([], ops), value)}.values():
+        found = set().union(*(align.use_sources(value, user, k, ops) for k, v in enumerate(user.operands) if v == value))
+        parameters = {source[4:] for source in found if source.startswith("arg:")}
+        if not parameters:
+            continue
+        if len(found) != 1:
+            raise NotInlined(f"the kernel's constant {value} is a parameter of the function and something else in "
+                             f"one op ({', '.join(sorted(found))})")
+        argument = parameters.pop()
+        renamed = f"{value}.{argument[1:]}"
+        user.rest = re.sub(rf"{re.escape(value)}(?![\w$.\-#])", renamed, user.rest)
+        producers[renamed] = producers[value]
+        taken[renamed] = argument
+    return taken
 
 
 def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
@@ -270,8 +295,10 @@ def _type_of(value: str, producers: dict[str, Op]) -> str:
     op = producers.get(value)
     if op is None:
         raise NotInlined(f"the type of {value} is not read here")
+    if op.name == "scf.for" and value in op.results:   # a loop's result: the type of what it carries
+        return list(_loop_arguments(op).values())[1 + op.results.index(value)]
     types = _top_level(re.split(r"->| to ", op.types)[-1].strip().strip("()"))
-    return types[op.results.index(value)] if len(types) == len(op.results) else types[-1]
+    return types[op.results.index(value)] if value in op.results and len(types) == len(op.results) else types[-1]
 
 
 def _top_level(text: str) -> list[str]:
@@ -326,8 +353,12 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
         if len(sinks) != 1 or sinks[0] in results:
             raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
         results[sinks[0]] = value
+    for j in set(range(align.region_results)) - set(results):   # a result the kernel leaves unused, as its op made it
+        unused = [value for op in ops for value in op.results if value not in used and align.sinks(value, ops) == [j]]
+        if unused:
+            results[j] = unused[0]
     if sorted(results) != list(range(align.region_results)):
-        raise NotInlined("a result of the function is not used by the kernel, or is an argument passed through")
+        raise NotInlined("a result of the function is an argument passed through, or made by no op of the kernel's")
     return [results[j] for j in range(align.region_results)]
 
 
@@ -391,21 +422,24 @@ class _Alignment:
         ``constant`` or ``value``; through the kernel's conversions of it, to their users."""
         found: set[str] = set()
         for user, k in uses(Block([], ops), value):
-            if user.name == "ttg.convert_layout" and depth < 8:
-                found.update(self.sources(user.results[0], ops, depth + 1))
-                continue
-            carried = [arg for arg, init in user.carried if init == value]
-            if carried and depth < 8:   # an initial value: as the loop's uses of what it carries
-                for arg in carried:
-                    found.update(self.sources(arg, ops, depth + 1))
-                continue
-            for twin in self.candidates(user):
-                if k < len(twin.operands):
-                    made = self._back(twin.operands[k])[-1]
-                    producer = self.producers.get(made)
-                    found.add(f"arg:{made}" if made in self.arguments else
-                              "constant" if producer is not None and producer.name == "arith.constant" else "value")
+            found |= self.use_sources(value, user, k, ops, depth)
         return sorted(found)
+
+    def use_sources(self, value: str, user: Op, k: int, ops: list[Op], depth: int = 0) -> set[str]:
+        """``sources`` of one use of ``value``: ``user``'s operand ``k``."""
+        if user.name == "ttg.convert_layout":
+            return set(self.sources(user.results[0], ops, depth + 1)) if depth < 8 else set()
+        carried = [arg for arg, init in user.carried if init == value]
+        if carried:   # an initial value: as the loop's uses of what it carries
+            return {source for arg in carried for source in self.sources(arg, ops, depth + 1)} if depth < 8 else set()
+        found: set[str] = set()
+        for twin in self.candidates(user):
+            if k < len(twin.operands):
+                made = self._back(twin.operands[k])[-1]
+                producer = self.producers.get(made)
+                found.add(f"arg:{made}" if made in self.arguments else
+                          "constant" if producer is not None and producer.name == "arith.constant" else "value")
+        return found
 
     def made_alike(self, value: str, ops: list[Op], producers: dict[str, Op], arguments: dict[str, str],
                    made: dict[int, Op]) -> bool:
@@ -472,7 +506,15 @@ _PURE = ("arith.", "math.", "tt.addptr", "tt.fp_to_fp", "tt.bitcast", "tt.precis
 
 
 def _pure(op: Op) -> bool:
-    return not op.regions and (op.name in remat.MADE_AGAIN or op.name.startswith(_PURE))
+    return not op.regions and (op.name in remat.MADE_AGAIN or op.name.startswith(_PURE)) or _staged(op)
+
+
+def _staged(op: Op) -> bool:
+    """An immutable shared-memory copy of a value (a ``tl.dot`` operand the function takes), or a
+    load of one (AMD loads it in the dot's operand layout): the kernel stages a tile its caller
+    passes at two calls once, for both (attention's ``q``); the port stages its parameter again,
+    as the function lowered alone does."""
+    return op.name in ("ttg.local_alloc", "ttg.local_load") and len(op.operands) == 1 and "mutable" not in op.types
 
 
 def _shape_free(op: Op) -> str:

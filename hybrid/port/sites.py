@@ -6,8 +6,8 @@ are written into it, the mask folded away), and swapped in at both it compiles a
 wrong results. So each distinct specialization (its IR, constants and constexprs) gets a port of
 its own, ``<name>_0``, ``<name>_1``, ..., and the kernel calls ``<name>`` at every site: a
 ``@gluon.jit`` function that picks each site's port at compile time by what tells the sites
-apart (constexprs first, then argument types, shapes, layouts). Sites nothing said in Gluon
-tells apart are refused, every one named.
+apart (constexprs first, then argument types, ranks, shapes, layouts). Sites nothing said in
+Gluon tells apart are refused, every one named.
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ class Site:
     where: str            # file:line of the call
     call: RecordedCall
     crossings: object     # ``from_ttgir.Crossings``: how the kernel moved its inputs at this call
+    #: (file, line) of a Triton kernel's call, whose ops the kernel inlined there (``inlined.read``)
+    at: tuple[str, int] | None = None
 
     @property
     def key(self) -> tuple:
@@ -115,7 +117,8 @@ def _features(fn, groups: list[tuple[Site, ...]]) -> list[list[tuple]]:
         except KeyError:
             pass
     for name, tys in types.items():
-        if all(ty.layout for ty in tys):   # the rank, then (where one) each dimension
+        if all(ty.layout for ty in tys):   # the rank, then (where one) each dimension: before layouts,
+            # which a build for other operand layouts (a Triton host's probe) does not keep
             found.append([(len(ty.shape), f"len({name}.shape) == {len(ty.shape)}", set()) for ty in tys])
         if all(ty.layout for ty in tys) and len({len(ty.shape) for ty in tys}) == 1:
             found += [[(ty.shape[d], f"{name}.shape[{d}] == {ty.shape[d]}", set()) for ty in tys]

@@ -9,8 +9,10 @@ rules to read the few attributes each one needs.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -264,14 +266,22 @@ def _positions(raw: dict[str, str]) -> dict[str, tuple]:
 
 def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, str], frozenset[str]]:
     """``raw`` with each call site at ``site`` (file, line) replaced by its callee's location, and
-    the aliases so replaced (or naming one that was): the ops inlined from that call."""
+    the aliases so replaced (or naming one that was): the ops inlined from that call. The call may
+    be in a function the kernel inlined in turn (attention's ``kv_loop`` called in ``attention_loop``):
+    its call sites then continue with that function's; one that the kernel inlined at several
+    places inlines the call at each, which is no one copy of it, so nothing is matched."""
     positions = _positions(raw)
-    out, inlined = dict(raw), set()
+    out, inlined, callers = dict(raw), set(), set()
+    lines = _call_lines(*site)
     for key, text in raw.items():
         m = _CALLSITE.match(text)
-        if m and [p[:2] for p in positions.get(m.group(2), ())] == [site]:
+        chain = tuple(p[:2] for p in positions.get(m.group(2), ())) if m else ()
+        if chain and chain[0][0] == site[0] and chain[0][1] in lines:
             out[key] = f"loc({m.group(1)})"
             inlined.add(key)
+            callers.add(chain)
+    if len(callers) > 1:
+        return dict(raw), frozenset()
     grown = True
     while grown:   # a name given to such a location, a call inlined into the call (``g at <f at site>``)
         before = len(inlined)
@@ -280,6 +290,17 @@ def _as_callee(raw: dict[str, str], site: tuple[str, int]) -> tuple[dict[str, st
                        and m.groups()[-1] in inlined)
         grown = len(inlined) > before
     return out, frozenset(inlined)
+
+
+def _call_lines(file: str, line: int) -> range:
+    """The lines of the call that starts at ``line`` of ``file``: Triton 3.6 locates a call written
+    over several lines at a later one of them (an argument's)."""
+    try:
+        tree = ast.parse(Path(file).read_text())
+    except (OSError, SyntaxError, ValueError):
+        return range(line, line + 1)
+    ends = [node.end_lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno == line]
+    return range(line, max(ends, default=line) + 1)
 
 
 def _resolve_locations(raw: dict[str, str]) -> dict[str, Where]:

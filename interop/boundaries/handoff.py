@@ -125,15 +125,34 @@ def entry_layouts(module, function_name: str, names: list[str], builder) -> tupl
     unsure: list[str] = []
     for k, name in enumerate(names):
         argument = function.args(k)
-        text, only = str(argument.get_type()), users.get(argument.id(), [])
-        if not text.startswith("tensor<") or len(only) != 1 or only[0].get_name() != "ttg.convert_layout":
+        text, converted = str(argument.get_type()), _only_conversion(module, users, argument)
+        if not text.startswith("tensor<") or converted is None:
             continue
         placeholder = text[text.index(", ") + 2:-1]
         if any(placeholder in t for t in types):
             unsure.append(name)
         else:
-            found[name] = Want(builder.get_gluon_layout_from_tensor(only[0].get_result(0)), False)
+            found[name] = Want(builder.get_gluon_layout_from_tensor(converted.get_result(0)), False)
     return found, unsure
+
+
+def _only_conversion(module, users: dict[int, list], argument, depth: int = 0):
+    """The ``ttg.convert_layout`` that is the only use of ``argument``, or of the parameter of a
+    function it is passed to once and used by nothing else (a port per call site: the function the
+    kernel calls only calls the port of the site's specialization); else None."""
+    only = users.get(argument.id(), [])
+    if len(only) != 1:
+        return None
+    if only[0].get_name() == "ttg.convert_layout":
+        return only[0]
+    if only[0].get_name() != "tt.call" or depth > 4:
+        return None
+    call = only[0]
+    passed = [i for i in range(call.get_num_operands()) if call.get_operand(i).id() == argument.id()]
+    callee = module.get_function(call.get_flat_symbol_ref_attr("callee"))
+    if len(passed) != 1 or callee is None or callee.get_num_args() != call.get_num_operands():
+        return None
+    return _only_conversion(module, users, callee.args(passed[0]), depth + 1)
 
 
 def reads_async_proxy(module) -> bool:

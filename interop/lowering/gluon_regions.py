@@ -215,8 +215,8 @@ class GluonRegions:
             elif want is None and value.id() in self._taken.loads:   # the host will load it in that layout
                 wants[k] = self._taken.loads[value.id()]
             elif want is None and isinstance(ty, tl.block_type):
-                producers = producers or uses.producers(module)
-                produced = _gluon_result(producers, value)
+                producers = producers or (uses.producers(module), _yielded_by_then(module))
+                produced = _gluon_result(*producers, value)
                 if produced is not None:   # as a Gluon caller would pass it: no conversion between the two
                     wants[k] = handoff.Want(gluon_builder.get_gluon_layout_from_tensor(produced), False)
         leaf_types = [want.gluon_type(t) if want else
@@ -400,6 +400,23 @@ def _returned_in_entry_layouts(calls: list, found: dict, module) -> dict[int, di
     return returned
 
 
+def _yielded_by_then(module) -> dict[int, object]:
+    """Per result (value id) of each ``scf.if`` in ``module``, the value its then branch yields."""
+    owner = uses.owners(module)
+    found: dict[int, object] = {}
+
+    def visit(op) -> None:
+        if op.get_name() != "scf.yield":
+            return
+        region = op.get_block().get_parent()
+        holder = owner.get(region.id())
+        if holder is not None and holder.get_name() == "scf.if" and holder.get_region(0).id() == region.id():
+            found.update((holder.get_result(i).id(), op.get_operand(i)) for i in range(op.get_num_operands()))
+
+    module.walk(visit)
+    return found
+
+
 def _only_returns_a_call(fn) -> bool:
     """Whether the body of ``fn`` (a ``@gluon.jit`` function) is one ``return f(a, b, ...)`` of
     its parameters (a docstring aside): its results are the callee's, as a port probe's are."""
@@ -412,10 +429,13 @@ def _only_returns_a_call(fn) -> bool:
         isinstance(keyword.value, ast.Name) for keyword in call.keywords)
 
 
-def _gluon_result(producers: dict, value):
+def _gluon_result(producers: dict, yielded: dict, value):
     """The result of an earlier Gluon call that ``value`` is the boundary's conversion of (the
     host took it in the layout Triton chose while both calls were opaque), or None;
-    ``producers``: ``uses.producers`` of the module."""
+    ``producers``: ``uses.producers`` of the module; ``yielded``: ``_yielded_by_then``, through
+    which an earlier call's boundary ``scf.if`` passes its result on (two calls in a row)."""
+    while value.id() in yielded:
+        value = yielded[value.id()]
     conversion = producers.get(value.id())
     if conversion is None or conversion.get_name() != "ttg.convert_layout" or not conversion.get_str_attr(TAG) \
             or BoundaryTag.parse(conversion.get_str_attr(TAG)).direction != "out":
