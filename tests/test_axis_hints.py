@@ -23,6 +23,8 @@ from interop.lowering import axis_hints
 from interop.lowering.axis_hints import AxisFacts
 from interop.instrumentation.resources import instructions
 
+pytestmark = pytest.mark.version
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 

@@ -23,6 +23,8 @@ from interop.stitching import stitch
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
 
+pytestmark = pytest.mark.version
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 

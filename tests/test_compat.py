@@ -1,8 +1,13 @@
 """Version handling lives in one module."""
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,3 +67,30 @@ def test_gluon_async_copy_is_cp_async_on_this_triton():
     kernel = compile_pure(stage, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"L": gl.BlockedLayout([1], [32], [4], [0])},
                           "sm80", 4)
     assert "cp.async" in kernel.asm["ptx"] and "cp.async.wait_group" in kernel.asm["ptx"]
+
+
+def _reads_the_release(node) -> bool:
+    """Whether ``node`` asks ``compat`` which release this is (a capability flag or the version
+    tuple; ``TRITON_VERSION``, only recorded in metadata, is not a branch)."""
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "compat"
+               and n.attr.isupper() and n.attr != "TRITON_VERSION" for n in ast.walk(node))
+
+
+def _marked_version(decorators) -> bool:
+    return any("pytest.mark.version" in ast.unparse(d) for d in decorators)
+
+
+def test_tests_that_branch_on_the_release_are_marked_version():
+    """Triton 3.6 runs only the tests marked ``version`` (``make test-oldest``): a test whose
+    checks differ by release must be among them, by its own mark or its module's."""
+    unmarked = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(n, ast.Assign) and "pytestmark" in ast.unparse(n.targets[0]) and "version" in ast.unparse(n.value)
+               for n in tree.body):
+            continue
+        for node in tree.body:
+            is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+            if _reads_the_release(node) and not (is_test and _marked_version(node.decorator_list)):
+                unmarked.append(f"{path.name}:{node.lineno}")
+    assert not unmarked, f"mark these @pytest.mark.version (or their module): {unmarked}"

@@ -8,6 +8,8 @@ import pytest
 
 import hybrid
 
+pytestmark = pytest.mark.version
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD = "tests/bad_kernels.py"
 

@@ -18,6 +18,8 @@ from triton.experimental.gluon.language.amd import cdna3  # noqa: E402
 from tests import interp_kernels as k  # noqa: E402
 from tests.kernels import t_arange_load  # noqa: E402
 
+pytestmark = pytest.mark.version
+
 
 def _blocked_1d(warp_size=32, num_warps=4, vec=4):
     return gl.BlockedLayout([vec], [warp_size], [num_warps], [0])
