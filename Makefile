@@ -27,7 +27,7 @@ VERSION_TESTS := -m version tests
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean chromium fuzz
+.PHONY: demo test test-latest test-oldest test-37 test-38 test-fast bench gpu-check clean chromium fuzz
 
 $(BASE)/.ready:
 	@echo "== $(VENVBASE): $(SHARED), shared by every environment below (once; torch is the large one)"
@@ -90,6 +90,9 @@ test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
+
+test-fast: $(BIN)/.ready   ## a developer's loop (under 3 min): Triton 3.9, without the tests marked slow
+	$(BIN)/python -m pytest -q -rs -n 2 -m "not slow and not gpu" tests
 
 # How many fresh cases `make fuzz` draws (about 10 min on one core once Triton's cache holds the common builds).
 FUZZ_EXAMPLES ?= 8000

@@ -23,7 +23,7 @@ from interop.stitching import stitch
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
 
-pytestmark = pytest.mark.version
+pytestmark = [pytest.mark.version, pytest.mark.slow]
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

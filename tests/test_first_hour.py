@@ -206,6 +206,7 @@ def test_a_bug_inside_a_region_carries_its_reason(user_module, kernel, region, c
 
 # -- no warning on a plain run; version; help --------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_plain_run_prints_no_fp_fusion_warning_and_keeps_the_users_setting(tmp_path):
     script = textwrap.dedent("""
         import os, warnings

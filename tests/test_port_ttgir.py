@@ -22,6 +22,8 @@ from interop.boundaries.movement import moving_conversions  # noqa: E402
 from interop.instrumentation.resources import instructions, resources  # noqa: E402
 from interop.triton import compat  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
 

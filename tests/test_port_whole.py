@@ -91,6 +91,7 @@ def test_port_start_on_a_kernel_writes_the_whole_kernel_and_its_compare_test(tmp
     assert exit_.value.code == 2 and "is ported whole from Triton's IR" in error
 
 
+@pytest.mark.slow
 def test_port_start_port_status_and_report_count_one_kernel_alike(tmp_path):
     """One build (softmax_triton as its module launches it; the module's defaults, which report
     uses, are the same values) and one count of its machine instructions, said with the figures."""
