@@ -32,6 +32,7 @@ def test_argument_parsing(capsys):
     assert "expected NAME=VALUE, got 'BM'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
     common = ["--target", "sm80", "--target", "gfx942", "--constexpr", "BLOCK=512", "-o", str(tmp_path / "dist"),
               "--cache-dir", str(tmp_path / "cache")]

@@ -25,6 +25,7 @@ def _blocked_1d(warp_size=32, num_warps=4, vec=4):
     return gl.BlockedLayout([vec], [warp_size], [num_warps], [0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 @pytest.mark.parametrize("name", SUITE)
 def test_every_example_matches_torch_in_the_interpreter(name, target):

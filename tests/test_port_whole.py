@@ -24,7 +24,7 @@ from interop.targets import TARGETS
 from interop.triton.frontend import GluonJITFunction
 from scheduler.planning import plan, resolve
 
-pytestmark = pytest.mark.version
+pytestmark = [pytest.mark.version, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Upstream-style kernels: the tutorial's matmul (a tl.dot K loop), attention forward (two dots per
@@ -91,7 +91,6 @@ def test_port_start_on_a_kernel_writes_the_whole_kernel_and_its_compare_test(tmp
     assert exit_.value.code == 2 and "is ported whole from Triton's IR" in error
 
 
-@pytest.mark.slow
 def test_port_start_port_status_and_report_count_one_kernel_alike(tmp_path):
     """One build (softmax_triton as its module launches it; the module's defaults, which report
     uses, are the same values) and one count of its machine instructions, said with the figures."""
