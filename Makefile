@@ -22,7 +22,7 @@ BIN38  := $(VENV38)/bin
 # The core subset run on 3.7 and 3.8: stitching in both directions, boundaries, errors, the interpreter.
 CORE_TESTS := tests/test_core.py tests/test_triton_host.py tests/test_movement.py tests/test_errors.py \
               tests/test_quiet_exit.py tests/test_interpret.py tests/test_compat.py
-# On 3.6 only what can differ by release runs: the tests marked `version` (pyproject.toml), the core above among them.
+# On 3.6 only what can differ by release runs (3.9 runs it all): the tests marked `version`, the core above among them.
 VERSION_TESTS := -m version tests
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
@@ -63,7 +63,7 @@ $(eval $(call triton_env,$(VENV38),3.8.0))
 demo: $(BIN)/.ready   ## build the example mixed kernels for every target and print the per-region report
 	$(BIN)/python -m examples.run
 
-test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest and the oldest Triton, its core on 3.7 and 3.8
+test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest Triton, what differs by release on 3.6, its core on 3.7 and 3.8
 
 # The HTML report's test renders the page in headless Chromium (Debian's package): installed where
 # it is missing, apt-get is here and we are root (as in CI); elsewhere that one test skips and says why.
