@@ -22,10 +22,12 @@ BIN38  := $(VENV38)/bin
 # The core subset run on 3.7 and 3.8: stitching in both directions, boundaries, errors, the interpreter.
 CORE_TESTS := tests/test_core.py tests/test_triton_host.py tests/test_movement.py tests/test_errors.py \
               tests/test_quiet_exit.py tests/test_interpret.py tests/test_compat.py
+# On 3.6 only what can differ by release runs (3.9 runs it all): the tests marked `version`, the core above among them.
+VERSION_TESTS := -m version tests
 # Triton 3.9 warns on every compile while this is unset; 1 keeps its current default.
 export TRITON_DEFAULT_FP_FUSION ?= 1
 
-.PHONY: demo test test-latest test-oldest test-37 test-38 bench gpu-check clean chromium fuzz
+.PHONY: demo test test-latest test-oldest test-37 test-38 test-fast bench gpu-check clean chromium fuzz
 
 $(BASE)/.ready:
 	@echo "== $(VENVBASE): $(SHARED), shared by every environment below (once; torch is the large one)"
@@ -61,7 +63,7 @@ $(eval $(call triton_env,$(VENV38),3.8.0))
 demo: $(BIN)/.ready   ## build the example mixed kernels for every target and print the per-region report
 	$(BIN)/python -m examples.run
 
-test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest and the oldest Triton, its core on 3.7 and 3.8
+test: test-latest test-oldest test-37 test-38   ## the CPU suite on the newest Triton, what differs by release on 3.6, its core on 3.7 and 3.8
 
 # The HTML report's test renders the page in headless Chromium (Debian's package): installed where
 # it is missing, apt-get is here and we are root (as in CI); elsewhere that one test skips and says why.
@@ -80,14 +82,17 @@ chromium:
 test-latest: $(BIN)/.ready chromium   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
 	$(BIN)/python -m pytest -q -rs -n 2 tests
 
-test-oldest: $(BIN36)/.ready   ## the suite on Triton 3.6, the release the GPU machine has
-	$(BIN36)/python -m pytest -q -rs -n 2 tests
+test-oldest: $(BIN36)/.ready   ## the tests of what differs by release on Triton 3.6, the release the GPU machine has
+	$(BIN36)/python -m pytest -q -rs -n 2 $(VERSION_TESTS)
 
 test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
 	$(BIN37)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
 	$(BIN38)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
+
+test-fast: $(BIN)/.ready   ## a developer's loop (under 3 min): Triton 3.9, without the tests marked slow
+	$(BIN)/python -m pytest -q -rs -n 2 -m "not slow and not gpu" tests
 
 # How many fresh cases `make fuzz` draws (about 10 min on one core once Triton's cache holds the common builds).
 FUZZ_EXAMPLES ?= 8000

@@ -15,6 +15,8 @@ from examples.layouts import row_layout
 from interop.instrumentation.resources import instructions, layout_conversions
 from interop.targets import TARGETS
 
+pytestmark = pytest.mark.version
+
 
 def _ops(ttgir: str, name: str) -> list[str]:
     return [line for line in ttgir.splitlines() if f" {name} " in line]

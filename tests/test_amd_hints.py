@@ -18,6 +18,8 @@ from interop.targets import TARGETS
 from interop.triton import compat
 from interop.triton.frontend import GluonASTSource
 
+pytestmark = pytest.mark.version
+
 SIGNATURE = {"x_ptr": "*fp32"}
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 

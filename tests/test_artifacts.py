@@ -53,6 +53,7 @@ def packed(bundle: Path) -> bytes:
     return b"".join(ffi.buffer(value)[:] for value in kernel.pack((0x7F00_0000_1000, 1 << 40, 5)))
 
 
+@pytest.mark.slow
 def test_a_bundle_is_the_same_fresh_cached_parallel_or_after_a_killed_build(cold, tmp_path):
     results, root = cold
     fresh = write_bundles(results, tmp_path / "fresh")["k_mixed"]

@@ -23,6 +23,8 @@ from interop.lowering import axis_hints
 from interop.lowering.axis_hints import AxisFacts
 from interop.instrumentation.resources import instructions
 
+pytestmark = pytest.mark.version
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 
@@ -69,6 +71,7 @@ def _samples(rng: random.Random, shape: tuple) -> np.ndarray:
     return np.array([rng.randrange(1000) for _ in range(math.prod(shape))]).reshape(shape)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_rules_claim_only_what_holds(seed):
     rng = random.Random(seed)
@@ -118,6 +121,7 @@ def test_signature_surgery_places_each_attribute_on_its_argument():
     assert "%arg0: f32 loc(unknown)," in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["sm80", "sm90a"])
 def test_host_built_pointers_pipeline_in_the_region_as_in_all_triton(target):
     """attention's KV loop as a Triton region in a Gluon host: the K/V pointer tensors come from

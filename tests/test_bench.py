@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import has_gpu
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

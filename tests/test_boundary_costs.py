@@ -20,6 +20,8 @@ from examples.mma_handoff import b_tile, store_c
 from interop.instrumentation.resources import instructions
 from interop.triton import compat
 
+pytestmark = [pytest.mark.version, pytest.mark.slow]
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 

@@ -16,6 +16,8 @@ from interop.targets import TARGETS
 from interop.triton.frontend import GluonASTSource
 from tests import buffer_access_kernels as k
 
+pytestmark = pytest.mark.version
+
 CONSTEXPRS = {"BLOCK": 1024}
 _CONSTEXPR = {"BLOCK": "constexpr", "LANES": "constexpr"}
 LINE = k.doubled.fn.__code__.co_firstlineno + 4   # hybrid.amd.buffer_load(...)

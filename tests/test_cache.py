@@ -122,6 +122,7 @@ print(" ".join(r.status + ":" + (r.entry.sha256 if r.ok else r.error) for r in r
 """
 
 
+@pytest.mark.slow
 def test_two_concurrent_builders_share_one_cache(kernels, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TRITON_ALWAYS_COMPILE": "1"}
     procs = [subprocess.Popen([sys.executable, "-c", BUILDER, str(tmp_path / "cache"), str(kernels)], cwd=ROOT, env=env,

@@ -137,6 +137,7 @@ def _consistent(root: Path) -> int:
     return len(entries)
 
 
+@pytest.mark.slow
 def test_a_parallel_build_killed_at_random_leaves_the_cache_consistent(tmp_path):
     """Ten small jobs on two workers; each round is killed (the builder and its workers,
     ``kill -9``) once a random number of its jobs (1 to 9) has reached the cache, so the kill

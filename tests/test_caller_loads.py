@@ -18,6 +18,8 @@ from interop.targets import TARGETS
 from interop.triton.frontend import GluonASTSource
 from tests import caller_load_kernels as k
 
+pytestmark = pytest.mark.version
+
 
 def _build(row, target: str):
     kernel = as_hybrid(pp.softmax_rows) if row is None else with_region(pp.softmax_rows, pp.softmax_row, row)

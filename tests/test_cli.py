@@ -32,6 +32,7 @@ def test_argument_parsing(capsys):
     assert "expected NAME=VALUE, got 'BM'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
     common = ["--target", "sm80", "--target", "gfx942", "--constexpr", "BLOCK=512", "-o", str(tmp_path / "dist"),
               "--cache-dir", str(tmp_path / "cache")]
@@ -55,6 +56,7 @@ def test_build_writes_bundles_reports_failures_and_reuses_the_cache(tmp_path):
     assert (tmp_path / "dist" / "k_scale.zip").is_file()
 
 
+@pytest.mark.slow
 def test_the_console_script_finds_kernel_modules_in_the_working_directory(tmp_path):
     """The README's ``hybrid report examples/...`` from the checkout: ``examples`` is not installed,
     and a console script's ``sys.path`` starts at its own folder, not the working directory."""

@@ -113,6 +113,7 @@ def test_an_unexpected_error_is_one_line_that_asks_for_debug(capsys, monkeypatch
                   "traceback)\n"
 
 
+@pytest.mark.slow
 def test_keygen_and_a_signed_build(tmp_path):
     pytest.importorskip("cryptography", reason="signing needs the cryptography package")
     assert cli.main(["keygen", str(tmp_path / "team.key")]) == 0

@@ -1,4 +1,5 @@
 """Version handling lives in one module."""
+import ast
 import math
 import os
 import re
@@ -13,6 +14,8 @@ from interop.ir.verify import verify
 from interop.stitching import stitch
 from interop.triton import compat
 from interop.triton.bindings import gluon_ir, ir, parse_module
+
+pytestmark = pytest.mark.version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,3 +124,30 @@ def test_a_converted_splat_is_made_in_the_wanted_layout(element, literal):
     (made, ) = [op for op in ops if op.get_name() == "arith.constant"]   # the original one is dead
     assert made.get_result(0).id() == returned.id() and "ttg.convert_layout" not in str(module)
     assert f"arith.constant dense<{before}> : tensor<64x64x{element}, #" in str(module)
+
+
+def _reads_the_release(node) -> bool:
+    """Whether ``node`` asks ``compat`` which release this is (a capability flag or the version
+    tuple; ``TRITON_VERSION``, only recorded in metadata, is not a branch)."""
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "compat"
+               and n.attr.isupper() and n.attr != "TRITON_VERSION" for n in ast.walk(node))
+
+
+def _marked_version(decorators) -> bool:
+    return any("pytest.mark.version" in ast.unparse(d) for d in decorators)
+
+
+def test_tests_that_branch_on_the_release_are_marked_version():
+    """Triton 3.6 runs only the tests marked ``version`` (``make test-oldest``): a test whose
+    checks differ by release must be among them, by its own mark or its module's."""
+    unmarked = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "pytestmark"
+               and "pytest.mark.version" in ast.unparse(n.value) for n in tree.body):
+            continue
+        for node in tree.body:
+            is_test = isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+            if _reads_the_release(node) and not (is_test and _marked_version(node.decorator_list)):
+                unmarked.append(f"{path.name}:{node.lineno}")
+    assert not unmarked, f"mark these @pytest.mark.version (or their module): {unmarked}"

@@ -23,6 +23,8 @@ from hybrid.interpret.autotune import is_wrapped  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 from tests.conformance_kernels import CASES  # noqa: E402
 
+pytestmark = [pytest.mark.version, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -7,6 +7,8 @@ import hybrid
 from interop.targets import TARGETS
 from tests import kernels
 
+pytestmark = pytest.mark.version
+
 MATRIX_INSTRUCTION = {"sm80": "mma.sync", "sm90a": "wgmma.mma_async", "sm100a": "tcgen05.mma",
                       "gfx942": "v_mfma", "gfx950": "v_mfma"}
 CASES = ["arange_load", "reduce", "dot", "trans_reshape", "control_flow", "agree", "chain", "fold", "aligned", "void"]

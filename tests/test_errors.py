@@ -8,6 +8,8 @@ import pytest
 
 import hybrid
 
+pytestmark = pytest.mark.version
+
 ROOT = Path(__file__).resolve().parents[1]
 BAD = "tests/bad_kernels.py"
 
@@ -126,6 +128,7 @@ def test_shared_handoff_in_a_layout_wgmma_cannot_read():
                         "swizzled_shared", "NVMMASharedLayout")
 
 
+@pytest.mark.slow
 def test_gluon_kernel_with_an_op_of_another_architecture():
     proc = run_case("host_wrong_arch", "sm80")
     assert_python_error(proc, "TargetError", f"{BAD}:{line_of('in a Gluon host')} in k_hopper_op",
@@ -154,6 +157,7 @@ def test_layout_written_in_a_gluon_region_that_does_not_fit_the_target(target):
                         "does not verify for", f"{BAD}:{line_of('32-wide warps, 4 warps only')}", "hint:")
 
 
+@pytest.mark.slow
 def test_a_refusal_of_the_backend_names_the_region_the_line_and_the_arguments():
     """Triton's llir stage refuses a cp.async of 2-byte rows (the stride is not known to be a
     multiple of 16); upstream says ``PassManager::run failed``. The same kernel builds where the

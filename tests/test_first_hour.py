@@ -133,6 +133,7 @@ def test_a_kernel_without_signature_is_one_line_naming_the_options(user_dir):
     assert str(user_dir) not in failed[0]   # the file as the user named it, relative to where they are
 
 
+@pytest.mark.slow
 def test_layouts_on_the_command_line_in_gluon_syntax(user_dir):
     """No SIGNATURE, no constexprs(): everything from the command line, a layout included; no
     --target: every target (a wave64 layout is rejected on AMD, by the compiler, per target)."""
@@ -165,6 +166,7 @@ def test_constexpr_text_is_parsed_not_evaluated():
         {"BM": 64, "L": {"expr": "gl.BlockedLayout([1],[32],[4],[0])"}}
 
 
+@pytest.mark.slow
 def test_module_constexprs_per_kernel(user_dir):
     """A module's constexprs(target) gives each kernel its own arguments' values; constexprs(target,
     kernel) chooses per kernel; both kernels build (was: ValueError: 'BM' is not in list)."""
@@ -206,6 +208,7 @@ def test_a_bug_inside_a_region_carries_its_reason(user_module, kernel, region, c
 
 # -- no warning on a plain run; version; help --------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_plain_run_prints_no_fp_fusion_warning_and_keeps_the_users_setting(tmp_path):
     script = textwrap.dedent("""
         import os, warnings

@@ -25,6 +25,8 @@ import pytest
 
 from interop.triton import compat  # noqa: E402
 
+pytestmark = [pytest.mark.version, pytest.mark.slow]
+
 if compat.TRITON_MAJOR_MINOR < (3, 9):
     pytest.skip("the property is held on Triton 3.9; on 3.6 two gaps are known and not fixed: its builder cannot "
                 "make an fp8 constant (the compiler fails in code generation where the interpreter refuses the "

@@ -15,6 +15,8 @@ from tests import kernels, triton_hosts
 from tests.kernels import NUM_WARPS
 from tests.test_triton_host import layout_text
 
+pytestmark = pytest.mark.version
+
 
 @pytest.fixture(scope="module")
 def mma_builds():

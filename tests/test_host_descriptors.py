@@ -9,6 +9,8 @@ import hybrid
 from interop.errors import RegionError
 from tests import host_descriptor_kernels as k
 
+pytestmark = pytest.mark.version
+
 LINE = k.tile_sums.fn.__code__.co_firstlineno + 4   # the call of tile_sum (after two decorators)
 CONSTEXPRS = {"BM": k.BM, "BN": k.BN}
 

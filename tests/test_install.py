@@ -17,6 +17,8 @@ import pytest
 
 from tests.test_readme import quick_start
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("hybrid", "interop", "scheduler")
 

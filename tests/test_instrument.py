@@ -12,6 +12,8 @@ from interop.records import decode
 from interop.locations import op_lines
 from tests import kernels, triton_hosts
 
+pytestmark = pytest.mark.version
+
 
 def example_case(example, kernel_name: str, target: str):
     return getattr(example, kernel_name), example.SIGNATURE, example.constexprs(target)

@@ -18,11 +18,14 @@ from triton.experimental.gluon.language.amd import cdna3  # noqa: E402
 from tests import interp_kernels as k  # noqa: E402
 from tests.kernels import t_arange_load  # noqa: E402
 
+pytestmark = pytest.mark.version
+
 
 def _blocked_1d(warp_size=32, num_warps=4, vec=4):
     return gl.BlockedLayout([vec], [warp_size], [num_warps], [0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 @pytest.mark.parametrize("name", SUITE)
 def test_every_example_matches_torch_in_the_interpreter(name, target):

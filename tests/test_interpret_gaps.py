@@ -84,6 +84,7 @@ def test_a_splat_comparison_is_a_mask_in_both(n):
     assert fb.kernel_entries == 1
 
 
+@pytest.mark.slow
 def test_tl_rand_draws_what_upstreams_interpreter_draws():
     """Triton's Philox (``tl.rand``, ``tl.randint``) loops with ``tl.static_range`` in library code
     that reaches the language as ``triton.language.core``: it runs, and draws what Triton's own

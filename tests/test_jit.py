@@ -15,6 +15,8 @@ from interop.records import decode
 from tests.kernels import vec_1d
 from tests.triton_hosts import g_add_one
 
+pytestmark = pytest.mark.version
+
 
 class TargetOnlyDriver:
     """Just enough of a driver for the JIT to pick a target and a device."""

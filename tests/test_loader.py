@@ -126,6 +126,7 @@ print(os.listdir(os.environ["TRITON_CACHE_DIR"]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_bundle_launches_in_a_fresh_process_and_matches_torch(tmp_path):
     from examples.run import current_gpu_target

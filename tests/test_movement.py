@@ -15,6 +15,8 @@ from interop.targets import TARGETS
 from interop.triton.bindings import gluon_ir, ir
 from interop.triton.frontend import GluonASTSource, make_backend
 
+pytestmark = pytest.mark.version
+
 M, N = 32, 64
 PAIRS = {   # name -> (source layout, result layout) for 4 warps of 32 threads
     "same": (gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0]), gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])),

@@ -97,6 +97,7 @@ def test_a_region_the_kernel_does_not_call_is_an_error():
                 kwargs=kwargs, interpret=True)
 
 
+@pytest.mark.slow
 def test_a_started_port_passes_its_generated_compare_test_on_the_cpu(tmp_path):
     """``hybrid port start`` end to end: upstream's translation, the generated test, the interpreter."""
     from hybrid.port import start

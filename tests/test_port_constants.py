@@ -12,6 +12,8 @@ from hybrid.port.gluon_emit import encoded, low_precision
 from interop.triton import compat
 from tests import lowp_port_kernels as m
 
+pytestmark = pytest.mark.version
+
 N = 100   # below BLOCK: the masked lanes load the ``other`` constant
 FP8 = pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 7), reason="Triton 3.6's frontend cannot build an fp8 "
                          "tl.full (its builder has no get_fp8e4nv): the kernel itself does not build")

@@ -55,6 +55,7 @@ def _ported(kernel, fn, signature: dict, constexprs: dict, target: str, tmp_path
     return ported, candidate, *map(figures, built)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["sm90a", "gfx950"])
 def test_a_combine_function_masking_unsigned_keys_ports_at_parity_and_counts_the_same(target, tmp_path):
     torch = pytest.importorskip("torch")

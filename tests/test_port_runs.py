@@ -9,6 +9,8 @@ pytest.importorskip("torch")
 
 from bench.port_runs import check, runs  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 TARGET = "sm90a"
 #: ``Run.name`` of each case checked here: the upstream-style kernels' functions no other test
 #: runs in the interpreter, and two of the examples' functions.

@@ -13,6 +13,8 @@ from hybrid.port import PortError, compare, from_ttgir, with_region
 from tests import multisite_port_kernels as m
 from tests.port_kernels import run_generated_test
 
+pytestmark = pytest.mark.slow
+
 KERNELS = "tests/multisite_port_kernels.py"
 
 

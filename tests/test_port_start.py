@@ -20,6 +20,8 @@ from hybrid.port.launch import run_variant
 from interop.triton.frontend import GluonJITFunction
 from tests import port_kernels
 
+pytestmark = pytest.mark.version
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The port of examples.softmax.row_stats, the same from Triton 3.6's translator as from 3.9's.

@@ -22,6 +22,8 @@ from interop.boundaries.movement import moving_conversions  # noqa: E402
 from interop.instrumentation.resources import instructions, resources  # noqa: E402
 from interop.triton import compat  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}
 LAYERNORM = {"x_ptr": "*fp16", "w_ptr": "*fp16", "b_ptr": "*fp16", "y_ptr": "*fp16", "n_cols": "i32", "eps": "fp32"}
 
@@ -41,6 +43,7 @@ def _parity(fn, kernel, signature, constexprs, target, tmp_path: Path, **options
     return ported, _figures(original), _figures(swapped)
 
 
+@pytest.mark.version
 @pytest.mark.parametrize("target", ["sm80", "gfx950"])   # (Triton 3.6 cannot build this kernel for gfx942)
 def test_an_elementwise_helper_ports_at_parity_in_the_hosts_mma_layout(target, tmp_path):
     constexprs = pp.matmul_act_gluon_host_constexprs(target)
@@ -92,6 +95,7 @@ def test_a_pipelined_dot_mainloop_ports_at_parity(target, tmp_path):
 
 #: A known gap, measured 2026-11-26: on Triton 3.6 the K-loop port is 2 instructions longer on
 #: gfx942 (1932 / 1930) and on sm100a 63 shorter with one conversion left (4400 / 4463).
+@pytest.mark.version
 @pytest.mark.parametrize("target", ["sm80", "sm90a", "gfx942", "sm100a"])
 def test_upstream_matmuls_k_loop_as_a_helper_ports_at_parity(target, tmp_path):
     """Upstream 03-matrix-multiplication with its K loop as a helper taking the pointer tiles.
@@ -128,6 +132,7 @@ def test_a_pointer_tile_a_gluon_function_converts_first_is_made_in_its_layout(tm
     assert all(a == b for a, b in moved), moved   # an identity conversion at most (it lowers to nothing)
 
 
+@pytest.mark.version
 def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
     torch = pytest.importorskip("torch")
     from hybrid.port import compare
@@ -145,6 +150,7 @@ def test_the_k_loop_port_computes_what_the_triton_function_did(tmp_path):
         assert result.machine["original"] == result.machine["candidate"], result.machine
 
 
+@pytest.mark.version
 def test_a_function_whose_loads_the_kernels_loop_pipelines_ports_with_caller_loads(tmp_path, capsys):
     """Upstream fused softmax's row as a helper inside the kernel's pipelined row loop: Triton
     issues the next row's load ahead (cp.async on NVIDIA, a prefetch on AMD). The port writes the
@@ -221,6 +227,7 @@ def test_a_helper_whose_result_the_kernels_pipelined_loop_accumulates_ports_at_p
     assert result.ok and result.outputs[0].name == "Mean", result.report()
 
 
+@pytest.mark.version
 def test_a_lock_spun_on_in_a_while_loop_ports_and_computes_the_same(tmp_path):
     """Upstream layer norm backward's locked accumulation as a helper: the ``while`` loop whose
     condition is an ``atomic_cas`` becomes a ``while`` calling a ``@gluon.jit`` condition, and
@@ -526,6 +533,7 @@ def test_a_port_loading_its_tile_in_the_next_calls_layout_computes_what_the_func
     run_generated_test(files, "test_load_rows_gluon_sm80_matches_load_rows")
 
 
+@pytest.mark.version
 def test_port_start_never_falls_back_to_the_translator_silently(tmp_path, capsys):
     """Without --translator, a port the IR cannot give is refused with the IR port's own reason
     (here: the module has no problem()/run() and the kernel's constexprs were not given), what
@@ -890,6 +898,7 @@ def test_a_helper_in_a_loop_whose_epilogue_the_pipeliner_peels_ports(target, tmp
 PERSISTENT = (pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS)
 
 
+@pytest.mark.version
 def test_a_descriptor_persistent_matmul_ports_as_tma_at_parity(tmp_path):
     """Tutorial 09's descriptor persistent matmul on sm90a: the device-made descriptors, the
     pipelined TMA loads on mbarriers and the TMA store of the epilogue are written as Gluon's TMA
@@ -943,6 +952,7 @@ def test_a_descriptor_op_the_port_does_not_write_is_refused_with_its_line():
     assert "Nothing was written" in message
 
 
+@pytest.mark.version
 @pytest.mark.skipif(compat.TRITON_MAJOR_MINOR < (3, 8),
                     reason="Triton 3.6/3.7 lower these descriptor loads on gfx950 to plain loads (no direct-to-LDS copy to keep an other for)")
 def test_on_amd_an_async_copy_keeps_its_other_value(tmp_path):
@@ -958,6 +968,7 @@ def test_on_amd_an_async_copy_keeps_its_other_value(tmp_path):
 TMA_HOST = (pp.matmul_descriptor_persistent_gluon_tma, *PERSISTENT)
 
 
+@pytest.mark.version
 def test_a_gluon_hosts_tma_descriptor_passes_into_a_triton_region_and_its_port_takes_it(tmp_path):
     """The tutorial's K loop as a Triton helper taking the descriptors a Gluon host made: the
     region is lowered for the host's descriptor (its shared layout kept; on Triton 3.6 and 3.7,
@@ -1026,6 +1037,7 @@ def test_a_helper_returning_a_descriptor_it_makes_is_refused_cleanly(target, cap
     assert "error:" not in capfd.readouterr().err
 
 
+@pytest.mark.version
 @pytest.mark.parametrize("target", ["sm90a", "gfx942"])
 def test_the_matmul_tutorials_activation_ports_at_parity_into_the_tutorials_own_kernel(target, tmp_path):
     """Upstream's 03-matrix-multiplication kernel as written (masks, strides, grouped ordering; 8

@@ -24,6 +24,8 @@ from interop.targets import TARGETS
 from interop.triton.frontend import GluonJITFunction
 from scheduler.planning import plan, resolve
 
+pytestmark = [pytest.mark.version, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Upstream-style kernels: the tutorial's matmul (a tl.dot K loop), attention forward (two dots per
 #: KV block, online softmax); each module's all-Triton kernel, built as its benchmark builds it.

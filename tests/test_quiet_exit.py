@@ -10,6 +10,8 @@ import pytest
 
 from tests.test_errors import ROOT
 
+pytestmark = pytest.mark.version
+
 PROLOGUE = """
 import triton, triton.language as tl
 from triton.experimental import gluon

@@ -17,6 +17,8 @@ from hybrid.port.compare import figures
 from interop.errors import LayoutError, RegionError
 from tests import region_descriptor_kernels as k
 
+pytestmark = pytest.mark.version
+
 LINE = k.double_tiles.fn.__code__.co_firstlineno + 6   # the call of load_tile (after two decorators)
 TMA_OPS = ("ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_local_to_global")
 HOST_SIGNATURE = {"x_desc": "tensordesc<fp16[64, 64]>", "y_desc": "tensordesc<fp16[64, 64]>"}

@@ -1,11 +1,15 @@
 """Index arithmetic made again in another layout instead of converted (``interop/stitching/remat.py``): a
 boundary's conversion of a pointer tile built from scalars, and a region's conversion of
 arithmetic on its tensor argument inside a loop (hoisted to one conversion of the argument)."""
+import pytest
+
 from interop.ir.canonicalize import canonicalize
 from interop.ir.verify import verify
 from interop.ir.walk import function_blocks
 from interop.stitching import remat
 from interop.triton.bindings import gluon_ir, ir, parse_module
+
+pytestmark = pytest.mark.version
 
 LAYOUTS = '''#rows = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>
 #pairs = #ttg.blocked<{sizePerThread = [2, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>

@@ -46,6 +46,7 @@ def test_a_bigger_region_gets_the_bigger_share():
     assert share["matmul"] > share["softmax"]
 
 
+@pytest.mark.slow
 def test_cli_report_writes_json_and_html(tmp_path):
     out, page = tmp_path / "report.json", tmp_path / "report.html"
     proc = subprocess.run([sys.executable, "-m", "hybrid.cli", "report", "examples/softmax.py:softmax_kernel",

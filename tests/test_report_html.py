@@ -215,6 +215,7 @@ def test_picking_a_region_dims_the_others(page, tmp_path):
     assert count(after, HOST_LINE) < 0.7 * count(before, HOST_LINE)        # softmax's host lines dim (not layernorm's)
 
 
+@pytest.mark.slow
 def test_cli_baseline(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "hybrid.cli", "report", "examples/softmax.py:softmax_kernel",
                            "--target", "gfx942", "--baseline", "softmax_triton", "--html", str(tmp_path / "r.html")],

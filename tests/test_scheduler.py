@@ -110,6 +110,7 @@ def test_cli_dask_errors_are_one_line(capsys, monkeypatch):
         assert info.value.code == 2 and says in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_demo_builds_every_example_for_every_target(tmp_path):
     out = tmp_path / "demo.json"
     proc = subprocess.run([sys.executable, "-m", "examples.run"], cwd=ROOT, capture_output=True, text=True,

@@ -17,6 +17,8 @@ from interop.triton import compat
 from interop.triton.frontend import ASTSource, GluonASTSource
 from tests.kernels import t_outer, t_scale, vec_1d
 
+pytestmark = pytest.mark.version
+
 TARGET = "sm90a"
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
 CONSTEXPRS = {"BLOCK": 256}

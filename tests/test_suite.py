@@ -11,6 +11,8 @@ import pytest
 from bench import kernels as suite
 from tests.conftest import has_gpu
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("sm90a", "gfx942")   # wgmma needs sm90a; one AMD target for the wave64 layouts
 #: Tensors crossing each new hybrid kernel's boundaries, and the conversions they cost (0: the

@@ -18,6 +18,8 @@ from interop.targets import TARGETS
 from interop.triton.frontend import ASTSource, GluonASTSource
 from tests import kernels, triton_hosts
 
+pytestmark = pytest.mark.version
+
 TARGET = "sm90a"
 ROUNDS = 3
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}

@@ -12,6 +12,8 @@ from hybrid.interpret import interpreting
 from tests import triton_hosts
 from tests.kernels import NUM_WARPS
 
+pytestmark = pytest.mark.version
+
 BARRIER = {"sm80": "bar.sync", "sm90a": "bar.sync", "sm100a": "bar.sync", "gfx942": "s_barrier",
            "gfx950": "s_barrier"}
 
