@@ -998,6 +998,7 @@ def test_a_triton_kernels_descriptors_enter_the_ports_of_its_helpers_as_tma_desc
     assert re.search(call, ported.source) and "tma.make_tensor_descriptor(" not in ported.source
 
 
+@pytest.mark.version
 @pytest.mark.parametrize("name, target", [
     ("store_tile_desc", "sm80"),
     pytest.param("k_loop_desc", "sm80", marks=pytest.mark.skipif(
