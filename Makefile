@@ -53,7 +53,7 @@ define triton_env
 $(1)/bin/.ready: $(BASE)/.ready
 	@echo "== $(1): Triton $(2)"
 	$$(call over_base,$(1))
-	$(1)/bin/python -m pip install 'triton==$(2)' 'setuptools>=70.1'   # (a wheel builds here too: tests/test_install.py)
+	$(1)/bin/python -m pip install 'triton==$(2)' 'setuptools>=70.1'   # (so a wheel builds in any of them: tests/test_install.py)
 	touch $$@
 endef
 $(eval $(call triton_env,$(VENV36),3.6.0))
