@@ -15,7 +15,8 @@ upstream matmul's ``k_loop`` (its K loop as a helper) and upstream fused softmax
 matmul's ``persistent_tiles_desc``, its ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors its
 all-Triton kernel made (TMA descriptors on sm90a/sm100a, ``hybrid.PointerDescriptor`` elsewhere) and its
 subtiled epilogue ``store_tile_subtiled`` (upstream's EPILOGUE_SUBTILE), upstream fused attention's inner
-loop ``_attn_fwd_inner`` (K and V descriptors in), and where the target has TMA ``tile_pids``,
+loop ``_attn_fwd_inner`` (K and V descriptors in) and its backward's ``_attn_bwd_dkdv`` and
+``_attn_bwd_dq`` (each called at two sites), and where the target has TMA ``tile_pids``,
 ``k_loop_desc`` and ``store_tile_desc`` taking the descriptors a Gluon host made; in a Gluon host, and ``add``, ``leaky_relu``
 and ``persistent_tiles_desc`` in their all-Triton kernels too), and
 every one a kernel of the examples calls directly (built as the example's ``run()`` launches it on
@@ -120,7 +121,8 @@ def multisite_cases(target: str) -> list[tuple]:
     masked diagonal, both called in ``attention_loop``), and the test kernels in upstream
     attention backward's pattern (``tests/multisite_port_kernels.py``: another constexpr and tile
     at each site, in a Triton host and, where warps are 32 wide as its layout's, a Gluon one;
-    another tile shape only; another rank only)."""
+    another tile shape only; another rank only), and upstream attention backward's own
+    ``_attn_bwd_dkdv`` and ``_attn_bwd_dq`` in ``_attn_bwd`` (``bench/parity_ports.py``)."""
     from tests import multisite_port_kernels as m
     hosts = (m.k_two_phase, m.k_two_phase_gluon) if TARGETS[target].warp_size == 32 else (m.k_two_phase, )
     return [
@@ -129,6 +131,8 @@ def multisite_cases(target: str) -> list[tuple]:
         *((m.accumulate_rows, kernel, m.SIGNATURE, m.CONSTEXPRS, {"num_warps": 4}) for kernel in hosts),
         (m.scale_by_row_sums, m.k_two_shapes, m.SIGNATURE, {"N": 32}, {"num_warps": 4}),
         (m.exp2_f32, m.k_two_ranks, m.SIGNATURE, {"N": 16}, {"num_warps": 4}),
+        *((fn, pp._attn_bwd, pp.ATTN_BWD_SIGNATURE, pp.ATTN_BWD_CONSTEXPRS, pp.ATTN_BWD_OPTIONS)
+          for fn in (pp._attn_bwd_dkdv, pp._attn_bwd_dq)),
     ]
 
 

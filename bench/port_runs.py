@@ -180,6 +180,29 @@ def _fused_attention(device: str, heads: int = 2) -> Inputs:
                   (head_dim ** -0.5, _zeros(device, heads * n_ctx), 1, heads, q, k, v, torch.zeros_like(q)), 1e-2)
 
 
+def _attention_backward(device: str, heads: int = 1) -> Inputs:
+    """Upstream's attention backward (``pp._attn_bwd``) at its context length, ``heads`` heads
+    (Z = 1), as upstream's ``backward`` launches it: K pre-scaled by ``sm_scale / ln 2``, M the
+    forward's causal row log2-sum-exp2, D = rowsum(O * dO), on grid (N_CTX // BLOCK_N1, 1, Z * H)."""
+    import math
+    import torch
+    n_ctx, head_dim, sm_scale = 128, pp.ATTN_BWD_CONSTEXPRS["HEAD_DIM"], 0.5
+    q, k, v, do = (_randn(device, 1, heads, n_ctx, head_dim).mul(0.5).half() for _ in range(4))
+    arg_k = (k.float() * (sm_scale / math.log(2))).half()
+    qk = (q.float() @ arg_k.float().transpose(-1, -2)).masked_fill(
+        ~torch.ones(n_ctx, n_ctx, dtype=torch.bool, device=device).tril(), float("-inf"))
+    m = torch.logsumexp(qk * math.log(2), dim=-1) / math.log(2)
+    delta = ((torch.exp2(qk - m[..., None]) @ v.float()) * do.float()).sum(-1)
+    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+    constexprs = pp.ATTN_BWD_CONSTEXPRS
+    # stride_d (1) is a constexpr here, as Triton's JIT specializes it: H and N_CTX follow it by name
+    kwargs = {**constexprs, "H": heads, "N_CTX": n_ctx,
+              **{k: v for k, v in pp.ATTN_BWD_OPTIONS.items() if k in ("num_warps", "num_stages")}}
+    return Inputs((n_ctx // constexprs["BLOCK_N1"], 1, heads),
+                  (q, arg_k, v, sm_scale, do, dq, dk, dv, m.contiguous(), delta.contiguous(), *q.stride()[:3]),
+                  1e-2, kwargs=kwargs)
+
+
 #: The inputs of each upstream-style kernel of ``bench/parity_ports.py`` that a case ports from.
 INPUTS: dict[object, Callable[..., Inputs]] = {
     pp.add_gluon_host: _vector_add, pp.add_triton: _vector_add,
@@ -191,7 +214,7 @@ INPUTS: dict[object, Callable[..., Inputs]] = {
     pp.attention_gluon_host: _attention, pp.matmul_descriptor_persistent_gluon_host: _persistent,
     pp.matmul_descriptor_persistent: _persistent, pp.matmul_descriptor_persistent_gluon_tma: _persistent,
     pp.matmul_descriptor_persistent_tma: _persistent, pp.matmul_descriptor_persistent_subtiled: _persistent,
-    pp.attn_fwd: _fused_attention,
+    pp.attn_fwd: _fused_attention, pp._attn_bwd: _attention_backward,
 }
 
 
