@@ -40,13 +40,14 @@ def keep_called(state: Stitch, module) -> bool:
     return False
 
 
-def plan_boundaries(state: Stitch, module) -> None:
+def plan_boundaries(state: Stitch, module) -> bool:
     """How each boundary value moves (Triton's conversion or a shared-memory handoff), the
-    handed-off ones rewritten (``planner``)."""
+    handed-off ones rewritten (``planner``). Whether one was (else the module is as it was)."""
     cc = state.compile
     probe = ScratchProbe(cc.context, cc.target, cc.options)
     state.choices, state.live = planner.plan(module, cc.context, probe, cc.settings.boundaries,
                                              arch.shared_memory_limit(cc.target))
+    return any(choice.way == "handoff" for choice in state.choices)
 
 
 def complete_boundaries(state: Stitch, module) -> bool:

@@ -76,21 +76,23 @@ def fold_opaque_branches(state: Stitch, module) -> None:
     _run(module, state.context, passes.common.add_canonicalizer)
 
 
-def sink_result_casts(state: Stitch, module) -> None:
+def sink_result_casts(state: Stitch, module) -> bool:
     """Each result's conversion moved past the host's casts (``sinking``), so that the layout
     passes find the epilogue all-Triton would have: a cast in the region's layout, then the host's
     own conversion."""
     relayout = state.relayout
     results, relayout.operands = _call_edges(module, relayout.regions)
     relayout.moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), set(results.values()))
+    return bool(relayout.moved)
 
 
-def issue_loads(state: Stitch, module) -> None:
+def issue_loads(state: Stitch, module) -> bool:
     """A tile the host loads and converts for a call, loaded in the call's layout instead
     (``access_layouts``)."""
     relayout = state.relayout
     relayout.issued = access_layouts.issue_in_wanted_layouts(module, gluon_ir.GluonOpBuilder(state.context),
                                                              set(relayout.operands.values()))
+    return bool(relayout.issued)
 
 
 def lay_out(state: Stitch, module) -> None:
@@ -113,12 +115,13 @@ def tag_boundaries(state: Stitch, module) -> None:
     _tag_boundaries(module, state.context, state.relayout.regions)
 
 
-def load_stored_early(state: Stitch, module) -> None:
+def load_stored_early(state: Stitch, module) -> bool:
     """A result stored into shared memory as it came: the host's loads of that buffer moved up to
     the store (``stitch.load_stored_values_early``)."""
     relayout = state.relayout
     relayout.stored = stitch.load_stored_values_early(module, gluon_ir.GluonOpBuilder(state.context),
                                                       _call_edges(module, relayout.regions)[0])
+    return bool(relayout.stored)
 
 
 def restore_bodies(state: Stitch, module) -> None:

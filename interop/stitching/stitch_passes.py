@@ -25,8 +25,8 @@ def connect_results(state: Stitch, module) -> None:
     stitch.connect_results(module, state.context)
 
 
-def fold_chains(state: Stitch, module) -> None:
-    stitch.fold_chains(module, gluon_ir.GluonOpBuilder(state.context))
+def fold_chains(state: Stitch, module) -> bool:
+    return stitch.fold_chains(module, gluon_ir.GluonOpBuilder(state.context))
 
 
 def canonicalize(state: Stitch, module) -> None:
@@ -41,12 +41,11 @@ def fold_constants(state: Stitch, module) -> bool:
     return bool(constants)
 
 
-def rematerialize(state: Stitch, module) -> bool | None:
-    """A boundary's conversion of index arithmetic becomes the arithmetic made in its layout.
-    None recomputed: not known unchanged (a boundary partly recomputed is not among them)."""
-    recomputed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(state.context))
+def rematerialize(state: Stitch, module) -> bool:
+    """A boundary's conversion of index arithmetic becomes the arithmetic made in its layout."""
+    recomputed, changed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(state.context))
     _add(state, recomputed=frozenset(recomputed - state.folded.constants))
-    return True if recomputed else None
+    return changed
 
 
 def sink_casts(state: Stitch, module) -> bool:
