@@ -6,8 +6,8 @@ A Triton host runs ``TRITON_HOST`` inside Triton's ``ttgir`` stage, after Triton
 after its code generation, before any Gluon pass (Gluon's SCCP must not see a placeholder).
 Every pass takes the compile's ``Stitch`` and the module, and may return whether it changed the
 module; the runner (``stitching.runner``) times it, verifies after it unless it said False (and at
-the end of the list where the last pass run was not verified), names it in any failure and dumps the module after it on request
-(``HYBRID_DUMP_AFTER``). A pass with a ``when`` runs only where that holds for the compile.
+the end of the list where the last pass run was not verified), names it in any failure and dumps
+the module after it on request (``HYBRID_DUMP_AFTER``). A pass with a ``when`` runs only where that holds for the compile.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ What every pass needs and none writes by hand: the pass is timed (its ``stage`` 
 ``instrumentation.timing``), the module verified after it unless it reports that it changed
 nothing (returns False; True or None verify), and once more at the end of the list if the last
 pass run was not verified, so that nothing unverified reaches Gluon's pipeline; a failure raised
-as a ``RegionError`` naming the pass (or the unverified ones before the end) and the regions, and after the pass that removes the last boundary marker
-none may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
+as a ``RegionError`` naming the pass (or the unverified ones before the end) and the regions; and
+after the pass that removes the last boundary marker none may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
 (or ``all``) prints the module after each named pass to stderr, or writes it to
 ``$HYBRID_DUMP_DIR/<kernel>.<NN>.<pass>.mlir`` (``NN``: the pass's place in its list), as
 Triton's ``MLIR_ENABLE_DUMP`` does for its own passes.
