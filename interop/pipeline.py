@@ -4,9 +4,10 @@ generation and the backend, read top to bottom as Triton's ``make_ttgir`` reads.
 A Triton host runs ``TRITON_HOST`` inside Triton's ``ttgir`` stage, after Triton's own passes
 (``entry.stages_hook``); Gluon's ``ttgir`` pipeline follows. A Gluon host runs ``GLUON_HOST``
 after its code generation, before any Gluon pass (Gluon's SCCP must not see a placeholder).
-Every pass takes the compile's ``Stitch`` and the module; the runner (``stitching.runner``)
-times it, verifies after it, names it in any failure and dumps the module after it on request
-(``HYBRID_DUMP_AFTER``). A pass with a ``when`` runs only where that holds for the compile.
+Every pass takes the compile's ``Stitch`` and the module, and may return whether it changed the
+module; the runner (``stitching.runner``) times it, verifies after it unless it said False (and at
+the end of the list where the last pass run was not verified), names it in any failure and dumps
+the module after it on request (``HYBRID_DUMP_AFTER``). A pass with a ``when`` runs only where that holds for the compile.
 """
 from __future__ import annotations
 

@@ -84,6 +84,37 @@ def test_a_pass_that_breaks_the_module_is_named(host, build, region, cold_caches
     assert "does not verify after the pass 'break the module'" in caught.value.reason
 
 
+def _breaking_quietly(state, module) -> bool:
+    """``_breaking``, saying it changed nothing."""
+    _breaking(state, module)
+    return False
+
+
+def test_a_pass_that_says_it_changed_nothing_is_not_verified_after(cold_caches, monkeypatch):
+    passes = list(pipeline.TRITON_HOST)
+    at = [p.name for p in passes].index("inline")   # (which does not say: verified after)
+    monkeypatch.setattr(pipeline, "TRITON_HOST", passes[:at] + [runner.Pass("do nothing", lambda s, m: False)]
+                        + passes[at:])
+    verified = []
+    monkeypatch.setattr(runner, "verify", lambda module, step: verified.append(step))
+    build_triton_host()
+    assert not [step for step in verified if "'do nothing'" in step and "'inline'" not in step]
+    (after_inline, ) = [step for step in verified if step.startswith("the pass 'inline' (or ")]
+    assert "'do nothing'" in after_inline and after_inline.endswith(" before it, which reported no change)")
+
+
+@pytest.mark.parametrize("host, build, region", [("TRITON_HOST", build_triton_host, "g_plus_one"),
+                                                 ("GLUON_HOST", build_gluon_host, "t_scale")])
+def test_a_pass_that_breaks_the_module_saying_it_changed_nothing_is_caught_at_the_end(
+        host, build, region, cold_caches, monkeypatch):
+    monkeypatch.setattr(pipeline, host, getattr(pipeline, host) + [runner.Pass("break quietly", _breaking_quietly)])
+    with pytest.raises(RegionError) as caught:
+        build()
+    assert caught.value.function == region
+    assert caught.value.reason.startswith("the last verify failed: the stitched module does not verify after ")
+    assert "'break quietly', which reported no change:" in caught.value.reason
+
+
 def _marking(state, module) -> None:
     """A boundary marker left at the top of the kernel, as a pass that forgot one would."""
     builder = gluon_ir.GluonOpBuilder(state.context)

@@ -34,25 +34,28 @@ def recording_spliced():
         yield spliced
 
 
-def keep_called(state: Stitch, module) -> None:
-    """The regions whose call was discarded forgotten (``CompileContext.keep_called``)."""
+def keep_called(state: Stitch, module) -> bool:
+    """The regions whose call was discarded forgotten (``CompileContext.keep_called``; the module is read)."""
     state.compile.keep_called(module)
+    return False
 
 
-def plan_boundaries(state: Stitch, module) -> None:
+def plan_boundaries(state: Stitch, module) -> bool:
     """How each boundary value moves (Triton's conversion or a shared-memory handoff), the
-    handed-off ones rewritten (``planner``)."""
+    handed-off ones rewritten (``planner``). Whether one was (else the module is as it was)."""
     cc = state.compile
     probe = ScratchProbe(cc.context, cc.target, cc.options)
     state.choices, state.live = planner.plan(module, cc.context, probe, cc.settings.boundaries,
                                              arch.shared_memory_limit(cc.target))
+    return any(choice.way == "handoff" for choice in state.choices)
 
 
-def complete_boundaries(state: Stitch, module) -> None:
-    """Each planned boundary completed into the compile's ``Boundary`` records."""
+def complete_boundaries(state: Stitch, module) -> bool:
+    """Each planned boundary completed into the compile's ``Boundary`` records (the module is read)."""
     by_tag = {t: choice for choice in state.choices for t in choice.tags}
     folded = state.relaid.combined(state.folded)
     state.compile.boundaries = [_completed(planned, state.live, folded, by_tag) for planned in state.compile.planned]
+    return False
 
 
 def instrumented(state: Stitch) -> bool:

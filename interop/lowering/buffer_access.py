@@ -73,13 +73,14 @@ def _marking(semantic, generator) -> bool:
     return interception.compile_of(generator) is not None and isinstance(semantic.builder, gluon_ir.GluonOpBuilder)
 
 
-def resolve(state: Stitch, module) -> None:
+def resolve(state: Stitch, module) -> bool | None:
     """Issue each marked access of the stitched ``module`` as the buffer op Triton's
     ``ConvertToBufferOps`` makes of it on a copy (on AMD, with Triton's buffer ops on), the rest
     as the global accesses they are; no marker is left. One pass: the accesses are issued, then
-    the flags that guarded the stores set and the canonicalizer folds their branches."""
+    the flags that guarded the stores set and the canonicalizer folds their branches. False
+    where no access is marked (nothing to do)."""
     if not _Marked(module).any():
-        return
+        return False
     context, target = state.context, state.target
     stitch.inline(module, context)   # (a Gluon kernel's functions: their tiles are the caller's then)
     found = _Marked(module)

@@ -41,13 +41,14 @@ def convert_in(value, layout, _semantic=None, _generator=None):
     return converted
 
 
-def make_in_place(state: Stitch, module) -> None:
+def make_in_place(state: Stitch, module) -> bool | None:
     """A Gluon host's pass: inline the Gluon functions of ``module`` (as Gluon's pipeline does
     first) where an entry conversion is in one, make each entry conversion of a splat constant or
     of index arithmetic in its layout instead, and untag the rest (plain conversions from here on).
-    One pass: the folds and the canonicalizer after them are the same as a boundary's, in one go."""
+    One pass: the folds and the canonicalizer after them are the same as a boundary's, in one go.
+    False where there is no entry conversion."""
     if not _entries(module):
-        return
+        return False
     context = state.context
     stitch.inline(module, context)
     builder = gluon_ir.GluonOpBuilder(context)
@@ -57,15 +58,17 @@ def make_in_place(state: Stitch, module) -> None:
     _untag(module, builder)
 
 
-def untag(state: Stitch, module) -> None:
+def untag(state: Stitch, module) -> bool:
     """A Triton host's pass: its Gluon regions' entry conversions left (not made in place by the
-    stitch's folds) are plain conversions from here on."""
-    _untag(module, gluon_ir.GluonOpBuilder(state.context))
+    stitch's folds) are plain conversions from here on. Whether there was one."""
+    return _untag(module, gluon_ir.GluonOpBuilder(state.context))
 
 
-def _untag(module, builder) -> None:
-    for conversion in _entries(module):
+def _untag(module, builder) -> bool:
+    entries = _entries(module)
+    for conversion in entries:
         conversion.get_result(0).set_attr(TAG, builder.get_string_attr(""))
+    return bool(entries)
 
 
 def _entries(module) -> list:

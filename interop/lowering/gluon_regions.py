@@ -313,9 +313,11 @@ def splice_calls(state: Stitch, module) -> None:
     state.compile.gluon.splice_all(module)
 
 
-def relocate_scopes(state: Stitch, module) -> None:
-    """The pipelined loops timed whole found again after the host's relayout (``Scopes.relocate``)."""
+def relocate_scopes(state: Stitch, module) -> bool:
+    """The pipelined loops timed whole found again after the host's relayout (``Scopes.relocate``;
+    the module is read)."""
     state.compile.scopes.relocate(module)
+    return False
 
 
 def _check_tma_copies(function: str, call_site, module) -> None:

@@ -76,21 +76,23 @@ def fold_opaque_branches(state: Stitch, module) -> None:
     _run(module, state.context, passes.common.add_canonicalizer)
 
 
-def sink_result_casts(state: Stitch, module) -> None:
+def sink_result_casts(state: Stitch, module) -> bool:
     """Each result's conversion moved past the host's casts (``sinking``), so that the layout
     passes find the epilogue all-Triton would have: a cast in the region's layout, then the host's
     own conversion."""
     relayout = state.relayout
     results, relayout.operands = _call_edges(module, relayout.regions)
     relayout.moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), set(results.values()))
+    return bool(relayout.moved)
 
 
-def issue_loads(state: Stitch, module) -> None:
+def issue_loads(state: Stitch, module) -> bool:
     """A tile the host loads and converts for a call, loaded in the call's layout instead
     (``access_layouts``)."""
     relayout = state.relayout
     relayout.issued = access_layouts.issue_in_wanted_layouts(module, gluon_ir.GluonOpBuilder(state.context),
                                                              set(relayout.operands.values()))
+    return bool(relayout.issued)
 
 
 def lay_out(state: Stitch, module) -> None:
@@ -105,20 +107,21 @@ def lay_out(state: Stitch, module) -> None:
         _adopt(module, state.context, laid)
 
 
-def transpose_in_thread(state: Stitch, module) -> None:
-    _transpose_in_thread(module, state.context, state.target, set(state.relayout.regions))
+def transpose_in_thread(state: Stitch, module) -> bool:
+    return _transpose_in_thread(module, state.context, state.target, set(state.relayout.regions))
 
 
 def tag_boundaries(state: Stitch, module) -> None:
     _tag_boundaries(module, state.context, state.relayout.regions)
 
 
-def load_stored_early(state: Stitch, module) -> None:
+def load_stored_early(state: Stitch, module) -> bool:
     """A result stored into shared memory as it came: the host's loads of that buffer moved up to
     the store (``stitch.load_stored_values_early``)."""
     relayout = state.relayout
     relayout.stored = stitch.load_stored_values_early(module, gluon_ir.GluonOpBuilder(state.context),
                                                       _call_edges(module, relayout.regions)[0])
+    return bool(relayout.stored)
 
 
 def restore_bodies(state: Stitch, module) -> None:
@@ -136,14 +139,16 @@ def restore_bodies(state: Stitch, module) -> None:
                                  recomputed=frozenset(), moved={**moved, **gone})
 
 
-def interleave_tmem(state: Stitch, module) -> None:
+def interleave_tmem(state: Stitch, module) -> bool | None:
     """The stitched Triton host's tensor-memory loads sunk to their uses, as Triton's own
     ``make_ttgir`` sinks the all-Triton kernel's: it ran on the host while its Gluon calls were
     opaque, so a region's last ``tmem.load`` (a ported MMA loop's accumulator) stayed ahead of the
     host's address arithmetic for the store, holding 128 registers a thread across it (upstream
-    matmul's K loop, ported, on sm100a: 5214 SASS instructions against 4765)."""
-    if state.target in arch.SM100:   # (the targets with tensor memory)
-        _run(module, state.context, compat.add_tmem_interleave)
+    matmul's K loop, ported, on sm100a: 5214 SASS instructions against 4765). False elsewhere."""
+    if state.target not in arch.SM100:   # (the targets with tensor memory)
+        return False
+    _run(module, state.context, compat.add_tmem_interleave)
+    return None
 
 
 def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_held: bool) -> None:
@@ -164,7 +169,7 @@ def _lay_out(module, context, target, callees: set[str], anchored: bool, loads_h
         _run(module, context, passes.common.add_canonicalizer)   # deletes the stand-ins
 
 
-def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
+def _transpose_in_thread(module, context, target, callees: set[str]) -> bool:
     """AMD's in-thread transpose of the tiles the host stores to shared memory for a dot, for the
     calls' results. ``make_ttgir`` runs it (on gfx942) while the calls are opaque, and its pattern
     is a global load stored for a dot operand: a ported tile load the host stages was stored
@@ -172,12 +177,14 @@ def _transpose_in_thread(module, context, target, callees: set[str]) -> None:
     vectors along K into a rotating swizzle. Run with each result held by a stand-in load, on a
     copy first: kept only where it leaves every stand-in in its result's layout (a port written
     from the kernel's IR has the layout the pass gives the load; another would need a conversion);
-    kept, the copy becomes the host's body (``_adopt``), the pass not run again."""
+    kept, the copy becomes the host's body (``_adopt``), the pass not run again. Whether kept."""
     if not compat.in_thread_transpose_enabled(target) or not anchors.holdable(module, callees):
-        return
+        return False
     trial = copy_module(module, context)
-    if _transposed_in_thread(trial, context, callees):
-        _adopt(module, context, trial)
+    if not _transposed_in_thread(trial, context, callees):
+        return False
+    _adopt(module, context, trial)
+    return True
 
 
 def _transposed_in_thread(module, context, callees: set[str]) -> bool:

@@ -296,9 +296,12 @@ class TritonRegions:
         self._spare.clear()
 
 
-def splice_calls(state: Stitch, module) -> None:
-    """Every Triton region's lowered body moved into the placeholder the host calls."""
+def splice_calls(state: Stitch, module) -> bool:
+    """Every Triton region's lowered body moved into the placeholder the host calls. Whether
+    there was one."""
+    pending = splicing(state)
     state.compile.triton.splice_all(module)
+    return pending
 
 
 def splicing(state: Stitch) -> bool:

@@ -44,9 +44,9 @@ def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
     """Each boundary conversion tagged one of ``tags`` (a call's operands) of a tile the host
     loaded becomes the load issued again in the layout converted to, and one of index arithmetic
     from scalars (a pointer tile) that arithmetic made in it. Returns the tags so removed."""
-    if not _rewritable(module):
-        return set()
     _, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
+    if not conversions or not _rewritable(module):   # (the cheap walk first: ``_rewritable`` prints the module)
+        return set()
     remat = Rematerializer(module, builder)
     issued: set[str] = set()
     for conversion in conversions:
@@ -77,16 +77,17 @@ def issue_stores_in_value_layouts(module, builder) -> int:
     layout converted from, where that writes memory as well; the old store's mask (used by
     nothing else live) becomes all false, for the canonicalizer to delete it. Returns how many
     stores were issued again."""
-    if not _rewritable(module):
-        return 0
     users, stores = uses(module, lambda op: op.get_name() == "tt.store" and op.get_num_operands() == 3)
     remat = Rematerializer(module, builder)
+    converted = [(store, remat.defining(store.get_operand(1))) for store in stores]
+    converted = [(store, conversion) for store, conversion in converted
+                 if conversion is not None and conversion.get_name() == "ttg.convert_layout"]
+    if not converted or not _rewritable(module):   # (the cheap walk first: ``_rewritable`` prints the module)
+        return 0
     issued = 0
-    for store in stores:
+    for store, conversion in converted:
         pointers, value, mask = (store.get_operand(i) for i in range(3))
-        conversion = remat.defining(value)
-        if conversion is None or conversion.get_name() != "ttg.convert_layout" \
-                or not _only_store_of(mask, users):
+        if not _only_store_of(mask, users):
             continue
         source = conversion.get_operand(0)
         wanted = builder.get_gluon_layout_from_tensor(source)

@@ -214,10 +214,10 @@ def hoist_argument_conversions(module, entry, arguments: list, builder) -> int:
     return replaced
 
 
-def recompute_boundary_conversions(module, builder) -> set[str]:
+def recompute_boundary_conversions(module, builder) -> tuple[set[str], bool]:
     """Each boundary's conversion (tagged) of a tensor made from scalars by index arithmetic
     becomes the arithmetic made in the layout converted to. Returns the tags of the boundaries
-    whose every conversion was replaced so."""
+    whose every conversion was replaced so, and whether any conversion was (the module changed)."""
     remat = Rematerializer(module, builder)
     conversions: list = []
 
@@ -236,4 +236,4 @@ def recompute_boundary_conversions(module, builder) -> set[str]:
             continue
         remat.replace(op)
         recomputed.add(boundary_tag)
-    return recomputed - kept
+    return recomputed - kept, bool(recomputed)

@@ -1,9 +1,11 @@
 """The one runner of the compile's passes (``interop.pipeline``'s lists).
 
 What every pass needs and none writes by hand: the pass is timed (its ``stage`` in
-``instrumentation.timing``), the module verified after it, a failure raised as a ``RegionError``
-naming the pass and the regions, and after the pass that removes the last boundary marker
-none may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
+``instrumentation.timing``), the module verified after it unless it reports that it changed
+nothing (returns False; True or None verify), and once more at the end of the list if the last
+pass run was not verified, so that nothing unverified reaches Gluon's pipeline; a failure raised
+as a ``RegionError`` naming the pass (or the unverified ones before the end) and the regions; and
+after the pass that removes the last boundary marker none may be left (``stitch.check_no_markers``). ``HYBRID_DUMP_AFTER=<pass>[,<pass>...]``
 (or ``all``) prints the module after each named pass to stderr, or writes it to
 ``$HYBRID_DUMP_DIR/<kernel>.<NN>.<pass>.mlir`` (``NN``: the pass's place in its list), as
 Triton's ``MLIR_ENABLE_DUMP`` does for its own passes.
@@ -35,9 +37,10 @@ DUMP_DIR = "HYBRID_DUMP_DIR"
 
 @dataclass(frozen=True)
 class Pass:
-    """One job on the module, ``run(state, module)``; skipped where ``when(state)`` is false."""
+    """One job on the module, ``run(state, module)``: whether it changed the module (None: not
+    said); skipped where ``when(state)`` is false."""
     name: str
-    run: Callable[[Stitch, object], None]
+    run: Callable[[Stitch, object], bool | None]
     stage: str = "stitching"                            # the timing stage it is charged to
     when: Callable[[Stitch], bool] | None = None
     markers_gone: bool = False                          # after it no boundary marker may be left
@@ -67,25 +70,43 @@ def observing(observer: Observer) -> Iterator[None]:
 def run(passes: list[Pass], state: Stitch, module) -> None:
     """Each of ``passes`` on ``module`` in order, checked, timed and dumped as the module says."""
     dumped = _dump_request()
+    unverified: list[str] = []    # the passes run since the last verify, each said it changed nothing
     for position, step in enumerate(passes):
         if step.when is not None and not step.when(state):
             continue
         _notify(step, state, module, before=True)
-        with timing.stage(step.stage):
-            try:
-                step.run(state, module)
-                verify(module, f"the pass '{step.name}'")
-                if step.markers_gone:
-                    stitch.check_no_markers(module)
-            except (RuntimeError, ValueError) as exc:
-                if not _wrapped(exc):
-                    raise
-                names = ", ".join(r.function for r in state.regions) or "?"
-                site = str(state.regions[0].call_site) if state.regions else "?"
-                raise RegionError(names, site, f"the pass '{step.name}' failed: {exc}") from exc
+        with timing.stage(step.stage), _named(state, f"the pass '{step.name}'"):
+            if step.run(state, module) is False:
+                unverified.append(step.name)
+            else:
+                verify(module, f"the pass '{step.name}'" + (f" (or {_listed(unverified)} before it, which "
+                                                             "reported no change)" if unverified else ""))
+                unverified.clear()
+            if step.markers_gone:
+                stitch.check_no_markers(module)
         _notify(step, state, module, before=False)
         if dumped is not None and (dumped == "all" or step.name in dumped):
             _dump(step.name, position, module)
+    if unverified:   # the end of the list: the passes since the last verify, named
+        with timing.stage("stitching"), _named(state, "the last verify"):
+            verify(module, f"{_listed(unverified)}, which reported no change")
+
+
+def _listed(names: list[str]) -> str:
+    return ("the pass " if len(names) == 1 else "the passes ") + ", ".join(f"'{name}'" for name in names)
+
+
+@contextlib.contextmanager
+def _named(state: Stitch, what: str) -> Iterator[None]:
+    """A failure in the block raised as a ``RegionError`` naming ``what`` failed and the regions."""
+    try:
+        yield
+    except (RuntimeError, ValueError) as exc:
+        if not _wrapped(exc):
+            raise
+        names = ", ".join(r.function for r in state.regions) or "?"
+        site = str(state.regions[0].call_site) if state.regions else "?"
+        raise RegionError(names, site, f"{what} failed: {exc}") from exc
 
 
 def _wrapped(exc: Exception) -> bool:

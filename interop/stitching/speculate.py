@@ -84,8 +84,10 @@ def _take_then(builder, op, then_block) -> None:
         op.get_result(i).replace_all_uses_with(taken.get_result(i))
 
 
-def speculate(state: Stitch, module) -> None:
+def speculate(state: Stitch, module) -> bool:
     """A Triton host's pass: ``poison_branches``, then the canonicalizer folds the branches made
-    to take their then branch (one pass: the ``if`` on ``true`` is left for it)."""
-    if poison_branches(module, gluon_ir.GluonOpBuilder(state.context)):
-        canonicalize(module, state.context)
+    to take their then branch (one pass: the ``if`` on ``true`` is left for it). Whether it took one."""
+    if not poison_branches(module, gluon_ir.GluonOpBuilder(state.context)):
+        return False
+    canonicalize(module, state.context)
+    return True

@@ -172,13 +172,13 @@ class Folded:
             ([self.moved[boundary_tag]] if boundary_tag in self.moved else [])
 
 
-def fold_chains(module, builder) -> None:
+def fold_chains(module, builder) -> bool:
     """Rewrite ``convert(convert(x))`` to ``convert(x)`` (or ``x``) where either is a boundary's.
 
     Only chains that touch a tagged boundary conversion are rewritten: conversions the Gluon
     author wrote between their own values stay as written. The folded conversion keeps the
     outer one's result type (the layout the consumer asked for) and its tag. The conversions
-    left dead are the canonicalizer's to remove.
+    left dead are the canonicalizer's to remove. Whether a chain was rewritten.
     """
     source_of: dict[int, object] = {}   # result id of a conversion -> its (already folded) source value
     tag_of: dict[int, str] = {}
@@ -210,6 +210,7 @@ def fold_chains(module, builder) -> None:
         folded.set_loc(result.get_loc())
         folded.set_attr(TAG, builder.get_string_attr(boundary_tag))
         result.replace_all_uses_with(folded)
+    return bool(rewrites)
 
 
 #: The builder's scalar constant of each element type a splat constant can have.

@@ -1,6 +1,7 @@
 """The stitch's passes: every region spliced in becomes one kernel whose boundary conversions fold.
 
-Each takes the compile's ``state.Stitch`` and the module (``runner.Pass``). The folds touch
+Each takes the compile's ``state.Stitch`` and the module (``runner.Pass``); a fold returns
+whether it replaced anything (the runner verifies only then). The folds touch
 only a boundary's conversions (tagged), never ones the Gluon author wrote; what each replaced
 is added to ``state.folded`` (the boundary records say why a conversion is gone from it). The
 canonicalizer after the folds removes what they left dead.
@@ -24,8 +25,8 @@ def connect_results(state: Stitch, module) -> None:
     stitch.connect_results(module, state.context)
 
 
-def fold_chains(state: Stitch, module) -> None:
-    stitch.fold_chains(module, gluon_ir.GluonOpBuilder(state.context))
+def fold_chains(state: Stitch, module) -> bool:
+    return stitch.fold_chains(module, gluon_ir.GluonOpBuilder(state.context))
 
 
 def canonicalize(state: Stitch, module) -> None:
@@ -33,31 +34,39 @@ def canonicalize(state: Stitch, module) -> None:
     ir_canonicalize.canonicalize(module, state.context)
 
 
-def fold_constants(state: Stitch, module) -> None:
+def fold_constants(state: Stitch, module) -> bool:
     """A boundary's conversion of a splat constant becomes the constant in its layout."""
     constants = stitch.fold_constant_conversions(module, gluon_ir.GluonOpBuilder(state.context))
     _add(state, constants=frozenset(constants))
+    return bool(constants)
 
 
-def rematerialize(state: Stitch, module) -> None:
+def rematerialize(state: Stitch, module) -> bool:
     """A boundary's conversion of index arithmetic becomes the arithmetic made in its layout."""
-    recomputed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(state.context))
+    recomputed, changed = remat.recompute_boundary_conversions(module, gluon_ir.GluonOpBuilder(state.context))
     _add(state, recomputed=frozenset(recomputed - state.folded.constants))
+    return changed
 
 
-def sink_casts(state: Stitch, module) -> None:
+def sink_casts(state: Stitch, module) -> bool:
     """A conversion into Triton code (whose layouts Triton chose) moved past the casts after it."""
     folded = state.folded
     movable = into_triton_code(state) - folded.constants - folded.recomputed
-    _add(state, moved=sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), movable))
+    moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), movable)
+    _add(state, moved=moved)
+    return bool(moved)
 
 
-def fold_shared_loads(state: Stitch, module) -> None:
-    _add(state, loaded=frozenset(stitch.fold_into_shared_loads(module, gluon_ir.GluonOpBuilder(state.context))))
+def fold_shared_loads(state: Stitch, module) -> bool:
+    loaded = stitch.fold_into_shared_loads(module, gluon_ir.GluonOpBuilder(state.context))
+    _add(state, loaded=frozenset(loaded))
+    return bool(loaded)
 
 
-def fold_shared_stores(state: Stitch, module) -> None:
-    _add(state, stored=frozenset(stitch.fold_into_shared_stores(module, gluon_ir.GluonOpBuilder(state.context))))
+def fold_shared_stores(state: Stitch, module) -> bool:
+    stored = stitch.fold_into_shared_stores(module, gluon_ir.GluonOpBuilder(state.context))
+    _add(state, stored=frozenset(stored))
+    return bool(stored)
 
 
 def folded_any(state: Stitch) -> bool:
