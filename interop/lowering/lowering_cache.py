@@ -36,6 +36,7 @@ from ..cache_entries import CorruptEntry
 from .lower_triton import REGION_FUNCTION, LoweredRegion, lowered_region
 from ..triton import compat
 from ..triton.bindings import parse_module
+from ..triton.language import AggregateType
 from ..triton.language import core as tl
 
 
@@ -91,7 +92,7 @@ def _describe(value) -> str:
     their cache key (their source), tuples with their field names, aggregates by their fields."""
     if isinstance(value, tl.tuple_type):
         return f"({', '.join(_describe(t) for t in value.types)}){value.fields}"
-    if isinstance(value, tl._aggregate_type):   # (a ``PointerDescriptor``: its fields, not their addresses)
+    if isinstance(value, AggregateType):   # (a ``PointerDescriptor``: its fields, not their addresses)
         return f"{value.base_cls.__qualname__}<{', '.join(f'{n}: {_describe(t)}' for n, t in value.fields)}>"
     if isinstance(value, (tl.constexpr, tl.constexpr_type)):
         inner = value.value

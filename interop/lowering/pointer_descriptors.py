@@ -9,10 +9,10 @@ descriptor (sm90a, sm100a), so one Gluon function is written for every target.
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
-from triton.language.core import _aggregate as aggregate
 
 from ..errors import PointerDescriptorError
 from ..triton import compat
+from ..triton.language import AggregateType, aggregate
 from ..triton.language import core as tl
 
 _tma_load, _tma_store = compat.gluon_tma_copies()
@@ -94,7 +94,7 @@ def view_type(ty, padding_nan: bool | None = None):
     Triton passes it as)."""
     block = ty.block_type
     padding = tl.int1 if padding_nan is None else tl.constexpr_type(tl.constexpr(padding_nan))
-    return tl._aggregate_type(PointerDescriptor, [
+    return AggregateType(PointerDescriptor, [
         ("base", tl.pointer_type(block.element_ty)), ("padding_nan", padding),
         ("shape", ty.shape_type), ("strides", ty.strides_type),
         ("block_shape", tl.constexpr_type(tl.constexpr([tl.constexpr(n) for n in block.shape])))])
@@ -118,7 +118,7 @@ class LoweredDescriptorType(tl.tensor_descriptor_type):
 
 
 def is_pointer_descriptor(value) -> bool:
-    return isinstance(getattr(value, "type", None), tl._aggregate_type) and value.type.base_cls is PointerDescriptor
+    return isinstance(getattr(value, "type", None), AggregateType) and value.type.base_cls is PointerDescriptor
 
 
 def lowered_leaves(builder, name: str, desc) -> list[tuple[str, object]]:

@@ -13,6 +13,11 @@ LAYOUT_TO_IR = "_to_ir"
 gluon_core = _gl._core
 
 
+#: Triton's ``@aggregate`` class decorator and the type of its values (a ``hybrid.PointerDescriptor``)
+aggregate = core._aggregate
+AggregateType = core._aggregate_type
+
+
 def layout_to_ir(layout, builder):
     """``layout``'s IR attribute, built with ``builder``."""
     return getattr(layout, LAYOUT_TO_IR)(builder)
@@ -49,6 +54,6 @@ class HostDescriptorType(core.tensor_descriptor_type):
         return self.host_type.mangle()
 
 
-__all__ = ["DistributedLayout", "HostDescriptorType", "DistributedLinearLayout", "GluonSemantic", "LAYOUT_TO_IR", "SharedLayout",
-           "TritonSemantic", "core", "gluon_core", "is_builtin", "layout_to_ir", "normalize_tuple",
+__all__ = ["AggregateType", "DistributedLayout", "HostDescriptorType", "DistributedLinearLayout", "GluonSemantic", "LAYOUT_TO_IR", "SharedLayout",
+           "TritonSemantic", "aggregate", "core", "gluon_core", "is_builtin", "layout_to_ir", "normalize_tuple",
            "unwrap_constexpr"]
