@@ -184,3 +184,12 @@ def test_a_helper_called_on_a_row_and_on_a_tile_is_picked_by_rank(tmp_path):
     result = _compare(m.k_two_ranks, m.exp2_f32, _loaded(ported, name, tmp_path), args, {"N": 16}, "sm80")
     assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
     assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}
+
+
+def test_a_tile_the_kernel_computes_from_a_loaded_row_is_computed_in_its_ports_layout():
+    """The tile site takes (``g[:, None] - g[None, :]`` of a loaded row) is one the kernel computes
+    in the layout of its store; the port of that site takes it so, and the host computes it there
+    as the kernel does, its row loaded again in each slice of it (``access_layouts``), where it
+    converted it at the call: the kernel with the port is the kernel's machine code."""
+    ported = from_ttgir.port(m.k_two_ranks, m.exp2_f32, m.SIGNATURE, {"N": 16}, "sm90a", num_warps=4)
+    assert ported.machine["port"] == ported.machine["original"], ported.machine

@@ -131,7 +131,7 @@ def _descriptor_constants(context, module, leaves: list, leaf_is_tensor: list[bo
         return
     region = module.get_function(REGION_FUNCTION)
     builder = ir.builder(context)
-    builder.set_insertion_point_to_start(stitch.function_blocks(module, region)[0])
+    builder.set_insertion_point_to_start(function_blocks(module, region)[0])
     position = 0   # the leaf's first argument among the region function's scalars
     for ty in leaves:
         if isinstance(ty, tl.block_type):

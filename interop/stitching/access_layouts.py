@@ -15,12 +15,20 @@ in, is issued in that layout as well (``issue_stores_in_value_layouts``; the old
 off for the canonicalizer to delete, as the bindings delete no op). Where the layouts agree, the
 host then has all-Triton's single layout: no conversion and no shared memory.
 
+A tile the host computes by elementwise float arithmetic from such tiles (``g[:, None] - g[None, :]``
+of a loaded row ``g``), converted for a call, is made again in the call's layout as well, as
+Triton's own layout propagation makes it in the layout of its use: its arithmetic made again
+there (``remat.Loads``), and each load it starts from issued again where it was, in the layout the
+arithmetic takes it in. Only a load Triton itself would issue again so (one of fewer elements than
+the CTA has threads, ``anchors.threads``: every thread reads it anyway) is.
+
 Only loads and stores without cache, eviction or volatile hints are issued again (the bindings
 cannot read those hints off an op, so a host with any is left as it is), and a store only where
 it is masked by a mask nothing else live uses.
 """
 from __future__ import annotations
 
+import math
 import re
 
 from triton.experimental.gluon import language as gl
@@ -28,12 +36,10 @@ from triton.experimental.gluon import language as gl
 from ..boundary import TAG
 from ..triton import compat
 from ..triton.bindings import ir
-from .anchors import HOLDS
-from .remat import CASTS, Rematerializer, in_layout, tensor_type
+from .anchors import HOLDS, threads
+from .remat import CASTS, LOADS, Loads, Rematerializer, in_layout, tensor_type
 from ..ir.uses import uses
 
-#: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
-_LOADS = ("tt.load", "amdg.buffer_load")
 #: A ``tt.load`` or ``tt.store`` printed with no attributes: no cache or eviction hints, not volatile
 #: (a call result's stand-in load carries only its mark, ``anchors.HOLDS``, which is no hint).
 _PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2}"
@@ -43,11 +49,12 @@ _PLAIN = re.compile(r"(?:= tt\.load|tt\.store) %[\w.#]+(?:, %[\w.#]+){0,2}"
 def issue_in_wanted_layouts(module, builder, tags: set[str]) -> set[str]:
     """Each boundary conversion tagged one of ``tags`` (a call's operands) of a tile the host
     loaded becomes the load issued again in the layout converted to, and one of index arithmetic
-    from scalars (a pointer tile) that arithmetic made in it. Returns the tags so removed."""
+    from scalars (a pointer tile), or of float arithmetic from small loads, that arithmetic made in
+    it. Returns the tags so removed."""
     _, conversions = uses(module, lambda op: op.get_name() == "ttg.convert_layout" and op.get_str_attr(TAG) in tags)
     if not conversions or not _rewritable(module):   # (the cheap walk first: ``_rewritable`` prints the module)
         return set()
-    remat = Rematerializer(module, builder)
+    remat = _rematerializer(module, builder)
     issued: set[str] = set()
     for conversion in conversions:
         source = conversion.get_operand(0)
@@ -69,7 +76,7 @@ def _loaded(value, remat: Rematerializer) -> tuple:
     while op is not None and op.get_name() in CASTS:
         casts.insert(0, op)
         op = remat.defining(op.get_operand(0))
-    return (op, casts) if op is not None and op.get_name() in _LOADS else (None, [])
+    return (op, casts) if op is not None and op.get_name() in LOADS else (None, [])
 
 
 def issue_stores_in_value_layouts(module, builder) -> int:
@@ -117,11 +124,35 @@ def issuable(module, builder, tiles: list[tuple]) -> list[bool]:
     as its declared layout pay (``handoff.entry_layouts``). One walk of the module answers them all."""
     if not tiles or not _rewritable(module):
         return [False] * len(tiles)
-    remat = Rematerializer(module, builder)
+    remat = _rematerializer(module, builder)
     loads = [_loaded(value, remat)[0] for value, _ in tiles]
     return [_loads_as_well(load, layout, remat, builder) if load is not None
             else remat.defining(value) is not None and remat.possible(value)
             for load, (value, layout) in zip(loads, tiles)]
+
+
+def _rematerializer(module, builder) -> Rematerializer:
+    """A ``Rematerializer`` that also makes float arithmetic again from loads of fewer elements
+    than the CTA's threads, each issued again right after itself (where it reads what it read)."""
+    remat: Rematerializer
+
+    def issuable(load) -> bool:
+        result, parts = load.get_result(0), load_operands(load)
+        if parts is None or math.prod(_shape(result)) >= threads(module):
+            return False
+        address, mask, other = parts
+        return (remat.possible(address[1] if isinstance(address, tuple) else address)
+                and (mask is None or remat.possible(mask)) and (other is None or _constant(remat.defining(other))))
+
+    def issue(load, layout, made):
+        here = builder.get_insertion_point()
+        builder.set_insertion_point_after(load)
+        loaded = _plain_load(load, layout, made, builder)
+        builder.restore_insertion_point(here)
+        return loaded
+
+    remat = Rematerializer(module, builder, loads=Loads(issuable, issue))
+    return remat
 
 
 def _loads_as_well(load, wanted, remat: Rematerializer, builder) -> bool:
@@ -178,11 +209,22 @@ def _load_again(load, wanted, remat: Rematerializer, builder):
     """A plain load of what ``load`` reads, made in ``wanted`` right after it; ``load``'s uses take
     it converted back to their layout. Returns the new load's result."""
     result = load.get_result(0)
-    address, mask, other = load_operands(load)
     builder.set_insertion_point_after(load)
+    loaded = _plain_load(load, wanted, remat.make, builder)
+    back = builder.create_convert_layout(result.get_type(), loaded)
+    back.set_loc(result.get_loc())
+    result.replace_all_uses_with(back)
+    return loaded
+
+
+def _plain_load(load, wanted, made, builder):
+    """A plain load of what ``load`` reads, in ``wanted``, at the builder's insertion point: its
+    pointers (an AMD buffer load's offsets) and mask made again by ``made(value, layout)``."""
+    result = load.get_result(0)
+    address, mask, other = load_operands(load)
     buffered = isinstance(address, tuple)   # an AMD buffer load: its scalar base as it is, its offsets made again
-    indices = remat.make(address[1] if buffered else address, wanted)
-    mask = remat.make(mask, wanted) if mask is not None else None
+    indices = made(address[1] if buffered else address, wanted)
+    mask = made(mask, wanted) if mask is not None else None
     if other is not None:   # a constant: the canonicalizer folds its conversion into it
         other = builder.create_convert_layout(in_layout(other, wanted, builder), other)
     if buffered:
@@ -192,9 +234,6 @@ def _load_again(load, wanted, remat: Rematerializer, builder):
     else:
         loaded = compat.create_plain_load(builder, indices, mask, other)
     loaded.set_loc(result.get_loc())
-    back = builder.create_convert_layout(result.get_type(), loaded)
-    back.set_loc(result.get_loc())
-    result.replace_all_uses_with(back)
     return loaded
 
 

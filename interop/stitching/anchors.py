@@ -37,7 +37,7 @@ def holdable(module, callees: set[str]) -> list[tuple]:
     result that the kernel's loop accumulates), with at least as many elements as the kernel has
     threads (fewer is no anchor for Triton either): ``(call, result, shape, element)`` each,
     ``module`` unchanged."""
-    threads = _threads(module)
+    cta = threads(module)
     calls = []
 
     def visit(op):
@@ -53,7 +53,7 @@ def holdable(module, callees: set[str]) -> list[tuple]:
                 shape, element = tensor_type(str(result.get_type()))
             except (KeyError, ValueError):   # not a tensor, or of an element the stand-in cannot load
                 continue
-            if not isinstance(element, gl.pointer_type) and math.prod(shape) >= threads:
+            if not isinstance(element, gl.pointer_type) and math.prod(shape) >= cta:
                 found.append((call, result, shape, element))
     return found
 
@@ -76,11 +76,11 @@ def buffer_loads(module) -> list:
     many elements as the kernel has threads: the loads ``make_ttgir`` laid out as anchors while
     they were plain loads (it makes them buffer loads only after its layout passes), and that are
     no anchor now."""
-    threads = _threads(module)
+    cta = threads(module)
     owner = owners(module)
     users, loads = uses(module, lambda op: op.get_name() == "amdg.buffer_load")
     return [op for op in loads if users.get(op.get_result(0).id()) and not _in_loop(op, owner)
-            and math.prod(tensor_type(str(op.get_result(0).get_type()))[0]) >= threads]
+            and math.prod(tensor_type(str(op.get_result(0).get_type()))[0]) >= cta]
 
 
 def hold_buffer_loads(module, builder) -> int:
@@ -129,7 +129,7 @@ def release(module, builder, held: Held) -> bool:
     return kept
 
 
-def _threads(module) -> int:
+def threads(module) -> int:
     """The threads of the kernel's CTA: a tile of fewer elements is no anchor for Triton either."""
     return (module.get_int_attr("ttg.num-warps") or 4) * (module.get_int_attr("ttg.threads-per-warp") or 32)
 

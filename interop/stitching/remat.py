@@ -18,6 +18,11 @@ uses here finish that rematerialization across the boundary:
   other side made from scalars by index arithmetic becomes that arithmetic made in the layout
   converted to, as the all-Triton kernel makes it: no conversion is left.
 
+A ``Rematerializer`` given ``Loads`` also makes elementwise float arithmetic again, from tiles
+loaded by loads it may issue again (``access_layouts``): a tile a Triton host computes from loaded
+values and passes to a Gluon function that converts it first, made in that function's layout as
+Triton's own layout propagation makes it in the layout of its use.
+
 Every op made again computes the same values (the ops are pure and their results depend on the
 layout only through where each element lives).
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from triton.experimental.gluon import language as gl
@@ -40,12 +46,20 @@ _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.m
                 "tt.addptr": "create_addptr"}
 #: The casts made again in another layout, and the builder's method for each (operand, result type).
 CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
+#: Elementwise float arithmetic made again from loaded values (``Loads``): two operands, and one.
+_FLOAT_BINARY = {"arith.addf": "create_fadd", "arith.subf": "create_fsub", "arith.mulf": "create_fmul",
+                 "arith.divf": "create_fdiv", "arith.maximumf": "create_maximumf", "arith.minimumf": "create_minimumf"}
+_FLOAT_UNARY = {"math.exp2": "create_exp2", "math.exp": "create_exp", "arith.negf": "create_fneg"}
 #: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
 _COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
                 "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")
 #: The ops index arithmetic is made of, which a Rematerializer makes again in another layout.
 MADE_AGAIN = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "tt.broadcast", "arith.extsi",
               "arith.cmpi", "ttg.convert_layout", *_ELEMENTWISE}
+#: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
+LOADS = ("tt.load", "amdg.buffer_load")
+#: What a ``Rematerializer`` given ``Loads`` makes again besides: float arithmetic, casts and float constants.
+_FROM_LOADS = {"arith.constant", *_FLOAT_BINARY, *_FLOAT_UNARY, *CASTS}
 #: Element types by their MLIR names.
 _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
              "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
@@ -53,6 +67,15 @@ _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i6
 _INTEGER_CONSTANTS = {"i1": "get_int1", "i8": "get_int8", "i16": "get_int16", "i32": "get_int32", "i64": "get_int64"}
 
 Leaf = Callable[[object, object], object]   # (tensor block argument, layout) -> the argument in that layout
+
+
+@dataclass(frozen=True)
+class Loads:
+    """The loads a ``Rematerializer`` may issue again, which lets it make float arithmetic again
+    too: ``issuable(op)`` says whether it may issue the load ``op`` again in any layout;
+    ``issue(op, layout, made)`` issues it (``made(value, layout)``: an operand made again)."""
+    issuable: Callable[[object], bool]
+    issue: Callable[[object, object, Callable], object]
 
 
 def in_layout(value, layout, builder):
@@ -75,10 +98,13 @@ class Rematerializer:
 
     ``leaves`` (value ids) are tensor block arguments the arithmetic may start from; ``leaf``
     gives such an argument in a wanted layout. Every other tensor must be made by ``MADE_AGAIN`` from
-    scalars, which are used as they are."""
+    scalars, which are used as they are; or, given ``loads``, by float arithmetic from them and
+    from the loads ``loads`` issues again."""
 
-    def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None):
+    def __init__(self, module, builder, leaves: frozenset[int] = frozenset(), leaf: Leaf | None = None,
+                 loads: Loads | None = None):
         self._builder = builder
+        self._loads = loads
         self._leaves, self._leaf = leaves, leaf
         self._module = module
         self._defining = producers(module)
@@ -107,6 +133,10 @@ class Rematerializer:
         if op is None:
             return value.id() in self._leaves
         name = op.get_name()
+        if self._loads is not None and name in _FROM_LOADS:
+            return all(self.possible(op.get_operand(i)) for i in range(op.get_num_operands()))
+        if self._loads is not None and name in LOADS:
+            return self._loads.issuable(op)
         if name not in MADE_AGAIN:
             return False
         if name == "arith.constant":
@@ -152,8 +182,23 @@ class Rematerializer:
         name = op.get_name()
         if name == "ttg.convert_layout":
             return self._made(op.get_operand(0), layout)
+        if name in LOADS:   # issued where it was: what it uses is made there for it alone
+            outer, self._memo = self._memo, {}
+            try:
+                return self._loads.issue(op, layout, self._made)
+            finally:
+                self._memo = outer
         result_type = in_layout(value, layout, builder)
-        if name == "tt.make_range":
+        if name == "arith.constant" and self._integers.integer_constant(op) is None:
+            made = builder.create_convert_layout(result_type, value)   # a float constant: the canonicalizer folds it
+        elif name in _FLOAT_BINARY:
+            made = getattr(builder, _FLOAT_BINARY[name])(self._made(op.get_operand(0), layout),
+                                                         self._made(op.get_operand(1), layout))
+        elif name in _FLOAT_UNARY:
+            made = getattr(builder, _FLOAT_UNARY[name])(self._made(op.get_operand(0), layout))
+        elif name in CASTS:
+            made = getattr(builder, CASTS[name])(self._made(op.get_operand(0), layout), result_type)
+        elif name == "tt.make_range":
             start = self._integers.int_attr(op, "start")
             made = builder.create_make_range(result_type, start, start + tensor_type(str(value.get_type()))[0][0])
         elif name == "arith.constant":

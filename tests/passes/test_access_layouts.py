@@ -112,3 +112,45 @@ def test_an_unmasked_store_is_left_alone():
     module, _, builder = parsed(stored("sm90a", mask=False), "sm90a")
     assert access_layouts.issue_stores_in_value_layouts(module, builder) == 0
     assert count(module, "ttg.convert_layout") == 1
+
+
+def differences(target: str) -> str:
+    """The host loads a row ``g`` of fewer elements than the CTA's threads, computes
+    ``g[:, None] - g[None, :]`` by ``#coalesced`` and converts it (boundary ``0:in:0``) for a call
+    that takes it by ``#taken`` (fla's gated ``exp2`` on the gates' differences)."""
+    layouts = {**tiles(target), "row": blocked([1], [LANES[target]], [4], [0])}
+    rows, columns = "#ttg.slice<{dim = 1, parent = #coalesced}>", "#ttg.slice<{dim = 0, parent = #coalesced}>"
+    return module_text(target, layouts, f'''  tt.func public @h(%x: !tt.ptr<f32>) {{
+    %0 = tt.make_range {{end = 32 : i32, start = 0 : i32}} : tensor<32xi32, #row>
+    %1 = tt.splat %x : !tt.ptr<f32> -> tensor<32x!tt.ptr<f32>, #row>
+    %2 = tt.addptr %1, %0 : tensor<32x!tt.ptr<f32>, #row>, tensor<32xi32, #row>
+    %g = tt.load %2 : tensor<32x!tt.ptr<f32>, #row>
+    %3 = ttg.convert_layout %g : tensor<32xf32, #row> -> tensor<32xf32, {rows}>
+    %4 = tt.expand_dims %3 {{axis = 1 : i32}} : tensor<32xf32, {rows}> -> tensor<32x1xf32, #coalesced>
+    %5 = tt.broadcast %4 : tensor<32x1xf32, #coalesced> -> tensor<32x32xf32, #coalesced>
+    %6 = ttg.convert_layout %g : tensor<32xf32, #row> -> tensor<32xf32, {columns}>
+    %7 = tt.expand_dims %6 {{axis = 0 : i32}} : tensor<32xf32, {columns}> -> tensor<1x32xf32, #coalesced>
+    %8 = tt.broadcast %7 : tensor<1x32xf32, #coalesced> -> tensor<32x32xf32, #coalesced>
+    %9 = arith.subf %5, %8 : tensor<32x32xf32, #coalesced>
+    %10 = ttg.convert_layout %9 {{hybrid.boundary = "0:in:0"}} : tensor<32x32xf32, #coalesced> -> tensor<32x32xf32, #taken>
+    tt.call @__hybrid_r0_g(%10) : (tensor<32x32xf32, #taken>) -> ()
+    tt.return
+  }}
+  tt.func private @__hybrid_r0_g(tensor<32x32xf32, #taken>)
+''')
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_arithmetic_on_a_small_loaded_row_is_made_in_the_calls_layout(target):
+    """Its row loaded again in each slice of the call's layout the arithmetic takes it in, as
+    Triton's layout propagation does in a kernel without the call: no conversion is left."""
+    module, context, builder = parsed(differences(target), target)
+    value = ops(module, "arith.subf")[0].get_result(0)
+    taken = builder.get_gluon_layout_from_tensor(ops(module, "tt.call")[0].get_operand(0))
+    assert access_layouts.issuable(module, builder, [(value, taken)]) == [True]
+    assert access_layouts.issue_in_wanted_layouts(module, builder, {"0:in:0"}) == {"0:in:0"}
+    canonicalize(module, context)
+    body = printed(module, tiles(target))
+    assert count(module, "ttg.convert_layout") == 0 and count(module, "tt.load") == 2
+    assert "#coalesced" not in body and "#ttg.slice<{dim = 1, parent = #taken}>" in body
+    assert ops(module, "tt.call")[0].get_operand(0).id() == ops(module, "arith.subf")[0].get_result(0).id()
