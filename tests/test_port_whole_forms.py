@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 
 import hybrid
-from hybrid.port import PortError, compare
+from hybrid.port import compare
 from hybrid.port.compare import as_hybrid
 from hybrid.port.from_ttgir import load_port
 from hybrid.port.whole_kernel import port_kernel

@@ -86,7 +86,6 @@ def probe(fn: JITFunction, entry: dict[str, str] | None = None):
     a Gluon layout expression it is converted to first, so that ``fn`` is lowered for that one."""
     params = parameters(fn, {p.name for p in fn.params if p.is_constexpr})
     names = ", ".join(p.name for p in fn.params)
-    returns = returns_value(fn)
     converts = "".join(f"    {name} = gl.convert_layout({name}, {layout})\n" for name, layout in (entry or {}).items())
     call = f"{'return ' if returns_value(fn) else ''}{fn.__name__}({names})"   # a function that returns nothing: a statement
     source = (f"from triton.experimental import gluon\nfrom triton.experimental.gluon import language as gl\n\n\n"

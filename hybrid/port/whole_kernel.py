@@ -192,7 +192,7 @@ def _gluon_calls(fn: JITFunction, regions) -> dict:
     function, the region's runtime operands in order and each constexpr argument as the kernel's
     source writes it (a literal, or constexpr parameters of the kernel, which the port has too);
     the import it needs; and the names the kernel's source gives its results."""
-    tree, (lines, first) = source_tree(fn), inspect.getsourcelines(fn.fn)
+    tree, first = source_tree(fn), inspect.getsourcelines(fn.fn)[1]
     constexprs = {p.name for p in fn.params if p.is_constexpr}
     calls = {}
     for region in (r for r in regions if r.language == "gluon"):
