@@ -130,3 +130,19 @@ def k_two_ranks(x_ptr, y1_ptr, y2_ptr, N: tl.constexpr):
     g = tl.load(x_ptr + rows)
     tl.store(y1_ptr + rows, exp2_f32(g))
     tl.store(y2_ptr + rows[:, None] * N + rows[None, :], exp2_f32(g[:, None] - g[None, :]))
+
+
+@hybrid.jit
+@gluon.jit
+def k_two_layouts(x_ptr, y1_ptr, y2_ptr, N: gl.constexpr):
+    """One tile, the same shape and no constexpr, through one site in a row-major layout and
+    through the other in a column-major one (32-thread warps, 4 warps): the layouts alone tell
+    the sites apart, as a Gluon host has them."""
+    ROWS: gl.constexpr = gl.BlockedLayout([1, 4], [4, 8], [4, 1], [1, 0])
+    COLS: gl.constexpr = gl.BlockedLayout([4, 1], [8, 4], [1, 4], [0, 1])
+    r = gl.arange(0, N, layout=gl.SliceLayout(1, ROWS))
+    c = gl.arange(0, N, layout=gl.SliceLayout(0, ROWS))
+    offs = r[:, None] * N + c[None, :]
+    gl.store(y1_ptr + offs, scale_by_row_sums(gl.load(x_ptr + offs)))
+    offs = gl.convert_layout(offs, COLS)
+    gl.store(y2_ptr + offs, scale_by_row_sums(gl.load(x_ptr + offs)))

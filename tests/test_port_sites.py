@@ -193,3 +193,16 @@ def test_a_tile_the_kernel_computes_from_a_loaded_row_is_computed_in_its_ports_l
     converted it at the call: the kernel with the port is the kernel's machine code."""
     ported = from_ttgir.port(m.k_two_ranks, m.exp2_f32, m.SIGNATURE, {"N": 16}, "sm90a", num_warps=4)
     assert ported.machine["port"] == ported.machine["original"], ported.machine
+
+
+def test_a_helper_called_in_two_layouts_by_a_gluon_host_is_ported_per_site(tmp_path):
+    """Same shape, no constexpr: the Gluon host hands the tile over in a row-major layout at one
+    site and a column-major one at the other, so Triton lowers the function in each; each site's
+    port is picked by the layout, and both run in the interpreter."""
+    ported = from_ttgir.port(m.k_two_layouts, m.scale_by_row_sums, m.SIGNATURE, {"N": 32}, "sm90a", num_warps=4)
+    name = ported.name
+    assert len(ported.sites) == 2 and ".type.layout ==" in ported.source
+    args = (torch.randn(32, 32), torch.full((32, 32), float("nan")), torch.full((32, 32), float("nan")))
+    result = _compare(m.k_two_layouts, m.scale_by_row_sums, _loaded(ported, name, tmp_path), args, {"N": 32}, "sm90a")
+    assert result.ok and [o.name for o in result.outputs] == ["y1_ptr", "y2_ptr"], result.report()
+    assert result.site_runs == {f"{name}_0": 1, f"{name}_1": 1}
