@@ -15,18 +15,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_compile_time_benchmark_runs(tmp_path):
+    """One example on an NVIDIA and an AMD target: each (example, target) is a row of the same loop."""
     out = tmp_path / "ct.json"
     proc = subprocess.run([sys.executable, "bench/compile_time.py", "--repeats", "1", "--targets", "sm90a,gfx942",
-                           "--examples", "softmax,mma_handoff", "--profile", "--json", str(out)], cwd=ROOT,
+                           "--examples", "softmax", "--profile", "--json", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert {(r["example"], r["target"]) for r in rows} == {(e, t) for e in ("softmax", "mma_handoff")
-                                                           for t in ("sm90a", "gfx942")}
+    assert {(r["example"], r["target"]) for r in rows} == {("softmax", "sm90a"), ("softmax", "gfx942")}
     assert all(r["hybrid_s"] > 0 and r["triton_s"] > 0 and r["ratio"] > 0 and 0 < r["warm_s"] for r in rows)
     assert all(sum(s["seconds"] for s in r["stages"]) == pytest.approx(r["hybrid_s"], rel=0.2) for r in rows)
-    assert data["goals"]["rows"] == 4 and "median ratio" in proc.stdout
+    assert data["goals"]["rows"] == 2 and "median ratio" in proc.stdout
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
