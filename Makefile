@@ -6,7 +6,7 @@ PYTHON ?= python3
 # own packages, and installs only its Triton (and, in .venv, this project and Dask: the Dask tests run there).
 VENVBASE ?= .venvbase
 BASE     := $(VENVBASE)/bin
-SHARED   := torch==2.13.0 cffi cryptography rich numpy pytest pytest-xdist hypothesis
+SHARED   := torch==2.13.0 cffi cryptography rich numpy pytest 'pytest-xdist>=3.2' hypothesis
 # pip's wheel cache, named: one download of each wheel for every environment (and a CI cache can keep it).
 export PIP_CACHE_DIR ?= $(HOME)/.cache/pip
 VENV   ?= .venv
@@ -79,20 +79,22 @@ chromium:
 	  echo "chromium could not be installed: the HTML report's rendering test will skip"; \
 	fi
 
+# --dist worksteal: a worker that runs out of tests takes queued ones from the other, so one long
+# test near the end does not leave a core idle.
 test-latest: $(BIN)/.ready chromium   ## the suite on Triton 3.9 (GPU tests run too where a GPU is present)
-	$(BIN)/python -m pytest -q -rs -n 2 tests
+	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal tests
 
 test-oldest: $(BIN36)/.ready   ## the tests of what differs by release on Triton 3.6, the release the GPU machine has
-	$(BIN36)/python -m pytest -q -rs -n 2 $(VERSION_TESTS)
+	$(BIN36)/python -m pytest -q -rs -n 2 --dist worksteal $(VERSION_TESTS)
 
 test-37: $(BIN37)/.ready   ## the core subset on Triton 3.7
-	$(BIN37)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
+	$(BIN37)/python -m pytest -q -rs -n 2 --dist worksteal $(CORE_TESTS)
 
 test-38: $(BIN38)/.ready   ## the core subset on Triton 3.8
-	$(BIN38)/python -m pytest -q -rs -n 2 $(CORE_TESTS)
+	$(BIN38)/python -m pytest -q -rs -n 2 --dist worksteal $(CORE_TESTS)
 
 test-fast: $(BIN)/.ready   ## a developer's loop (under 3 min): Triton 3.9, without the tests marked slow
-	$(BIN)/python -m pytest -q -rs -n 2 -m "not slow and not gpu" tests
+	$(BIN)/python -m pytest -q -rs -n 2 --dist worksteal -m "not slow and not gpu" tests
 
 # How many fresh cases `make fuzz` draws (about 10 min on one core once Triton's cache holds the common builds).
 FUZZ_EXAMPLES ?= 8000

@@ -1,6 +1,6 @@
 """Interpreter time of each example: a mixed kernel checked on the CPU, per target.
 
-    python bench/interpreter.py [--targets sm90a,gfx942] [--json PATH]
+    python bench/interpreter.py [--targets sm90a,gfx942] [--examples softmax,...] [--json PATH]
 
 Each kernel of the suite runs once per case in the interpreter at its ``CHECK_SIZE`` (the size
 the CI checks) on fresh random inputs; its largest error against the reference is reported
@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
@@ -28,9 +29,9 @@ from examples.run import check  # noqa: E402
 from interop.targets import TARGETS  # noqa: E402
 
 
-def rows(targets: list[str]) -> list[dict]:
+def rows(targets: list[str], examples: Sequence[str] = SUITE) -> list[dict]:
     out = []
-    for name in SUITE:
+    for name in examples:
         example = importlib.import_module(f"examples.{name}")
         for target in targets:
             if target in getattr(example, "SKIP", {}):
@@ -46,9 +47,14 @@ def rows(targets: list[str]) -> list[dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", default=",".join(TARGETS))
+    parser.add_argument("--examples", default=",".join(SUITE), help="examples of the suite, separated by ','")
     parser.add_argument("--json", default="build/bench-interpreter.json")
     args = parser.parse_args()
-    result = rows(args.targets.split(","))
+    examples = args.examples.split(",")
+    unknown = sorted(set(examples) - set(SUITE))
+    if unknown:
+        parser.error(f"--examples: {', '.join(unknown)} not in the suite (one of: {', '.join(SUITE)})")
+    result = rows(args.targets.split(","), examples)
     table = Table(title="interpreter: each kernel at its check size")
     for column in ("example", "target", "size", "cases", "seconds", "max error", "correct"):
         table.add_column(column)

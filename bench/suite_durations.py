@@ -3,7 +3,7 @@ time (setup, call and teardown) summed per file, with the share marked ``slow``,
 slowest tests ``make test-fast`` still runs: what to mark ``slow`` (or slim) next.
 
     python bench/suite_durations.py [--top N] [--json PATH] [-- PYTEST_ARGS]
-    python bench/suite_durations.py -- -n 2 -m "not slow and not gpu" tests   # make test-fast's run
+    python bench/suite_durations.py -- -n 2 --dist worksteal -m "not slow and not gpu" tests   # make test-fast's run
 
 On a machine others load, compare shares rather than seconds; the wall time is the run's own.
 """

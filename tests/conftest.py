@@ -33,6 +33,13 @@ def has_gpu() -> bool:
         return False
 
 
+#: The demo's test, which checks each example it builds in the interpreter on every target where there is no GPU.
+DEMO_TEST = "tests/test_scheduler.py::test_demo_builds_every_example_for_every_target"
+#: The test that checks every example in the interpreter on two targets, on every release (the demo's runs on 3.9 only).
+EVERY_EXAMPLE_INTERPRETED = "tests/test_interpret.py::test_every_example_matches_torch_in_the_interpreter"
+
+
+@pytest.hookimpl(trylast=True)   # after -k and -m deselected theirs
 def pytest_collection_modifyitems(config, items):
     if has_gpu():
         return
@@ -40,6 +47,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+    if any(item.nodeid == DEMO_TEST for item in items):
+        from examples.run import EXAMPLES
+        in_demo = {module.rpartition(".")[2] for module in EXAMPLES}
+        demo_checks = pytest.mark.skip(reason=f"{DEMO_TEST} checks this example in the interpreter on every target")
+        for item in items:
+            if item.nodeid.partition("[")[0] == EVERY_EXAMPLE_INTERPRETED and item.callspec.params["name"] in in_demo:
+                item.add_marker(demo_checks)
 
 
 @pytest.fixture(scope="session")
