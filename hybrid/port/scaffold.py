@@ -91,7 +91,7 @@ def start(spec: str, target: str, kernel: str | None = None, out_dir: Path = Pat
     out_dir = Path(out_dir)
     port_name = f"{name}_gluon_{target}"   # per target: ports of one function for two targets live side by side
     ctx = Context(module=module, fn=fn, kernel=host, target=target, warp_size=TARGETS[target].warp_size,
-                  num_warps=DEFAULT_WARPS, port_path=out_dir / f"{port_name}.py",
+                  num_warps=num_warps or DEFAULT_WARPS, port_path=out_dir / f"{port_name}.py",
                   test_path=out_dir / f"test_port_{name}_{target}.py",
                   command=f"hybrid port start {spec} --target {target} --kernel {host.fn.__name__}{given.flags()}",
                   variant=inputs_variant(module, host.fn.__name__))
