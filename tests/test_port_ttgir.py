@@ -969,6 +969,10 @@ TMA_HOST = (pp.matmul_descriptor_persistent_gluon_tma, *PERSISTENT)
 
 
 @pytest.mark.version
+@pytest.mark.xfail(compat.TRITON_MAJOR_MINOR < (3, 8), raises=PortError, strict=True,
+                   reason="known bug on Triton 3.6: the one call is recorded twice, lowered two ways (the region "
+                          "takes the host's descriptor without its layout there), and the port refuses it as two "
+                          "sites; a refusal, never a wrong port")
 def test_a_gluon_hosts_tma_descriptor_passes_into_a_triton_region_and_its_port_takes_it(tmp_path):
     """The tutorial's K loop as a Triton helper taking the descriptors a Gluon host made: the
     region is lowered for the host's descriptor (its shared layout kept; on Triton 3.6 and 3.7,
