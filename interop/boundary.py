@@ -56,6 +56,7 @@ class Moved(enum.Enum):
     NARROWED = "narrowed"          # past the cast that narrows it, still converting (``sinking``)
     ADOPTED = "adopted"            # removed by Triton's passes laying the host out again (``host_relayout``)
     RELOADED = "reloaded"          # the host's load issued again in the wanted layout (``access_layouts``)
+    JOINED = "joined"              # past the host's arithmetic, one conversion for several results (``sinking``)
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,13 @@ def test_a_malformed_tag_names_the_attribute_and_its_form(text):
 
 
 def test_every_fact_that_removes_a_conversion_has_a_reason():
-    """Each way folding takes a boundary's conversions away has its reason in the table; the one
-    move that leaves the conversion (past a narrowing cast) qualifies the boundary's reason instead."""
+    """Each way folding takes a boundary's conversions away has its reason in the table; a move
+    that may leave the conversion (past a narrowing cast, or joined with another) qualifies the
+    boundary's reason where it does."""
     assert set(Folding) | set(Moved) - {Moved.NARROWED} == set(reasons.FREE)
+    assert set(reasons.FREE) | set(reasons.STILL_CONVERTING) == set(Folding) | set(Moved)
     assert all(reason and not reason.endswith(".") for reason in reasons.FREE.values())
-    assert reasons.NARROWED.startswith("; ")
+    assert all(suffix.startswith("; ") for suffix in reasons.STILL_CONVERTING.values())
 
 
 def test_the_facts_of_a_boundary_come_in_the_order_its_reason_asks():

@@ -55,12 +55,12 @@ def test_the_pass_lists_read_in_order():
         "issue loads in call layouts", "lay out the host", "transpose in thread", "tag boundaries",
         "load stored results early", "restore region bodies", "relocate scopes", "keep called regions",
         "splice Triton calls", "inline", "connect results", "fold chains", "canonicalize", "fold constants",
-        "rematerialize", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
+        "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
         "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
         "complete boundaries", "place scopes"]
     assert [p.name for p in pipeline.GLUON_HOST] == [
         "make entry conversions in place", "buffer access", "keep called regions", "splice Triton calls", "inline",
-        "connect results", "fold chains", "canonicalize", "fold constants", "rematerialize", "sink casts",
+        "connect results", "fold chains", "canonicalize", "fold constants", "rematerialize", "join conversions", "sink casts",
         "fold shared loads", "fold shared stores", "canonicalize folds", "plan boundaries", "complete boundaries",
         "place scopes"]
 

@@ -14,12 +14,16 @@ FREE: dict[Folding | Moved, str] = {
                    "converts (where Triton's passes keep that conversion)"),
     Moved.RELOADED: ("the host loads the tile in the layout the region takes: its load issued again there, as "
                      "Triton rematerializes inside a kernel"),
+    Moved.JOINED: ("moved past the host's arithmetic on it, which runs in the region's layout: one conversion "
+                   "of the arithmetic's value for several results, as the all-Triton kernel converts"),
     Moved.ADOPTED: ("the host takes the region's layout: Triton's layout passes, run again around the call, "
                     "removed the conversion"),
 }
-#: What a conversion moved past a narrowing cast (``Moved.NARROWED``, it still converts) adds to its
-#: boundary's reason.
-NARROWED = "; moved past the cast that narrows it"
+#: What a conversion moved but still converting adds to its boundary's reason.
+STILL_CONVERTING: dict[Moved, str] = {
+    Moved.NARROWED: "; moved past the cast that narrows it",
+    Moved.JOINED: "; moved past the host's arithmetic on it, one conversion for several results",
+}
 
 
 def free(facts: list[Folding | Moved]) -> Folding | Moved | None:

@@ -13,7 +13,7 @@ from ..targets import arch
 from ..instrumentation import instrument
 from ..boundaries import movement, planner, reasons
 from ..stitching import runner, stitch, stitch_passes
-from ..boundary import Boundary, Folding, Moved, PlannedBoundary, layout_of
+from ..boundary import Boundary, Folding, PlannedBoundary, layout_of
 from ..boundaries.scratch import ScratchProbe
 from ..triton.bindings import gluon_ir
 from ..stitching.state import Stitch
@@ -67,9 +67,6 @@ def place_scopes(state: Stitch, module) -> None:
     instrument.bracket(module, gluon_ir.GluonOpBuilder(state.context), state.compile.scopes.timed_loops)
 
 
-_NARROWED = "; moved past the cast that narrows it"
-
-
 def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choices: dict) -> Boundary:
     """``planned`` with what the stitched, planned module says of it: the planner's handoff, a
     load folded into it, the conversions left and what they move, and why."""
@@ -77,13 +74,13 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
     boundary_tag = planned.tag
     remaining = live.get(boundary_tag, [])
     choice = choices.get(boundary_tag)
-    narrowed = folded.moved.get(boundary_tag) is Moved.NARROWED
+    moved = reasons.STILL_CONVERTING.get(folded.moved.get(boundary_tag), "")
     if choice is not None and choice.way == "handoff":
         owner = choice.tags[0] == boundary_tag
         fields.update(handoff="shared", movement="shared", shared_bytes=choice.shared_bytes if owner else 0,
                       barriers=int(owner), cost=choice.cost if owner else 0)
         reason = choice.reason if owner else f"loaded from the buffer boundary {choice.tags[0]} handed off"
-        return Boundary(**fields, conversions=len(remaining), reason=reason + reasons.NARROWED * narrowed)
+        return Boundary(**fields, conversions=len(remaining), reason=reason + moved)
     fact = reasons.free(folded.facts(boundary_tag)) if not remaining else None
     if planned.reason is not None:
         reason = planned.reason
@@ -107,5 +104,5 @@ def _completed(planned: PlannedBoundary, live: dict, folded: stitch.Folded, choi
         fields["barriers"] = sum(m.barriers for m in moves)
         fields["shuffles"] = sum(m.shuffles for m in moves)
         fields["cost"] = choice.cost if choice is not None and choice.tags[0] == boundary_tag else 0
-        reason += (f" ({fields['movement']})" if choice is None else f": {choice.reason}") + reasons.NARROWED * narrowed
+        reason += (f" ({fields['movement']})" if choice is None else f": {choice.reason}") + moved
     return Boundary(**fields, conversions=len(remaining), reason=reason)

@@ -47,9 +47,9 @@ _ELEMENTWISE = {"arith.addi": "create_add", "arith.subi": "create_sub", "arith.m
 #: The casts made again in another layout, and the builder's method for each (operand, result type).
 CASTS = {"arith.truncf": "create_fp_trunc", "arith.extf": "create_fp_ext"}
 #: Elementwise float arithmetic made again from loaded values (``Loads``): two operands, and one.
-_FLOAT_BINARY = {"arith.addf": "create_fadd", "arith.subf": "create_fsub", "arith.mulf": "create_fmul",
+FLOAT_BINARY = {"arith.addf": "create_fadd", "arith.subf": "create_fsub", "arith.mulf": "create_fmul",
                  "arith.divf": "create_fdiv", "arith.maximumf": "create_maximumf", "arith.minimumf": "create_minimumf"}
-_FLOAT_UNARY = {"math.exp2": "create_exp2", "math.exp": "create_exp", "arith.negf": "create_fneg"}
+FLOAT_UNARY = {"math.exp2": "create_exp2", "math.exp": "create_exp", "arith.negf": "create_fneg"}
 #: ``arith.cmpi``'s builder per predicate (MLIR's ``arith::CmpIPredicate`` order): bounds masks.
 _COMPARISONS = ("create_icmpEQ", "create_icmpNE", "create_icmpSLT", "create_icmpSLE", "create_icmpSGT",
                 "create_icmpSGE", "create_icmpULT", "create_icmpULE", "create_icmpUGT", "create_icmpUGE")
@@ -59,7 +59,7 @@ MADE_AGAIN = {"tt.make_range", "arith.constant", "tt.splat", "tt.expand_dims", "
 #: The loads a tile is issued again from: Triton's, and the AMD buffer load ``make_ttgir`` made of it.
 LOADS = ("tt.load", "amdg.buffer_load")
 #: What a ``Rematerializer`` given ``Loads`` makes again besides: float arithmetic, casts and float constants.
-_FROM_LOADS = {"arith.constant", *_FLOAT_BINARY, *_FLOAT_UNARY, *CASTS}
+_FROM_LOADS = {"arith.constant", *FLOAT_BINARY, *FLOAT_UNARY, *CASTS}
 #: Element types by their MLIR names.
 _ELEMENTS = {"i1": gl.int1, "i8": gl.int8, "i16": gl.int16, "i32": gl.int32, "i64": gl.int64, "f64": gl.float64,
              "f32": gl.float32, "f16": gl.float16, "bf16": gl.bfloat16, "f8E4M3FN": gl.float8e4nv,
@@ -191,11 +191,11 @@ class Rematerializer:
         result_type = in_layout(value, layout, builder)
         if name == "arith.constant" and self._integers.integer_constant(op) is None:
             made = builder.create_convert_layout(result_type, value)   # a float constant: the canonicalizer folds it
-        elif name in _FLOAT_BINARY:
-            made = getattr(builder, _FLOAT_BINARY[name])(self._made(op.get_operand(0), layout),
+        elif name in FLOAT_BINARY:
+            made = getattr(builder, FLOAT_BINARY[name])(self._made(op.get_operand(0), layout),
                                                          self._made(op.get_operand(1), layout))
-        elif name in _FLOAT_UNARY:
-            made = getattr(builder, _FLOAT_UNARY[name])(self._made(op.get_operand(0), layout))
+        elif name in FLOAT_UNARY:
+            made = getattr(builder, FLOAT_UNARY[name])(self._made(op.get_operand(0), layout))
         elif name in CASTS:
             made = getattr(builder, CASTS[name])(self._made(op.get_operand(0), layout), result_type)
         elif name == "tt.make_range":

@@ -48,6 +48,15 @@ def rematerialize(state: Stitch, module) -> bool:
     return changed
 
 
+def join_conversions(state: Stitch, module) -> bool:
+    """Conversions into Triton code moved past the arithmetic on them, where fewer remain."""
+    folded = state.folded
+    movable = into_triton_code(state) - folded.constants - folded.recomputed
+    moved = sinking.join_past_arithmetic(module, gluon_ir.GluonOpBuilder(state.context), movable)
+    _add(state, moved=moved)
+    return bool(moved)
+
+
 def sink_casts(state: Stitch, module) -> bool:
     """A conversion into Triton code (whose layouts Triton chose) moved past the casts after it."""
     folded = state.folded

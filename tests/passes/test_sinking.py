@@ -105,3 +105,59 @@ def test_in_a_triton_hosts_relayout_a_calls_result_conversion_merges_into_the_ho
     run_pass(state, module, "hide region bodies", "sink result casts", "restore region bodies")
     assert state.relaid.moved == {"0:out:0": Moved.MERGED}
     assert "arith.truncf %0 : tensor<64x64xf32, #mine> to tensor<64x64xf16, #mine>" in printed(module, layouts(target))
+
+
+def statistics(target: str, tail: str = "") -> str:
+    """Upstream attention's epilogue on a Gluon region's two row statistics ``l`` and ``m``: each
+    converted ``#mine -> #host`` (the boundary's), then ``m + log2(l)`` (and ``tail``) stored."""
+    return module_text(target, layouts(target), f'''  tt.func public @k(%l: tensor<64xf32, #ttg.slice<{{dim = 1, parent = #mine}}>>, %m: tensor<64xf32, #ttg.slice<{{dim = 1, parent = #mine}}>>, %y: !tt.ptr<f32>, %offsets: tensor<64xi32, #ttg.slice<{{dim = 1, parent = #host}}>>, %scale: f32) {{
+    %0 = ttg.convert_layout %l {{hybrid.boundary = "0:out:1"}} : tensor<64xf32, #ttg.slice<{{dim = 1, parent = #mine}}>> -> tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %1 = ttg.convert_layout %m {{hybrid.boundary = "0:out:2"}} : tensor<64xf32, #ttg.slice<{{dim = 1, parent = #mine}}>> -> tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %2 = math.log2 %0 : tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %s = tt.splat %scale : f32 -> tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %3 = arith.addf %1, %2 : tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %4 = arith.mulf %3, %s : tensor<64xf32, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %p = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>, #ttg.slice<{{dim = 1, parent = #host}}>>
+    %q = tt.addptr %p, %offsets : tensor<64x!tt.ptr<f32>, #ttg.slice<{{dim = 1, parent = #host}}>>, tensor<64xi32, #ttg.slice<{{dim = 1, parent = #host}}>>
+{tail}    tt.store %q, %4 : tensor<64x!tt.ptr<f32>, #ttg.slice<{{dim = 1, parent = #host}}>>
+    tt.return
+  }}
+''')
+
+
+def joined(text: str, target: str):
+    """``text`` after ``join conversions`` and ``canonicalize folds``, with results 1 and 2 of
+    region 0 planned, and what the pass moved."""
+    module, context, _ = parsed(text, target)
+    state = stitch_of(context, target)
+    region = state.compile.new_region("g_stats", "gluon", CallSite("k.py", 4), "", shared_bytes=0, lines=())
+    row = {name: f"tensor<64xf32, #ttg.slice<{{dim = 1, parent = {attribute}}}>>"
+           for name, attribute in layouts(target).items()}
+    for index in (1, 2):
+        state.compile.plan(region, "out", index, f"return[{index}]", row["mine"], row["host"])
+    return module, run_pass(state, module, "join conversions", "canonicalize folds").folded.moved
+
+
+@pytest.mark.ir_pass("join conversions", "canonicalize folds")
+@pytest.mark.parametrize("target", TARGETS)
+def test_two_results_converted_for_the_hosts_arithmetic_convert_once_after_it(target):
+    module, moved = joined(statistics(target), target)
+    assert moved == {"0:out:1": Moved.JOINED, "0:out:2": Moved.JOINED}
+    body = printed(module, layouts(target))
+    mine = "tensor<64xf32, #ttg.slice<{dim = 1, parent = #mine}>>"
+    assert f"math.log2 %arg0 : {mine}" in body and "arith.addf %arg1, " in body
+    assert f"tt.splat %arg4 : f32 -> {mine}" in body   # the splat beside them, made again in their layout
+    assert count(module, "ttg.convert_layout") == 1
+    lines = body.splitlines()
+    store = next(k for k, line in enumerate(lines) if "tt.store" in line)
+    assert '{hybrid.boundary = "0:out:1"}' in lines[store - 1] and f"{mine} -> " in lines[store - 1]
+
+
+@pytest.mark.ir_pass("join conversions")
+def test_arithmetic_whose_values_are_used_elsewhere_too_is_left_in_the_hosts_layout():
+    """Moving it would convert ``log2(l)`` and the sum, two conversions for the two it saves."""
+    host = "tensor<64xf32, #ttg.slice<{dim = 1, parent = #host}>>"
+    text = statistics("sm90a", f"    tt.store %q, %2 : {host.replace('64xf32', '64x!tt.ptr<f32>')}\n")
+    module, moved = joined(text, "sm90a")
+    assert moved == {} and count(module, "ttg.convert_layout") == 2
+    assert f"math.log2 %0 : {host}" in printed(module, layouts("sm90a"))
