@@ -56,7 +56,7 @@ def test_the_pass_lists_read_in_order():
         "load stored results early", "restore region bodies", "relocate scopes", "keep called regions",
         "splice Triton calls", "inline", "connect results", "fold chains", "canonicalize", "fold constants",
         "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
-        "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
+        "hoist invariants", "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
         "complete boundaries", "place scopes"]
     assert [p.name for p in pipeline.GLUON_HOST] == [
         "make entry conversions in place", "buffer access", "keep called regions", "splice Triton calls", "inline",

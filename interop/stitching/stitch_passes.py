@@ -34,6 +34,14 @@ def canonicalize(state: Stitch, module) -> None:
     ir_canonicalize.canonicalize(module, state.context)
 
 
+def hoist_invariants(state: Stitch, module) -> None:
+    """Pure ops a Triton host's loop does not change, moved before it. What the regions brought
+    into the loop never went through Triton's loop-invariant code motion (its ``make_ttir`` runs
+    it before layouts; Gluon's pipeline has none): a port's index arithmetic on the kernel's
+    scalars stayed in every iteration of the persistent matmul's tile loop."""
+    ir_canonicalize.hoist_invariants(module, state.context)
+
+
 def fold_constants(state: Stitch, module) -> bool:
     """A boundary's conversion of a splat constant becomes the constant in its layout."""
     constants = stitch.fold_constant_conversions(module, gluon_ir.GluonOpBuilder(state.context))

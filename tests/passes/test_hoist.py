@@ -1,0 +1,42 @@
+"""Loop invariants hoisted in a Triton host (``hoist invariants``): what a region brings into the
+host's loop was never through Triton's loop-invariant code motion (its ``make_ttir`` runs it
+before layouts; Gluon's pipeline has none), so a port's index arithmetic on the kernel's scalars
+stayed in every iteration (shrunk from the descriptor persistent matmul's epilogue)."""
+import pytest
+
+from tests.passes.modules import LANES, blocked, module_text, parsed, printed, run_pass, stitch_of
+
+
+def loop(target: str) -> tuple[str, dict[str, str]]:
+    layouts = {"one": blocked([4], [LANES[target]], [4], [0])}
+    return module_text(target, layouts, '''  tt.func public @k(%x: !tt.ptr<f32>, %n: i32) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    scf.for %i = %c0 to %n step %c1  : i32 {
+      %0 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #one>
+      %1 = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #one>
+      %2 = tt.addptr %1, %0 : tensor<512x!tt.ptr<f32>, #one>, tensor<512xi32, #one>
+      %3 = tt.load %2 : tensor<512x!tt.ptr<f32>, #one>
+      %4 = tt.splat %i : i32 -> tensor<512xi32, #one>
+      %5 = arith.addi %0, %4 : tensor<512xi32, #one>
+      %6 = tt.addptr %1, %5 : tensor<512x!tt.ptr<f32>, #one>, tensor<512xi32, #one>
+      tt.store %6, %3 : tensor<512x!tt.ptr<f32>, #one>
+    }
+    tt.return
+  }
+'''), layouts
+
+
+@pytest.mark.ir_pass("hoist invariants")
+@pytest.mark.parametrize("target", ["sm90a", "gfx942"])
+def test_pure_ops_on_values_the_loop_does_not_change_move_before_it(target):
+    text, layouts = loop(target)
+    module, context, _ = parsed(text, target)
+    run_pass(stitch_of(context, target), module, "hoist invariants")
+    lines = printed(module, layouts).splitlines()
+    start = next(k for k, line in enumerate(lines) if "scf.for" in line)
+    where = {op: next(k for k, line in enumerate(lines) if op in line)
+             for op in ("tt.make_range", "tt.splat %arg0", "tt.addptr %1, %0", "tt.load", "tt.splat %arg2", "arith.addi")}
+    assert all(where[op] < start for op in ("tt.make_range", "tt.splat %arg0", "tt.addptr %1, %0"))
+    # what the loop changes, and a load (not free of effects), stay in it
+    assert all(where[op] > start for op in ("tt.load", "tt.splat %arg2", "arith.addi"))
