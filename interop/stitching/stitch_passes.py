@@ -38,8 +38,13 @@ def hoist_invariants(state: Stitch, module) -> None:
     """Pure ops a Triton host's loop does not change, moved before it. What the regions brought
     into the loop never went through Triton's loop-invariant code motion (its ``make_ttir`` runs
     it before layouts; Gluon's pipeline has none): a port's index arithmetic on the kernel's
-    scalars stayed in every iteration of the persistent matmul's tile loop."""
+    scalars stayed in every iteration of the persistent matmul's tile loop. Only where a region
+    was inlined: a kernel without one is Triton's, whose ttgir Triton leaves as it is."""
     ir_canonicalize.hoist_invariants(module, state.context)
+
+
+def inlined_any(state: Stitch) -> bool:
+    return bool(state.regions)
 
 
 def fold_constants(state: Stitch, module) -> bool:

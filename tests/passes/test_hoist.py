@@ -4,6 +4,7 @@ before layouts; Gluon's pipeline has none), so a port's index arithmetic on the 
 stayed in every iteration (shrunk from the descriptor persistent matmul's epilogue)."""
 import pytest
 
+from interop.region import CallSite
 from tests.passes.modules import LANES, blocked, module_text, parsed, printed, run_pass, stitch_of
 
 
@@ -32,7 +33,9 @@ def loop(target: str) -> tuple[str, dict[str, str]]:
 def test_pure_ops_on_values_the_loop_does_not_change_move_before_it(target):
     text, layouts = loop(target)
     module, context, _ = parsed(text, target)
-    run_pass(stitch_of(context, target), module, "hoist invariants")
+    state = stitch_of(context, target)
+    state.compile.new_region("g", "gluon", CallSite("k.py", 4), "", shared_bytes=0, lines=())   # (inlined)
+    run_pass(state, module, "hoist invariants")
     lines = printed(module, layouts).splitlines()
     start = next(k for k, line in enumerate(lines) if "scf.for" in line)
     where = {op: next(k for k, line in enumerate(lines) if op in line)
@@ -40,3 +43,27 @@ def test_pure_ops_on_values_the_loop_does_not_change_move_before_it(target):
     assert all(where[op] < start for op in ("tt.make_range", "tt.splat %arg0", "tt.addptr %1, %0"))
     # what the loop changes, and a load (not free of effects), stay in it
     assert all(where[op] > start for op in ("tt.load", "tt.splat %arg2", "arith.addi"))
+
+
+@pytest.mark.ir_pass("hoist invariants")
+def test_without_a_region_the_loops_are_left_as_triton_made_them():
+    text, layouts = loop("sm90a")
+    module, context, _ = parsed(text, "sm90a")
+    run_pass(stitch_of(context, "sm90a"), module, "hoist invariants")
+    assert printed(module, layouts) == printed(parsed(text, "sm90a")[0], layouts)
+
+
+@pytest.mark.slow
+def test_a_kernel_without_a_region_keeps_tritons_loops():
+    """Hoisted at ttgir, the descriptor persistent matmul's tile loop on sm80 builds to 8 more
+    instructions than Triton's: a kernel no region was inlined into is left as Triton made it."""
+    import hybrid
+    from bench import parity_ports as pp
+    from examples.layouts import compile_pure
+    from hybrid.port.compare import as_hybrid
+    from interop.instrumentation.resources import instructions
+    signature, constexprs, divisible = pp.PERSISTENT_SIGNATURE, pp.PERSISTENT_CONSTEXPRS, pp.PERSISTENT_DIVISIBLE
+    built = hybrid.compile(as_hybrid(pp.matmul_descriptor_persistent), signature, constexprs, "sm80", num_warps=4,
+                           divisible=divisible)
+    plain = compile_pure(pp.matmul_descriptor_persistent, signature, constexprs, "sm80", 4, divisible=divisible)
+    assert not built.regions and instructions(built.asm) == instructions(plain.asm)
