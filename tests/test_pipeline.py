@@ -42,8 +42,8 @@ def test_the_pass_lists_read_in_order():
         "issue loads in call layouts", "lay out the host", "transpose in thread", "tag boundaries",
         "load stored results early", "restore region bodies", "relocate scopes", "keep called regions",
         "splice Triton calls", "inline", "connect results", "fold chains", "canonicalize", "fold constants",
-        "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
-        "hoist invariants", "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
+        "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "merge stagings",
+        "canonicalize folds", "hoist invariants", "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
         "complete boundaries", "place scopes"]
     assert [p.name for p in pipeline.GLUON_HOST] == [
         "make entry conversions in place", "buffer access", "keep called regions", "splice Triton calls", "inline",
