@@ -45,6 +45,7 @@ TRITON_HOST: list[Pass] = [
     Pass("sink casts", stitch_passes.sink_casts),
     Pass("fold shared loads", stitch_passes.fold_shared_loads),
     Pass("fold shared stores", stitch_passes.fold_shared_stores),
+    Pass("merge stagings", stitch_passes.merge_stagings),
     Pass("canonicalize folds", stitch_passes.canonicalize, when=stitch_passes.folded_any),
     Pass("hoist invariants", stitch_passes.hoist_invariants, when=stitch_passes.inlined_any),
     Pass("buffer access", buffer_access.resolve),

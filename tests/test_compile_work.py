@@ -58,3 +58,25 @@ def test_call_sites_in_the_kernels_file_need_no_other_function_parsed(cold, monk
     monkeypatch.setattr(scheduler.cache, "reached_functions", reached)
     fb = memcpy.build("gfx942")
     assert fb.regions and {r.call_site.file for r in fb.regions} == {inspect.getsourcefile(memcpy.copy_kernel.fn)}
+
+
+def test_a_binarys_figures_start_each_tool_once(monkeypatch):
+    """A port, its report and its tests read one cubin's instructions and registers several times;
+    each tool runs once per binary (a process start each), and again after the caches are cleared."""
+    import examples.memcpy as memcpy
+    from interop.instrumentation import resources
+    fb = memcpy.build("sm90a")
+    started = []
+    printed = resources._printed
+
+    def counting(cubin, flags, tool):
+        started.append((tool, flags))
+        return printed(cubin, flags, tool)
+
+    monkeypatch.setattr(resources, "_printed", counting)
+    caches.clear()
+    first = (resources.instructions(fb.asm), resources.registers_and_spills(fb.asm))
+    again = (resources.instructions(fb.asm), resources.registers_and_spills(fb.asm))
+    assert first == again and first[0] > 0 and len(started) == 2, started
+    caches.clear()
+    assert resources.instructions(fb.asm) == first[0] and len(started) == 3

@@ -3,8 +3,6 @@
 import threading
 
 import pytest
-import triton
-import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 
@@ -17,21 +15,10 @@ from interop.ir.walk import function_blocks
 from interop.stitching import opaque, runner, stitch_passes
 from interop.triton.bindings import gluon_ir
 from tests.kernels import t_scale, vec_1d
+from tests.triton_hosts import h_scale
 
 TARGET = "sm90a"
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32"}
-
-
-@gluon.jit
-def g_plus_one(x):
-    return x + 1.0
-
-
-@hybrid.jit
-@triton.jit
-def triton_host(x_ptr, y_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    tl.store(y_ptr + offs, g_plus_one(tl.load(x_ptr + offs) * 3.0))
 
 
 @hybrid.jit
@@ -42,7 +29,7 @@ def gluon_host(x_ptr, y_ptr, BLOCK: gl.constexpr, L: gl.constexpr):
 
 
 def build_triton_host() -> hybrid.FusedBinary:
-    return hybrid.compile(triton_host, SIGNATURE, {"BLOCK": 256}, target=TARGET)
+    return hybrid.compile(h_scale, SIGNATURE, {"BLOCK": 256}, target=TARGET)
 
 
 def build_gluon_host() -> hybrid.FusedBinary:
@@ -55,8 +42,8 @@ def test_the_pass_lists_read_in_order():
         "issue loads in call layouts", "lay out the host", "transpose in thread", "tag boundaries",
         "load stored results early", "restore region bodies", "relocate scopes", "keep called regions",
         "splice Triton calls", "inline", "connect results", "fold chains", "canonicalize", "fold constants",
-        "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "canonicalize folds",
-        "hoist invariants", "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
+        "rematerialize", "join conversions", "sink casts", "fold shared loads", "fold shared stores", "merge stagings",
+        "canonicalize folds", "hoist invariants", "buffer access", "untag entry conversions", "speculate", "interleave tmem", "plan boundaries",
         "complete boundaries", "place scopes"]
     assert [p.name for p in pipeline.GLUON_HOST] == [
         "make entry conversions in place", "buffer access", "keep called regions", "splice Triton calls", "inline",
@@ -141,7 +128,7 @@ def test_the_module_is_dumped_after_the_named_pass(cold_caches, tmp_path, monkey
         build_triton_host()
     position = [p.name for p in pipeline.TRITON_HOST].index("fold chains")
     (dumped, ) = (tmp_path / "dumps").iterdir()
-    assert dumped.name == f"triton_host.{position:02d}.fold_chains.mlir"
+    assert dumped.name == f"h_scale.{position:02d}.fold_chains.mlir"
     assert dumped.read_text() == f"// -----// IR Dump After fold chains //----- //\n{seen[0]}\n"
 
 
@@ -175,6 +162,6 @@ def test_the_port_tools_observers_see_their_compiles_only(cold_caches):
     assert call.fn is t_scale and call.leaf_names == ["x"] and call.specialized == {"factor": 2.0}
     assert "tt.func" in call.text and "tt.return" in call.text   # the region as lowered, before its splice
     (host, ) = spliced   # the Triton host as stitched, its Gluon region still called
-    assert f"tt.call @{built.regions[0].symbol}" in host and "tt.func public @triton_host" in host
+    assert f"tt.call @{built.regions[0].symbol}" in host and "tt.func public @h_scale" in host
     rows = {stage for stage, _, _ in built.timing.rows()}
     assert {"stitching", "host relayout", "boundary planning"} <= rows   # each pass charged to its stage

@@ -72,6 +72,20 @@ def g_add_one(x, L1: gl.constexpr):
 
 
 @gluon.jit
+def g_plus_one(x):
+    return x + 1.0
+
+
+@hybrid.jit
+@triton.jit
+def h_scale(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    """The smallest Triton host with a Gluon call: a function without layouts of its own, on the
+    host's tile (the stage hook's and the pass runner's tests build it)."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, g_plus_one(tl.load(x_ptr + offs) * 3.0))
+
+
+@gluon.jit
 def g_scale_acc(acc, L: gl.constexpr):
     """Work in the author's layout, hand the result back in the host's."""
     return gl.convert_layout(gl.convert_layout(acc, L) * 0.5, acc.type.layout)

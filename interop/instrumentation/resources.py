@@ -6,11 +6,22 @@ kernel descriptor in the AMDGCN text. Works for hybrid and plain Triton kernels 
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import tempfile
+import threading
 
+from interop import caches
 from interop.triton import compat
+
+#: What each tool printed for a cubin: (tool, flags, the cubin's digest) -> the output, the newest
+#: last. A port, its report and its tests read one binary's figures several times; each read is a
+#: process start (about 0.3 s).
+_OUTPUTS: dict[tuple, str | None] = {}
+_KEPT = 32
+_LOCK = threading.Lock()
+caches.register(_OUTPUTS.clear)
 
 
 def resources(asm: dict, metadata) -> dict:
@@ -73,6 +84,19 @@ def sass_instructions(cubin: bytes) -> list[tuple[str | None, str]] | None:
 
 def _run_tool(cubin: bytes, *flags: str, tool: str = "cuobjdump") -> str | None:
     """What a CUDA tool of Triton's wheel prints for ``cubin``; None where it is missing."""
+    key = (tool, flags, hashlib.sha256(cubin).hexdigest())
+    with _LOCK:
+        if key in _OUTPUTS:
+            return _OUTPUTS[key]
+    out = _printed(cubin, flags, tool)
+    with _LOCK:
+        while len(_OUTPUTS) >= _KEPT:
+            _OUTPUTS.pop(next(iter(_OUTPUTS)))
+        _OUTPUTS[key] = out
+    return out
+
+
+def _printed(cubin: bytes, flags: tuple[str, ...], tool: str) -> str | None:
     path = compat.nvidia_tool(tool)
     if path is None:
         return None

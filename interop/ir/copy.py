@@ -10,7 +10,7 @@ def copy_module(module, context):
     """An independent copy of ``module`` in ``context``: printed and parsed back, since the bindings
     of Triton 3.6 to 3.9 clone neither a module nor an op (``parse_module`` keeps its attributes the
     ones Triton builds, so the copy's values fit the original's)."""
-    return parse_module(str(module), context)
+    return copier(module, context)()
 
 
 def copier(module, context) -> Callable[[], object]:

@@ -20,6 +20,7 @@ class Stitch:
     folded: Folded = field(default_factory=Folded.nothing)   # what the stitch's folds replaced so far
     choices: list = field(default_factory=list)   # the planner's choices (``planner.Choice``)
     live: dict = field(default_factory=dict)      # per boundary tag, the conversions left after planning
+    merged_stagings: int = 0                      # stagings into shared memory merged (``stagings``)
 
     @property
     def context(self):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import remat, sinking, stitch
+from . import remat, sinking, stagings, stitch
 from ..ir import canonicalize as ir_canonicalize
 from .state import Stitch
 from ..triton.bindings import gluon_ir
@@ -91,10 +91,18 @@ def fold_shared_stores(state: Stitch, module) -> bool:
     return bool(stored)
 
 
+def merge_stagings(state: Stitch, module) -> bool:
+    """A value staged into shared memory twice, never written after, staged once (``stagings``)."""
+    merged = stagings.merge_stagings(module)
+    state.merged_stagings += merged
+    return merged > 0
+
+
 def folded_any(state: Stitch) -> bool:
-    """Whether a fold replaced a conversion (then the canonicalizer has dead ops to delete)."""
+    """Whether a fold replaced a conversion or a staging (then the canonicalizer has dead ops to delete)."""
     folded = state.folded
-    return bool(folded.loaded or folded.stored or folded.constants or folded.recomputed or folded.moved)
+    return bool(folded.loaded or folded.stored or folded.constants or folded.recomputed or folded.moved
+                or state.merged_stagings)
 
 
 def into_triton_code(state: Stitch) -> set[str]:
