@@ -370,6 +370,11 @@ def _top_level(text: str) -> list[str]:
     return parts + [text[start:].strip()]
 
 
+#: A load of the function the kernel shares between two calls (CSE: the same address, nothing
+#: stored between): the port of a call that took it from the other issues it again, as the
+#: function does.
+_LOAD = "tt.load"
+
 #: Ops whose count a port must keep: what they write or order.
 _EFFECTS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "amdg.buffer_store", "amdg.buffer_atomic_rmw",
             "amdg.buffer_atomic_cas", "ttg.barrier", "gpu.barrier", "ttg.local_store", "ttng.async_tma_copy_local_to_global")
@@ -581,7 +586,7 @@ class _Alignment:
         if mine is not None and mine.name == "ttg.convert_layout":   # the kernel's layout, made by a conversion
             copied[id(mine)] = mine
             return self._unify(mine.operands[0], twin, producers, found, copied, renames, (mine, 0))
-        if mine is None or theirs is None or mine.name != theirs.name or not _pure(mine) \
+        if mine is None or theirs is None or mine.name != theirs.name or not (_pure(mine) or mine.name == _LOAD) \
                 or len(mine.results) != 1 or len(mine.operands) != len(theirs.operands) \
                 or _shape_free(mine) != _shape_free(theirs):
             return False
