@@ -98,16 +98,16 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
         if not align.made_alike(value, ops, producers, arguments, made):
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
-    ops = sorted(made.values(), key=lambda op: order[id(op)]) + ops
+    _rebased(arguments, producers, ops, made)
+    ops = sorted(made.values(), key=lambda op: order.get(id(op), -1)) + ops
     _same_effects(ops, region, align)
     results = _results(block, ops, align)
     body = Block([], ops)
     known = {**dict(kernel.args), **_block_arguments(kernel.body),
              **{tile: making[0].types.split("->")[-1].strip() for tile, making in tiles.items()}}
     known.update((renamed, known[value]) for renamed, value in align.origin.items() if value in known)
-    types = {v: known[v] if v in known else _type_of(v, producers) for v in arguments}
-    _one_value_each(arguments, types, producers, align)
-    module = Module(kernel.aliases, kernel.locations, list(types.items()), body,
+    module = Module(kernel.aliases, kernel.locations,
+                    [(v, known[v] if v in known else _type_of(v, producers)) for v in arguments], body,
                     kernel.target, kernel.positions)
     remade = frozenset(v for v in arguments if v in producers and producers[v].name in remat.MADE_AGAIN)
     differs = ("the kernel issues the function's loads and stores as AMD buffer ops from the scalar base and offsets "
@@ -156,14 +156,61 @@ def _rename(value: str, argument: str, user: Op, k: int, producers: dict[str, Op
     ``argument``: one kernel value the function takes as two parameters is two values of the
     port, each taken where the function takes its parameter."""
     renamed = f"{value}.{argument[1:]}"
-    nth = user.operands[:k].count(value)
-    spans = [m.span() for m in re.finditer(rf"{re.escape(value)}(?![\w$.\-#])", user.rest)]
-    begin, end = spans[nth]
-    user.rest = user.rest[:begin] + renamed + user.rest[end:]
+    _replace(user, k, renamed)
     if value in producers:
         producers[renamed] = producers[value]
     align.origin[renamed] = align.origin.get(value, value)
     return renamed
+
+
+def _replace(user: Op, k: int, value: str) -> None:
+    """``user``'s operand ``k`` replaced by ``value``."""
+    old = user.operands[k]
+    begin, end = [m.span() for m in re.finditer(rf"{re.escape(old)}(?![\w$.\-#])", user.rest)][
+        user.operands[:k].count(old)]
+    user.rest = user.rest[:begin] + value + user.rest[end:]
+
+
+def _rebased(arguments: dict[str, str], producers: dict[str, Op], ops: list[Op], made: dict[int, Op]) -> None:
+    """Where the copy takes two of the kernel's scalars as one parameter, the one the caller
+    passes and the one it made that from by adding a constant (attention backward's second
+    ``_attn_bwd_dkdv`` call takes ``start_m``, ``start_n + 64``, and its pipelined prologue makes
+    ``start_m + 32`` as ``start_n + 96``), each ``x + c`` of the other written as the same sum of
+    the one passed, ``start_m + 32``: the kernel folded the caller's values into the function's
+    ops, and the port takes the parameter. Any other use of it is refused."""
+    def constant(value: str) -> int | None:
+        op = producers.get(value)
+        text = op.rest.split(":")[0].strip() if op is not None and op.name == "arith.constant" else ""
+        return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+    everything = _flatten(list(made.values()) + ops)
+    for passed, argument in list(arguments.items()):
+        op = producers.get(passed)
+        if op is None or op.name != "arith.addi" or op.types.strip() != "i32":
+            continue
+        for folded, offset in (op.operands, op.operands[::-1]):
+            if arguments.get(folded) != argument or constant(offset) is None:
+                continue
+            for user, k in uses(Block([], everything), folded):
+                other = user.operands[1 - k] if user.name == "arith.addi" and len(user.operands) == 2 else None
+                if other is None or constant(other) is None or user.types.strip() != "i32":
+                    raise NotInlined(f"the kernel's {passed} and {folded} are both the function's parameter that "
+                                     f"the region takes as {argument} there, one the other plus a constant, and "
+                                     f"{user.name} takes {folded}: the kernel folded the caller's values into the "
+                                     f"function's ops, which a port taking the parameter does not compute")
+                sum_ = constant(other) - constant(offset)
+                name = f"%c{sum_}_i32.rebased".replace("-", "m")
+                if name not in producers:
+                    producers[name] = Op("arith.constant", [name], f"{sum_} : i32", producers[other].loc)
+                    made[id(producers[name])] = producers[name]
+                _replace(user, k, passed)
+                _replace(user, 1 - k, name)
+            del arguments[folded]
+            break
+    used = {v for op in _flatten(list(made.values()) + ops) for v in _all_operands(op)}
+    for key, op in list(made.items()):
+        if op.name == "arith.constant" and not set(op.results) & used:
+            del made[key]
 
 
 def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
@@ -273,28 +320,6 @@ def _as_pointer_tiles(kernel: Module, ops: list[Op]) -> dict[str, list[Op]]:
         rest = ", ".join(v for v in (tile, value, mask, other) if v)
         op.name, op.rest = ("tt.store" if value else "tt.load"), f"{rest} : {tile_type}"
     return tiles
-
-
-def _one_value_each(arguments: dict[str, str], types: dict[str, str], producers: dict[str, Op],
-                    align: "_Alignment") -> None:
-    """Refuse a copy that takes two of the kernel's scalars as one parameter where one is the
-    other plus a constant: the kernel folded its caller's values into the function's ops
-    (attention backward's second ``_attn_bwd_dkdv`` call makes ``start_m + 32`` as
-    ``start_n + 96``, its ``start_m`` being ``start_n + 64``), and a port taking the parameter for
-    both would compute those wrong."""
-    by_parameter: dict[str, set[str]] = {}
-    for value, argument in arguments.items():
-        if not types[value].startswith("tensor<"):
-            by_parameter.setdefault(argument, set()).add(align.origin.get(value, value))
-    for argument, values in by_parameter.items():
-        for value in values:
-            op = producers.get(value)
-            if op is not None and op.name in ("arith.addi", "arith.subi") and set(op.operands) & (values - {value}) \
-                    and any(producers.get(v) is not None and producers[v].name == "arith.constant" for v in op.operands):
-                raise NotInlined(f"the kernel's {' and '.join(sorted(values))} are both the function's parameter "
-                                 f"that the region takes as {argument} there, one the other plus a constant: the "
-                                 f"kernel folded the caller's values into the function's ops, which a port taking "
-                                 f"the parameter does not compute")
 
 
 def _all_operands(op: Op) -> list[str]:
