@@ -87,6 +87,10 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
             continue
         found = align.sources(value, ops)
         parameter = _one_parameter(value, ops, align)
+        if parameter and arguments.get(value, parameter) != parameter:   # (bound to another by ``made_alike``)
+            arguments.update((_rename(value, parameter, user, k, producers, align), parameter)
+                             for user, k in reversed(uses(Block([], ops), value)))
+            continue
         if parameter:
             arguments[value] = parameter
             continue
@@ -98,7 +102,7 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
         if not align.made_alike(value, ops, producers, arguments, made):
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
-    _rebased(arguments, producers, ops, made)
+    _rebased(arguments, producers, ops, made, align)
     ops = sorted(made.values(), key=lambda op: order.get(id(op), -1)) + ops
     _same_effects(ops, region, align)
     results = _results(block, ops, align)
@@ -171,7 +175,8 @@ def _replace(user: Op, k: int, value: str) -> None:
     user.rest = user.rest[:begin] + value + user.rest[end:]
 
 
-def _rebased(arguments: dict[str, str], producers: dict[str, Op], ops: list[Op], made: dict[int, Op]) -> None:
+def _rebased(arguments: dict[str, str], producers: dict[str, Op], ops: list[Op], made: dict[int, Op],
+             align: "_Alignment") -> None:
     """Where the copy takes two of the kernel's scalars as one parameter, the one the caller
     passes and the one it made that from by adding a constant (attention backward's second
     ``_attn_bwd_dkdv`` call takes ``start_m``, ``start_n + 64``, and its pipelined prologue makes
@@ -188,8 +193,10 @@ def _rebased(arguments: dict[str, str], producers: dict[str, Op], ops: list[Op],
         op = producers.get(passed)
         if op is None or op.name != "arith.addi" or op.types.strip() != "i32":
             continue
-        for folded, offset in (op.operands, op.operands[::-1]):
-            if arguments.get(folded) != argument or constant(offset) is None:
+        for original, offset in (op.operands, op.operands[::-1]):
+            folded = next((v for v, a in arguments.items() if a == argument and align.origin.get(v, v) == original),
+                          None)
+            if folded is None or constant(offset) is None:
                 continue
             for user, k in uses(Block([], everything), folded):
                 other = user.operands[1 - k] if user.name == "arith.addi" and len(user.operands) == 2 else None
@@ -428,7 +435,8 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     """Per result index of the function, the value of ``ops`` the rest of the kernel uses. A value
     they make by an op without effects (``_pure``) that is no result is the caller's own
     expression, which the kernel merged with the function's (the same ``rn[None, :] < N``, or
-    ``x - mean``, in both): the caller makes its own again once the port is in."""
+    ``x - mean``, in both): the caller makes its own again once the port is in; and so is a load
+    (another call's of the function, ``_LOAD``)."""
     mine = {id(op) for op in ops}
     rest = [op for op in block.ops if id(op) not in mine]
     made = {r: op for op in ops for r in op.results}
@@ -436,8 +444,8 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     results: dict[int, str] = {}
     for value in sorted(used):
         sinks = align.sinks(value, ops)
-        if not sinks and _pure(made[value]):
-            continue
+        if not sinks and (_pure(made[value]) or made[value].name == _LOAD):   # (the caller's own, or
+            continue                                       # the other call's: each issues it again)
         if len(sinks) != 1 or sinks[0] in results:
             raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
         results[sinks[0]] = value
