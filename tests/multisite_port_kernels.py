@@ -169,18 +169,18 @@ def dot_rows(acc, x_ptr, d_ptr, w, start_n, start_m, num_steps, BLOCK_M: tl.cons
 
 
 @triton.jit
-def k_one_start_for_two(x_ptr, d_ptr, w_ptr, y_ptr, BLOCK_N: tl.constexpr, MASK_BLOCK: tl.constexpr,
+def k_one_start_for_two(x_ptr, d_ptr, w_ptr, y_ptr, num_steps, BLOCK_N: tl.constexpr, MASK_BLOCK: tl.constexpr,
                         BLOCK_M: tl.constexpr):
     """``dot_rows`` called as upstream's attention backward calls ``_attn_bwd_dkdv``: the first
     site passes ``start`` for both ``start_n`` and ``start_m``, the second ``start_m`` made from
-    it; both take the ``w`` the kernel loaded once, and load the same ``d``."""
+    it; both take the ``w`` the kernel loaded once, and load the same ``d``. (``num_steps`` is
+    ``BLOCK_N // MASK_BLOCK``, passed: a constant trip count the kernel pipelines for is refused.)"""
     start = tl.program_id(0) * BLOCK_N
     rows = start + tl.arange(0, BLOCK_N)
     cols = tl.arange(0, BLOCK_N)
     w = tl.load(w_ptr + rows[:, None] * BLOCK_N + cols[None, :])
     acc = tl.zeros([BLOCK_N, BLOCK_N], dtype=tl.float32)
-    num_steps = BLOCK_N // MASK_BLOCK
     acc = dot_rows(acc, x_ptr, d_ptr, w, start, start, num_steps, MASK_BLOCK, BLOCK_N, MASK=True)
-    start_m = start + num_steps * MASK_BLOCK
-    acc = dot_rows(acc, x_ptr, d_ptr, w, start, start_m, 2, BLOCK_M, BLOCK_N, MASK=False)
+    start_m = start + BLOCK_N
+    acc = dot_rows(acc, x_ptr, d_ptr, w, start, start_m, num_steps // 2, BLOCK_M, BLOCK_N, MASK=False)
     tl.store(y_ptr + rows[:, None] * BLOCK_N + cols[None, :], acc)

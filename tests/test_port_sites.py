@@ -185,7 +185,7 @@ def test_the_kernels_copy_is_read_where_one_value_is_two_parameters_and_a_load_i
     from hybrid.port.sites import arguments
     from hybrid.port.ttgir_text import parse
     from interop.lowering.lower_triton import REGION_FUNCTION
-    signature = {"x_ptr": "*fp16", "d_ptr": "*fp16", "w_ptr": "*fp16", "y_ptr": "*fp32"}
+    signature = {"x_ptr": "*fp16", "d_ptr": "*fp16", "w_ptr": "*fp16", "y_ptr": "*fp32", "num_steps": "i32"}
     constexprs = {"BLOCK_N": 64, "MASK_BLOCK": 16, "BLOCK_M": 32}
     captured = capture(m.k_one_start_for_two, m.dot_rows, signature, constexprs, "sm80", num_warps=4)
     kernel = captured.original.asm["ttgir"]
@@ -206,7 +206,7 @@ def test_the_kernels_copy_is_read_where_one_value_is_two_parameters_and_a_load_i
     d, w = torch.randint(1, 3, (3 * n, ), generator=rows).half(), torch.randint(-1, 2, (2 * n, n), generator=rows).half()
     y = torch.full((2 * n, n), float("nan"))
     result = compare(m.k_one_start_for_two, region=m.dot_rows, candidate=_loaded(ported, ported.name, tmp_path),
-                     grid=(2, ), args=(x, d, w, y), kwargs={**constexprs, "num_warps": 4}, interpret=True,
+                     grid=(2, ), args=(x, d, w, y, n // constexprs["MASK_BLOCK"]), kwargs={**constexprs, "num_warps": 4}, interpret=True,
                      target="sm80", machine_code_report=False)
     assert result.ok, result.report()
     assert result.site_runs == {f"{ported.name}_0": 2, f"{ported.name}_1": 2}

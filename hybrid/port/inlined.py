@@ -151,6 +151,12 @@ def _as_parameters(value: str, ops: list[Op], align: "_Alignment", producers: di
             raise NotInlined(f"the kernel's constant {value} is a parameter of the function and something else in "
                              f"one op ({', '.join(sorted(found))})")
         argument = parameters.pop()
+        if constant and user.name == "scf.for" and k in (1, 2):
+            where = align.kernel.locations.get(user.loc)
+            raise NotInlined(f"the kernel passes the constant {value} for the function's loop bound that the region "
+                             f"takes as {argument} (the loop at {shown(where.file) if where else '?'}:"
+                             f"{where.line if where else '?'}), and may have pipelined the loop for that trip count: "
+                             f"a port taking the parameter would run that schedule for any other")
         taken[_rename(value, argument, user, k, producers, align)] = argument
     return taken
 
@@ -627,6 +633,13 @@ class _Alignment:
         return all(self._unify(v, t, producers, found, copied, renames, (mine, k))
                    for k, (v, t) in enumerate(zip(mine.operands, theirs.operands)))
 
+    def _waited(self, value: str) -> str:
+        """The asynchronous dot's result the region's ``value`` waits for, if a wait makes it."""
+        op = self.producers.get(value)
+        if op is None or op.name != "ttng.warp_group_dot_wait":
+            return value
+        return op.operands[op.results.index(value)]
+
     def sinks(self, value: str, ops: list[Op]) -> list[int]:
         """The results of the function the region ops matching ``value``'s producer return it as."""
         return sorted({self.sunk[twin] for twin in self._twins(value, ops) if twin in self.sunk})
@@ -634,15 +647,19 @@ class _Alignment:
     def _twins(self, value: str, ops: list[Op]) -> list[str]:
         """The region values the region ops matching ``value``'s producer make in its place. A
         loop's result by what its body yields there: two lowerings of one loop may carry its
-        values in another order."""
+        values in another order. A wait for asynchronous dots that the region has not (the
+        kernel's pipeliner waits for the loop's last ``dk``, ``dv`` after it): what it waits for."""
         for op in _flatten(ops):
             if value not in op.results:
                 continue
             k = op.results.index(value)
+            if op.name == "ttng.warp_group_dot_wait" and not self.candidates(op):
+                return self._twins(op.operands[k], ops)
             if op.name == "scf.for" and op.regions and op.regions[0].ops and op.regions[0].ops[-1].name == "scf.yield":
                 inner = self._twins(op.regions[0].ops[-1].operands[k], ops)
                 return [twin.results[j] for twin in self.candidates(op) if twin.regions and twin.regions[0].ops
-                        for j, v in enumerate(twin.regions[0].ops[-1].operands) if v in inner and j < len(twin.results)]
+                        for j, v in enumerate(twin.regions[0].ops[-1].operands)
+                        if {v, self._waited(v)} & set(inner) and j < len(twin.results)]
             return [twin.results[k] for twin in self.candidates(op) if k < len(twin.results)]
         return []
 
