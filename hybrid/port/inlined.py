@@ -122,10 +122,10 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
 
 
 def _one_parameter(value: str, ops: list[Op], align: "_Alignment") -> str | None:
-    """The region argument the kernel's ``value`` is at each of its uses, if one is: a use whose
-    op matches several of the region's (a pipelined loop's prologue stages, each at the same
-    source position, the first taking the parameter, the next ones the expressions of it it made
-    for their iteration) is that argument where one of them takes it."""
+    """The region argument the kernel's ``value`` is at each of its uses, if one is, and one use
+    is it alone. A use whose op matches several of the region's (the stages of a pipelined loop's
+    prologue, at one source position: the first takes the parameter, the next ones their
+    iteration's sum of it) is that argument where one of them takes it."""
     each = [align.use_sources(value, user, k, ops) for user, k in uses(Block([], ops), value)]
     common = set.intersection(*each) if each else set()
     parameters = [source[4:] for source in common if source.startswith("arg:")]
