@@ -146,3 +146,41 @@ def k_two_layouts(x_ptr, y1_ptr, y2_ptr, N: gl.constexpr):
     gl.store(y1_ptr + offs, scale_by_row_sums(gl.load(x_ptr + offs)))
     offs = gl.convert_layout(offs, COLS)
     gl.store(y2_ptr + offs, scale_by_row_sums(gl.load(x_ptr + offs)))
+
+
+@triton.jit
+def dot_rows(acc, x_ptr, d_ptr, w, start_n, start_m, num_steps, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+             MASK: tl.constexpr):
+    """``acc`` plus, per ``BLOCK_M`` rows of ``x`` from ``start_m``, ``(w @ x^T) @ x`` with ``x``'s
+    columns scaled by ``d`` at ``start_n`` (masked causally where ``MASK``): upstream's
+    ``_attn_bwd_dkdv`` in small, ``w`` its ``k``, ``d`` its ``Di``."""
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    d = tl.load(d_ptr + offs_n)
+    curr = start_m
+    for _ in range(num_steps):
+        offs_m = curr + tl.arange(0, BLOCK_M)
+        x = tl.load(x_ptr + offs_m[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :])
+        if MASK:
+            x = tl.where(offs_m[:, None] >= offs_n[None, :], x, 0.0)
+        x = x * d[None, :]
+        acc += tl.dot(tl.dot(w, tl.trans(x)).to(tl.float16), x)
+        curr += BLOCK_M
+    return acc
+
+
+@triton.jit
+def k_one_start_for_two(x_ptr, d_ptr, w_ptr, y_ptr, num_steps, BLOCK_N: tl.constexpr, MASK_BLOCK: tl.constexpr,
+                        BLOCK_M: tl.constexpr):
+    """``dot_rows`` called as upstream's attention backward calls ``_attn_bwd_dkdv``: the first
+    site passes ``start`` for both ``start_n`` and ``start_m``, the second ``start_m`` made from
+    it; both take the ``w`` the kernel loaded once, and load the same ``d``. (``num_steps`` is
+    ``BLOCK_N // MASK_BLOCK``, passed: a constant trip count the kernel pipelines for is refused.)"""
+    start = tl.program_id(0) * BLOCK_N
+    rows = start + tl.arange(0, BLOCK_N)
+    cols = tl.arange(0, BLOCK_N)
+    w = tl.load(w_ptr + rows[:, None] * BLOCK_N + cols[None, :])
+    acc = tl.zeros([BLOCK_N, BLOCK_N], dtype=tl.float32)
+    acc = dot_rows(acc, x_ptr, d_ptr, w, start, start, num_steps, MASK_BLOCK, BLOCK_N, MASK=True)
+    start_m = start + BLOCK_N
+    acc = dot_rows(acc, x_ptr, d_ptr, w, start, start_m, num_steps // 2, BLOCK_M, BLOCK_N, MASK=False)
+    tl.store(y_ptr + rows[:, None] * BLOCK_N + cols[None, :], acc)

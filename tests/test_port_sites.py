@@ -173,6 +173,45 @@ def test_the_kernels_copy_is_read_at_each_site_of_a_call_in_an_inlined_function(
         assert len(copy.results) == 3
 
 
+def test_the_kernels_copy_is_read_where_one_value_is_two_parameters_and_a_load_is_shared(tmp_path):
+    """Upstream attention backward's ``_attn_bwd_dkdv`` in small (``dot_rows``): the first site
+    passes ``start`` for both ``start_n`` and ``start_m``, the second ``start + 64``, whose
+    pipelined prologue the kernel makes from ``start`` (``start_m + 32`` as ``start + 96``); both
+    take the ``w`` the kernel loaded and staged once, and load the same ``d``, which the kernel
+    loads once. Each site's copy is read, every scalar parameter taken as itself, and the port
+    computes the kernel's result at the kernel's machine code."""
+    from hybrid.port import inlined
+    from hybrid.port.from_ttgir import capture
+    from hybrid.port.sites import arguments
+    from hybrid.port.ttgir_text import parse
+    from interop.lowering.lower_triton import REGION_FUNCTION
+    signature = {"x_ptr": "*fp16", "d_ptr": "*fp16", "w_ptr": "*fp16", "y_ptr": "*fp32", "num_steps": "i32"}
+    constexprs = {"BLOCK_N": 64, "MASK_BLOCK": 16, "BLOCK_M": 32}
+    captured = capture(m.k_one_start_for_two, m.dot_rows, signature, constexprs, "sm80", num_warps=4)
+    kernel = captured.original.asm["ttgir"]
+    assert len(captured.sites) == 2
+    for site in captured.sites:
+        copy = inlined.read(kernel, "k_one_start_for_two", site.call.text, site.at)
+        names = dict(zip((ssa for ssa, _ in parse(site.call.text, REGION_FUNCTION).args), arguments(site.call)))
+        taken = [names[argument] for argument in copy.arguments.values()]
+        assert {"start_n", "start_m", "w", "x_ptr", "d_ptr"} <= set(taken), (site.where, taken)
+        assert taken.count("start_n") == taken.count("start_m") == 1, (site.where, copy.arguments)
+
+    ported = from_ttgir.port(m.k_one_start_for_two, m.dot_rows, signature, constexprs, "sm80", num_warps=4)
+    machine = ported.machine
+    assert machine["port"]["instructions"] <= 1.02 * machine["original"]["instructions"], machine
+    assert machine["port"]["shared_bytes"] <= machine["original"]["shared_bytes"], machine
+    n, rows = constexprs["BLOCK_N"], torch.Generator().manual_seed(0)   # small integers: every sum exact in f16
+    x = torch.randint(-2, 3, (2 * n + 2 * constexprs["BLOCK_M"], n), generator=rows).half()
+    d, w = torch.randint(1, 3, (3 * n, ), generator=rows).half(), torch.randint(-1, 2, (2 * n, n), generator=rows).half()
+    y = torch.full((2 * n, n), float("nan"))
+    result = compare(m.k_one_start_for_two, region=m.dot_rows, candidate=_loaded(ported, ported.name, tmp_path),
+                     grid=(2, ), args=(x, d, w, y, n // constexprs["MASK_BLOCK"]), kwargs={**constexprs, "num_warps": 4}, interpret=True,
+                     target="sm80", machine_code_report=False)
+    assert result.ok, result.report()
+    assert result.site_runs == {f"{ported.name}_0": 2, f"{ported.name}_1": 2}
+
+
 def test_a_helper_called_on_a_row_and_on_a_tile_is_picked_by_rank(tmp_path):
     """fla's ``exp2`` pattern: the sites differ in rank, which picks the port, not in a layout (a
     build for other operand layouts, the probe's, matched no site's: the port did not build)."""

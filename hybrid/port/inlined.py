@@ -86,17 +86,30 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
                 made[id(producer)] = producer
             continue
         found = align.sources(value, ops)
-        if len(found) == 1 and found[0].startswith("arg:"):
-            arguments[value] = found[0][4:]
-        elif not align.made_alike(value, ops, producers, arguments, made):
+        parameter = _one_parameter(value, ops, align)
+        if parameter and arguments.get(value, parameter) != parameter:   # (bound to another by ``made_alike``)
+            arguments.update((_rename(value, parameter, user, k, producers, align), parameter)
+                             for user, k in reversed(uses(Block([], ops), value)))
+            continue
+        if parameter:
+            arguments[value] = parameter
+            continue
+        if sum(source.startswith("arg:") for source in found) > 1:   # the caller passed it for two parameters:
+            arguments.update(_as_parameters(value, ops, align, producers))   # each use is the one it is there
+            found = align.sources(value, ops)
+            if not found:
+                continue
+        if not align.made_alike(value, ops, producers, arguments, made):
             raise NotInlined(f"the kernel's {value}, which the function's ops take there, is no one parameter of the "
                              f"function lowered alone ({', '.join(found) or 'no op of it matches'})")
-    ops = sorted(made.values(), key=lambda op: order[id(op)]) + ops
+    _rebased(arguments, producers, ops, made, align)
+    ops = sorted(made.values(), key=lambda op: order.get(id(op), -1)) + ops
     _same_effects(ops, region, align)
     results = _results(block, ops, align)
     body = Block([], ops)
     known = {**dict(kernel.args), **_block_arguments(kernel.body),
              **{tile: making[0].types.split("->")[-1].strip() for tile, making in tiles.items()}}
+    known.update((renamed, known[value]) for renamed, value in align.origin.items() if value in known)
     module = Module(kernel.aliases, kernel.locations,
                     [(v, known[v] if v in known else _type_of(v, producers)) for v in arguments], body,
                     kernel.target, kernel.positions)
@@ -108,26 +121,109 @@ def _read(kernel_text: str, kernel_name: str, region_text: str, site: tuple[str,
     return Inlined(module, arguments, results, remade, frozenset(tiles), differs)
 
 
+def _one_parameter(value: str, ops: list[Op], align: "_Alignment") -> str | None:
+    """The region argument the kernel's ``value`` is at each of its uses, if one is, and one use
+    is it alone. A use whose op matches several of the region's (the stages of a pipelined loop's
+    prologue, at one source position: the first takes the parameter, the next ones their
+    iteration's sum of it) is that argument where one of them takes it."""
+    each = [align.use_sources(value, user, k, ops) for user, k in uses(Block([], ops), value)]
+    common = set.intersection(*each) if each else set()
+    parameters = [source[4:] for source in common if source.startswith("arg:")]
+    return parameters[0] if len(parameters) == 1 and any(found == {f"arg:{parameters[0]}"} for found in each) else None
+
+
 def _as_parameters(value: str, ops: list[Op], align: "_Alignment", producers: dict[str, Op]) -> dict[str, str]:
-    """The uses of the kernel's constant ``value`` where the function takes a parameter (the
+    """The uses of the kernel's ``value`` where the function takes a parameter, each renamed to a
+    value of its own (``_rename``): per such value, the region argument it is. A constant: the
     caller's ``tl.zeros`` accumulator, which the kernel also merged with the function's own zeros
-    of a ``tl.dot``), each renamed to a value of its own: per such value, the region argument it
-    is. The port takes the parameter there; a constant the function's own op takes stays one."""
+    of a ``tl.dot`` (and attention backward's ``dk`` and ``dv`` zeros, one constant for two
+    parameters); any value: one the caller passes for two parameters (attention backward's
+    ``start_n`` as ``start_n`` and ``start_m``). The port takes the parameter at each; a use where
+    the function's own op takes an expression of them stays (``made_alike``)."""
     taken: dict[str, str] = {}
-    for user in {id(op): op for op, _ in uses(Block([], ops), value)}.values():
-        found = set().union(*(align.use_sources(value, user, k, ops) for k, v in enumerate(user.operands) if v == value))
+    constant = value in producers and producers[value].name == "arith.constant"
+    for user, k in reversed(uses(Block([], ops), value)):   # (renamed last to first: earlier uses keep their index)
+        found = align.use_sources(value, user, k, ops)
         parameters = {source[4:] for source in found if source.startswith("arg:")}
-        if not parameters:
-            continue
+        if not parameters or len(found) != 1 and not constant:   # (an op of a pipelined loop's prologue matches
+            continue                                             # each stage's: ``made_alike`` tells them apart)
         if len(found) != 1:
             raise NotInlined(f"the kernel's constant {value} is a parameter of the function and something else in "
                              f"one op ({', '.join(sorted(found))})")
         argument = parameters.pop()
-        renamed = f"{value}.{argument[1:]}"
-        user.rest = re.sub(rf"{re.escape(value)}(?![\w$.\-#])", renamed, user.rest)
-        producers[renamed] = producers[value]
-        taken[renamed] = argument
+        if constant and user.name == "scf.for" and k in (1, 2):
+            where = align.kernel.locations.get(user.loc)
+            raise NotInlined(f"the kernel passes the constant {value} for the function's loop bound that the region "
+                             f"takes as {argument} (the loop at {shown(where.file) if where else '?'}:"
+                             f"{where.line if where else '?'}), and may have pipelined the loop for that trip count: "
+                             f"a port taking the parameter would run that schedule for any other")
+        taken[_rename(value, argument, user, k, producers, align)] = argument
     return taken
+
+
+def _rename(value: str, argument: str, user: Op, k: int, producers: dict[str, Op], align: "_Alignment") -> str:
+    """``user``'s operand ``k``, ``value``, renamed to the one it is as the region argument
+    ``argument``: one kernel value the function takes as two parameters is two values of the
+    port, each taken where the function takes its parameter."""
+    renamed = f"{value}.{argument[1:]}"
+    _replace(user, k, renamed)
+    if value in producers:
+        producers[renamed] = producers[value]
+    align.origin[renamed] = align.origin.get(value, value)
+    return renamed
+
+
+def _replace(user: Op, k: int, value: str) -> None:
+    """``user``'s operand ``k`` replaced by ``value``."""
+    old = user.operands[k]
+    begin, end = [m.span() for m in re.finditer(rf"{re.escape(old)}(?![\w$.\-#])", user.rest)][
+        user.operands[:k].count(old)]
+    user.rest = user.rest[:begin] + value + user.rest[end:]
+
+
+def _rebased(arguments: dict[str, str], producers: dict[str, Op], ops: list[Op], made: dict[int, Op],
+             align: "_Alignment") -> None:
+    """Where the copy takes two of the kernel's scalars as one parameter, the one the caller
+    passes and the one it made that from by adding a constant (attention backward's second
+    ``_attn_bwd_dkdv`` call takes ``start_m``, ``start_n + 64``, and its pipelined prologue makes
+    ``start_m + 32`` as ``start_n + 96``), each ``x + c`` of the other written as the same sum of
+    the one passed, ``start_m + 32``: the kernel folded the caller's values into the function's
+    ops, and the port takes the parameter. Any other use of it is refused."""
+    def constant(value: str) -> int | None:
+        op = producers.get(value)
+        text = op.rest.split(":")[0].strip() if op is not None and op.name == "arith.constant" else ""
+        return int(text) if re.fullmatch(r"-?\d+", text) else None
+
+    everything = _flatten(list(made.values()) + ops)
+    for passed, argument in list(arguments.items()):
+        op = producers.get(passed)
+        if op is None or op.name != "arith.addi" or op.types.strip() != "i32":
+            continue
+        for original, offset in (op.operands, op.operands[::-1]):
+            folded = next((v for v, a in arguments.items() if a == argument and align.origin.get(v, v) == original),
+                          None)
+            if folded is None or constant(offset) is None:
+                continue
+            for user, k in uses(Block([], everything), folded):
+                other = user.operands[1 - k] if user.name == "arith.addi" and len(user.operands) == 2 else None
+                if other is None or constant(other) is None or user.types.strip() != "i32":
+                    raise NotInlined(f"the kernel's {passed} and {folded} are both the function's parameter that "
+                                     f"the region takes as {argument} there, one the other plus a constant, and "
+                                     f"{user.name} takes {folded}: the kernel folded the caller's values into the "
+                                     f"function's ops, which a port taking the parameter does not compute")
+                sum_ = constant(other) - constant(offset)
+                name = f"%c{sum_}_i32.rebased".replace("-", "m")
+                if name not in producers:
+                    producers[name] = Op("arith.constant", [name], f"{sum_} : i32", producers[other].loc)
+                    made[id(producers[name])] = producers[name]
+                _replace(user, k, passed)
+                _replace(user, 1 - k, name)
+            del arguments[folded]
+            break
+    used = {v for op in _flatten(list(made.values()) + ops) for v in _all_operands(op)}
+    for key, op in list(made.items()):
+        if op.name == "arith.constant" and not set(op.results) & used:
+            del made[key]
 
 
 def _call_ops(kernel: Module) -> tuple[Block, list[Op]]:
@@ -312,6 +408,11 @@ def _top_level(text: str) -> list[str]:
     return parts + [text[start:].strip()]
 
 
+#: A load of the function the kernel shares between two calls (CSE: the same address, nothing
+#: stored between): the port of a call that took it from the other issues it again, as the
+#: function does.
+_LOAD = "tt.load"
+
 #: Ops whose count a port must keep: what they write or order.
 _EFFECTS = ("tt.store", "tt.atomic_rmw", "tt.atomic_cas", "amdg.buffer_store", "amdg.buffer_atomic_rmw",
             "amdg.buffer_atomic_cas", "ttg.barrier", "gpu.barrier", "ttg.local_store", "ttng.async_tma_copy_local_to_global")
@@ -340,7 +441,8 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     """Per result index of the function, the value of ``ops`` the rest of the kernel uses. A value
     they make by an op without effects (``_pure``) that is no result is the caller's own
     expression, which the kernel merged with the function's (the same ``rn[None, :] < N``, or
-    ``x - mean``, in both): the caller makes its own again once the port is in."""
+    ``x - mean``, in both): the caller makes its own again once the port is in; and so is a load
+    (another call's of the function, ``_LOAD``)."""
     mine = {id(op) for op in ops}
     rest = [op for op in block.ops if id(op) not in mine]
     made = {r: op for op in ops for r in op.results}
@@ -348,8 +450,8 @@ def _results(block: Block, ops: list[Op], align: "_Alignment") -> list[str]:
     results: dict[int, str] = {}
     for value in sorted(used):
         sinks = align.sinks(value, ops)
-        if not sinks and _pure(made[value]):
-            continue
+        if not sinks and (_pure(made[value]) or made[value].name == _LOAD):   # (the caller's own, or
+            continue                                       # the other call's: each issues it again)
         if len(sinks) != 1 or sinks[0] in results:
             raise NotInlined(f"{value}, which the kernel uses after the call, is no one result of the function")
         results[sinks[0]] = value
@@ -376,21 +478,39 @@ class _Alignment:
         self.sunk: dict[str, int] = {}   # a region value (or one it was converted from) -> the result it is
         self.inits: dict[str, str] = {}  # a value a loop of the region carries -> its initial value
         self.contexts: dict[int, tuple] = {}   # a kernel op of the call -> the op names enclosing it (``enter``)
+        self.origin: dict[str, str] = {}     # a kernel value renamed per parameter (``_rename``) -> the value
+        self.placed: set[tuple] = set()      # the source positions of the region's ops
+        self.scopes: dict[int, tuple] = {}   # a region op -> the blocks around it, innermost first
+        self.ops: list[Op] = []              # the kernel's ops of the call (``enter``)
+        self.counts: dict[tuple, int] = {}   # how many of the kernel's ops of the call are at each key of ``by_key``
+        self.ordinals: dict[int, int] = {}   # a kernel op of the call -> how many at its key come before it
         self._index(region.body)
         self.region_results = len(set(self.sunk.values()))
 
-    def _index(self, block: Block, context: tuple = ()) -> None:
+    def _index(self, block: Block, context: tuple = (), blocks: tuple = ()) -> None:
+        blocks = (block, ) + blocks
         for op in block.ops:
+            self.scopes[id(op)] = blocks
             self.inits.update(op.carried)
             key = self.region.positions.get(op.loc)
             if key:
+                self.placed.add(key)
                 self.by_key.setdefault((op.name, key, context), []).append(op)
             if op.name == _SINK and '"hybrid.out.' in op.rest:
                 j = int(op.rest.split('"hybrid.out.')[1].split('"')[0])
                 for value in self._back(op.operands[0]):
                     self.sunk[value] = j
             for region in op.regions:
-                self._index(region, context + (op.name, ))
+                self._index(region, context + (op.name, ), blocks)
+
+    def _producer_for(self, op: Op, value: str) -> Op | None:
+        """The region's op that makes ``value`` as ``op`` takes it: MLIR names a nested region's
+        values again once the region is closed, so the one of the blocks around ``op``."""
+        for block in self.scopes.get(id(op), ()):
+            made = next((o for o in block.ops if value in o.results), None)
+            if made is not None:
+                return made
+        return None
 
     def _back(self, value: str) -> list[str]:
         """``value`` and what it was converted from, back to where it was made (a carried value:
@@ -408,14 +528,35 @@ class _Alignment:
     def enter(self, ops: list[Op], context: tuple = ()) -> None:
         """Note the ops of the kernel's call that enclose each of ``ops``: a region op matches one
         inside the same loops and branches (a pipelined loop's prologue load is not its body's)."""
+        if not context:
+            self.ops = ops
         for op in ops:
             self.contexts[id(op)] = context
+            key = (op.name, self.kernel.positions.get(op.loc), context)
+            self.ordinals[id(op)] = self.counts.get(key, 0)
+            self.counts[key] = self.ordinals[id(op)] + 1
             for region in op.regions:
                 self.enter(region.ops, context + (op.name, ))
 
-    def candidates(self, op: Op) -> list[Op]:
+    def candidates(self, op: Op, depth: int = 0) -> list[Op]:
+        """The region's ops that ``op`` of the kernel's call is: those of its name at its source
+        position, inside the same ops. One at no position of the function (the kernel stages a
+        tile its caller loaded, as ``k`` of attention backward, and reads it where the function
+        uses it) is the region's op of its name at no position that the region's twins of its
+        users take in its place."""
         key = self.kernel.positions.get(op.loc)
-        return self.by_key.get((op.name, key, self.contexts.get(id(op), ())), []) if key else []
+        if key in self.placed:
+            twins = self.by_key.get((op.name, key, self.contexts.get(id(op), ())), [])
+            if len(twins) > 1 and len(twins) == self.counts.get((op.name, key, self.contexts.get(id(op), ()))):
+                return [twins[self.ordinals[id(op)]]]   # (each stage of a pipelined loop's prologue: its own)
+            return twins
+        found: dict[int, Op] = {}
+        for user, k in [use for result in op.results for use in uses(Block([], self.ops), result)] if depth < 4 else ():
+            for twin in self.candidates(user, depth + 1):
+                made = self._producer_for(twin, twin.operands[k]) if k < len(twin.operands) else None
+                if made is not None and made.name == op.name and not self.region.positions.get(made.loc):
+                    found[id(made)] = made
+        return list(found.values())
 
     def sources(self, value: str, ops: list[Op], depth: int = 0) -> list[str]:
         """What the region's ops matching ``value``'s users take in its place: ``arg:<region argument>``,
@@ -429,7 +570,8 @@ class _Alignment:
         """``sources`` of one use of ``value``: ``user``'s operand ``k``."""
         if user.name == "ttg.convert_layout":
             return set(self.sources(user.results[0], ops, depth + 1)) if depth < 8 else set()
-        carried = [arg for arg, init in user.carried if init == value]
+        inits = user.carried   # (a loop's operands end with the initial values of what it carries)
+        carried = [inits[k - len(user.operands)][0]] if k >= len(user.operands) - len(inits) else []
         if carried:   # an initial value: as the loop's uses of what it carries
             return {source for arg in carried for source in self.sources(arg, ops, depth + 1)} if depth < 8 else set()
         found: set[str] = set()
@@ -448,35 +590,55 @@ class _Alignment:
         with its caller's, say): then those kernel ops are added to ``made`` and the parameters they
         take to ``arguments``. All or nothing: every region op matching a use of it (two ops of one
         source line may both match) that takes the same expression of parameters takes the same,
-        and one does."""
-        twins = [twin.operands[k] for user, k in uses(Block([], ops), value) for twin in self.candidates(user)
-                 if k < len(twin.operands)]
+        and one does. A kernel value bound to another parameter already (the caller passed it for
+        two) is renamed where the ops taken here take it (``_rename``)."""
+        twins = [(twin.operands[k], user, k) for user, k in uses(Block([], ops), value)
+                 for twin in self.candidates(user) if k < len(twin.operands)]
         unified = []
-        for twin in twins:
-            found, copied = dict(arguments), dict(made)
-            if self._unify(value, twin, producers, found, copied):
-                unified.append((found, copied))
-        if not unified or any(found != unified[0][0] for found, _ in unified):
+        for twin, user, k in twins:
+            found, copied, renames = dict(arguments), dict(made), []
+            if self._unify(value, twin, producers, found, copied, renames, (user, k)):
+                unified.append((found, copied, renames))
+        if not unified or any(found != unified[0][0] for found, _, _ in unified):
             return False
-        arguments.update(unified[0][0])
-        made.update(unified[0][1])
+        found, copied, renames = unified[0]
+        for user, k, mine, argument in sorted({(id(user), k): (user, k, mine, argument)
+                                               for user, k, mine, argument in renames}.values(), key=lambda r: -r[1]):
+            _rename(mine, argument, user, k, producers, self)
+        arguments.update(found)
+        made.update(copied)
         return True
 
     def _unify(self, value: str, twin: str, producers: dict[str, Op], found: dict[str, str],
-               copied: dict[int, Op]) -> bool:
+               copied: dict[int, Op], renames: list, use: tuple[Op, int]) -> bool:
+        """Whether ``value``, taken as ``use`` (an op and its operand index), is made as the
+        region's ``twin``; ``renames``: the uses of a kernel value bound to one parameter that are
+        another (op, index, value, parameter)."""
         twin = self._back(twin)[-1]
         if twin in self.arguments:
-            return found.setdefault(value, twin) == twin
+            if found.setdefault(value, twin) != twin:
+                if found.setdefault(f"{value}.{twin[1:]}", twin) != twin:
+                    return False
+                renames.append((*use, value, twin))
+            return True
         mine, theirs = producers.get(value), self.producers.get(twin)
         if mine is not None and mine.name == "ttg.convert_layout":   # the kernel's layout, made by a conversion
             copied[id(mine)] = mine
-            return self._unify(mine.operands[0], twin, producers, found, copied)
-        if mine is None or theirs is None or mine.name != theirs.name or not _pure(mine) \
+            return self._unify(mine.operands[0], twin, producers, found, copied, renames, (mine, 0))
+        if mine is None or theirs is None or mine.name != theirs.name or not (_pure(mine) or mine.name == _LOAD) \
                 or len(mine.results) != 1 or len(mine.operands) != len(theirs.operands) \
                 or _shape_free(mine) != _shape_free(theirs):
             return False
         copied[id(mine)] = mine
-        return all(self._unify(v, t, producers, found, copied) for v, t in zip(mine.operands, theirs.operands))
+        return all(self._unify(v, t, producers, found, copied, renames, (mine, k))
+                   for k, (v, t) in enumerate(zip(mine.operands, theirs.operands)))
+
+    def _waited(self, value: str) -> str:
+        """The asynchronous dot's result the region's ``value`` waits for, if a wait makes it."""
+        op = self.producers.get(value)
+        if op is None or op.name != "ttng.warp_group_dot_wait":
+            return value
+        return op.operands[op.results.index(value)]
 
     def sinks(self, value: str, ops: list[Op]) -> list[int]:
         """The results of the function the region ops matching ``value``'s producer return it as."""
@@ -485,15 +647,19 @@ class _Alignment:
     def _twins(self, value: str, ops: list[Op]) -> list[str]:
         """The region values the region ops matching ``value``'s producer make in its place. A
         loop's result by what its body yields there: two lowerings of one loop may carry its
-        values in another order."""
+        values in another order. A wait for asynchronous dots that the region has not (the
+        kernel's pipeliner waits for the loop's last ``dk``, ``dv`` after it): what it waits for."""
         for op in _flatten(ops):
             if value not in op.results:
                 continue
             k = op.results.index(value)
+            if op.name == "ttng.warp_group_dot_wait" and not self.candidates(op):
+                return self._twins(op.operands[k], ops)
             if op.name == "scf.for" and op.regions and op.regions[0].ops and op.regions[0].ops[-1].name == "scf.yield":
                 inner = self._twins(op.regions[0].ops[-1].operands[k], ops)
                 return [twin.results[j] for twin in self.candidates(op) if twin.regions and twin.regions[0].ops
-                        for j, v in enumerate(twin.regions[0].ops[-1].operands) if v in inner and j < len(twin.results)]
+                        for j, v in enumerate(twin.regions[0].ops[-1].operands)
+                        if {v, self._waited(v)} & set(inner) and j < len(twin.results)]
             return [twin.results[k] for twin in self.candidates(op) if k < len(twin.results)]
         return []
 
