@@ -63,18 +63,19 @@ def rematerialize(state: Stitch, module) -> bool:
 
 def join_conversions(state: Stitch, module) -> bool:
     """Conversions into Triton code moved past the arithmetic on them, where fewer remain."""
-    folded = state.folded
-    movable = into_triton_code(state) - folded.constants - folded.recomputed
-    moved = sinking.join_past_arithmetic(module, gluon_ir.GluonOpBuilder(state.context), movable)
-    _add(state, moved=moved)
-    return bool(moved)
+    return _moved(state, module, sinking.join_past_arithmetic)
 
 
 def sink_casts(state: Stitch, module) -> bool:
     """A conversion into Triton code (whose layouts Triton chose) moved past the casts after it."""
+    return _moved(state, module, sinking.sink_past_casts)
+
+
+def _moved(state: Stitch, module, move) -> bool:
+    """``move`` (a ``sinking`` rewrite) over the boundaries into Triton code no fold took yet."""
     folded = state.folded
     movable = into_triton_code(state) - folded.constants - folded.recomputed
-    moved = sinking.sink_past_casts(module, gluon_ir.GluonOpBuilder(state.context), movable)
+    moved = move(module, gluon_ir.GluonOpBuilder(state.context), movable)
     _add(state, moved=moved)
     return bool(moved)
 
