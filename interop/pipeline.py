@@ -47,7 +47,7 @@ TRITON_HOST: list[Pass] = [
     Pass("fold shared stores", stitch_passes.fold_shared_stores),
     Pass("merge stagings", stitch_passes.merge_stagings),
     Pass("canonicalize folds", stitch_passes.canonicalize, when=stitch_passes.folded_any),
-    Pass("hoist invariants", stitch_passes.hoist_invariants, when=stitch_passes.inlined_any),
+    Pass("hoist invariants", stitch_passes.hoist_invariants, when=stitch_passes.inlined_into_a_loop),
     Pass("buffer access", buffer_access.resolve),
     Pass("untag entry conversions", convert_in.untag),
     Pass("speculate", speculate.speculate),

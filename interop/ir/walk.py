@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .uses import owners
+
 
 def function_blocks(module, function) -> list:
     """The top-level blocks of ``function`` in ``module`` (the bindings have no direct accessor)."""
@@ -60,3 +62,24 @@ def called_symbols(module) -> set[str]:
 
     module.walk(visit)
     return called
+
+
+#: The ops whose body runs more than once.
+LOOPS = {"scf.for", "scf.while"}
+
+
+def calls_in_loops(module, callees: set[str]) -> bool:
+    """Whether a ``tt.call`` of one of ``callees`` sits inside a loop of its function."""
+    calls: list = []
+    module.walk(lambda op: calls.append(op) if op.get_name() == "tt.call"
+                and op.get_flat_symbol_ref_attr("callee") in callees else None)
+    if not calls:
+        return False
+    holder = owners(module)
+    for call in calls:
+        block = call.get_block()
+        while block is not None and (owner := holder.get(block.get_parent().id())) is not None:
+            if owner.get_name() in LOOPS:
+                return True
+            block = owner.get_block()
+    return False

@@ -21,6 +21,7 @@ class Stitch:
     choices: list = field(default_factory=list)   # the planner's choices (``planner.Choice``)
     live: dict = field(default_factory=dict)      # per boundary tag, the conversions left after planning
     merged_stagings: int = 0                      # stagings into shared memory merged (``stagings``)
+    region_in_loop: bool = False                  # a region's call sat in a loop of the host (``inline``)
 
     @property
     def context(self):

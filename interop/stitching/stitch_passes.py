@@ -12,12 +12,15 @@ import dataclasses
 
 from . import remat, sinking, stagings, stitch
 from ..ir import canonicalize as ir_canonicalize
+from ..ir.walk import calls_in_loops
 from .state import Stitch
 from ..triton.bindings import gluon_ir
 
 
 def inline(state: Stitch, module) -> None:
-    """Gluon's inliner: every spliced region's body into its call sites."""
+    """Gluon's inliner: every spliced region's body into its call sites (noting first whether a
+    call sits in the host's loop: ``hoist invariants``)."""
+    state.region_in_loop = calls_in_loops(module, {r.symbol for r in state.regions})
     stitch.inline(module, state.context)
 
 
@@ -39,12 +42,14 @@ def hoist_invariants(state: Stitch, module) -> None:
     into the loop never went through Triton's loop-invariant code motion (its ``make_ttir`` runs
     it before layouts; Gluon's pipeline has none): a port's index arithmetic on the kernel's
     scalars stayed in every iteration of the persistent matmul's tile loop. Only where a region
-    was inlined: a kernel without one is Triton's, whose ttgir Triton leaves as it is."""
+    was inlined into a loop of the host: elsewhere the loops are Triton's own, or the regions',
+    which Triton left as they are at ttgir (the descriptor persistent matmul's tile loop ported
+    whole for sm80 builds to 8 more instructions hoisted)."""
     ir_canonicalize.hoist_invariants(module, state.context)
 
 
-def inlined_any(state: Stitch) -> bool:
-    return bool(state.regions)
+def inlined_into_a_loop(state: Stitch) -> bool:
+    return state.region_in_loop
 
 
 def fold_constants(state: Stitch, module) -> bool:

@@ -34,7 +34,7 @@ def test_pure_ops_on_values_the_loop_does_not_change_move_before_it(target):
     text, layouts = loop(target)
     module, context, _ = parsed(text, target)
     state = stitch_of(context, target)
-    state.compile.new_region("g", "gluon", CallSite("k.py", 4), "", shared_bytes=0, lines=())   # (inlined)
+    state.region_in_loop = True   # (what ``inline`` notes of a region called in the loop)
     run_pass(state, module, "hoist invariants")
     lines = printed(module, layouts).splitlines()
     start = next(k for k, line in enumerate(lines) if "scf.for" in line)
@@ -45,8 +45,24 @@ def test_pure_ops_on_values_the_loop_does_not_change_move_before_it(target):
     assert all(where[op] > start for op in ("tt.load", "tt.splat %arg2", "arith.addi"))
 
 
+@pytest.mark.ir_pass("inline")
+@pytest.mark.parametrize("in_loop", [True, False])
+def test_inline_notes_whether_a_region_is_called_in_a_loop_of_the_host(in_loop):
+    """The loop of ``loop`` calling a region inside it, or before it."""
+    text, layouts = loop("sm90a")
+    call = "      tt.call @__hybrid_r0_g() : () -> ()\n"
+    text = text.replace("      tt.store", call + "      tt.store") if in_loop else \
+        text.replace("    scf.for", call.replace("      ", "    ", 1) + "    scf.for")
+    text = text.replace("    tt.return\n  }\n", "    tt.return\n  }\n  tt.func private @__hybrid_r0_g() {\n    tt.return\n  }\n")
+    module, context, _ = parsed(text, "sm90a")
+    state = stitch_of(context, "sm90a")
+    state.compile.new_region("g", "gluon", CallSite("k.py", 4), "", shared_bytes=0, lines=())
+    run_pass(state, module, "inline")
+    assert state.region_in_loop is in_loop
+
+
 @pytest.mark.ir_pass("hoist invariants")
-def test_without_a_region_the_loops_are_left_as_triton_made_them():
+def test_without_a_region_in_a_loop_the_loops_are_left_as_triton_made_them():
     text, layouts = loop("sm90a")
     module, context, _ = parsed(text, "sm90a")
     run_pass(stitch_of(context, "sm90a"), module, "hoist invariants")
