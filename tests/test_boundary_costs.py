@@ -96,8 +96,7 @@ def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target
     """bench/parity.py's matmul_activation, Triton host: the Gluon leaky_relu returns the MMA
     tile; the host casts it to fp16 and stores. The boundary's conversion is moved past the cast
     (3.9: into the host's own conversion for the store; 3.6, whose host has none: just before
-    the store): one fp16 conversion, the all-Triton kernel's. No more instructions than it (3.9:
-    as many; 3.6 on sm80: fewer, the host's loop invariants hoisted at ttgir with the region in)."""
+    the store): one fp16 conversion, the all-Triton kernel's."""
     if target == "sm90a" and compat.TRITON_MAJOR_MINOR < (3, 7):
         pytest.skip("Triton 3.6 converts the fp16 tile in 4 rounds; the planner hands it off through a 32 KiB "
                     "buffer instead")
@@ -111,7 +110,7 @@ def test_a_gluon_activation_result_is_converted_once_after_the_hosts_cast(target
     assert "moved past the cast" in result.reason and result.conversions == (compat.TRITON_MAJOR_MINOR < (3, 7)), result
     assert re.search(r"arith\.truncf %\S+ : tensor<\d+x\d+xf32, #mma> to tensor<\d+x\d+xf16, #mma>", fb.asm["ttgir"])
     assert fb.asm["ttgir"].count("ttg.convert_layout") == pure.asm["ttgir"].count("ttg.convert_layout")
-    assert instructions(fb.asm) <= instructions(pure.asm)
+    assert instructions(fb.asm) == instructions(pure.asm)
 
 
 @gluon.jit

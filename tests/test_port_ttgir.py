@@ -918,10 +918,7 @@ def test_a_descriptor_persistent_matmul_ports_as_tma_at_parity(tmp_path):
 def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_specialization(tmp_path):
     """On sm80 Triton lowers descriptor loads to plain loads, which vectorize only where the
     kernel's scalars are known divisible by 16: the helper, lowered inside the probe's Gluon
-    function, gets the kernel arguments' ``tt.divisibility``, so its port builds to the all-Triton
-    kernel's registers and shared memory, and within 1% of its instructions (without the
-    divisibility its loads are scalar: far more). The 1%: a port's loop is hoisted at ttgir
-    (``hoist invariants``), where Triton hoisted the kernel's at ttir; 1441 against 1433 here."""
+    function, gets the kernel arguments' ``tt.divisibility``, so its port matches the all-Triton kernel."""
     from hybrid.port.compare import as_hybrid
     kernel, options = pp.matmul_descriptor_persistent, {"num_warps": 4, "divisible": pp.PERSISTENT_DIVISIBLE}
     call = from_ttgir.capture(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options).call
@@ -930,9 +927,7 @@ def test_a_descriptor_helper_ported_for_a_triton_kernel_keeps_its_arguments_spec
     ported = from_ttgir.port(kernel, pp.persistent_tiles_desc, *PERSISTENT, "sm80", **options)
     candidate = from_ttgir.load_port(ported.source, ported.name, tmp_path / f"{ported.name}.py")
     swapped = hybrid.compile(with_region(kernel, pp.persistent_tiles_desc, candidate), *PERSISTENT, "sm80", **options)
-    (port, registers, shared, conversions) = _figures(swapped)
-    (kernel_instructions, *kernel_rest) = _figures(hybrid.compile(as_hybrid(kernel), *PERSISTENT, "sm80", **options))
-    assert [registers, shared, conversions] == kernel_rest and port <= 1.01 * kernel_instructions
+    assert _figures(swapped) == _figures(hybrid.compile(as_hybrid(kernel), *PERSISTENT, "sm80", **options))
 
 
 @triton.jit
