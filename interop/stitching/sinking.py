@@ -23,9 +23,9 @@ from ..ir.uses import producers, uses
 
 _NARROWING = {"arith.truncf"}
 #: The host's elementwise float arithmetic a result's conversion moves past (``join_past_arithmetic``).
-_BINARY = {**FLOAT_BINARY, "arith.maxnumf": "create_maxnumf", "arith.minnumf": "create_minnumf"}
-_UNARY = {**FLOAT_UNARY, "math.log2": "create_log2", "math.log": "create_log", "math.sqrt": "create_sqrt",
-          "math.rsqrt": "create_rsqrt", "math.absf": "create_fabs"}
+_ARITHMETIC = {**FLOAT_BINARY, **FLOAT_UNARY, "arith.maxnumf": "create_maxnumf", "arith.minnumf": "create_minnumf",
+               "math.log2": "create_log2", "math.log": "create_log", "math.sqrt": "create_sqrt",
+               "math.rsqrt": "create_rsqrt", "math.absf": "create_fabs"}
 #: What an operand beside a converted result may be: made again in the result's layout for free.
 _SPLATS = {"tt.splat", "arith.constant"}
 
@@ -118,8 +118,7 @@ def _join(module, builder, group: list, users: dict, defining: dict) -> dict[str
 
     def takes(op) -> bool:
         name = op.get_name()
-        if op.get_block() is None or op.get_block().id() != block or name not in {**_UNARY, **_BINARY} \
-                or not hasattr(builder, {**_UNARY, **_BINARY}[name]):
+        if op.get_block() is None or op.get_block().id() != block or not hasattr(builder, _ARITHMETIC.get(name, "")):
             return False
         operands = [op.get_operand(i) for i in range(op.get_num_operands())]
         return any(o.id() in member for o in operands) and all(
@@ -147,7 +146,7 @@ def _join(module, builder, group: list, users: dict, defining: dict) -> dict[str
         builder.set_insertion_point_after(op)
         result = op.get_result(0)
         operands = [_in_source(op.get_operand(i), member, defining, layout, builder) for i in range(op.get_num_operands())]
-        made = getattr(builder, {**_UNARY, **_BINARY}[op.get_name()])(*operands)
+        made = getattr(builder, _ARITHMETIC[op.get_name()])(*operands)
         made.set_loc(result.get_loc())
         member[result.id()] = made
     freed = [c.get_str_attr(TAG) for c in converted if c not in kept]
